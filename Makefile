@@ -1,0 +1,33 @@
+# optiforge: `make run` (the main job) and `make test` work on a fresh machine.
+# torch is installed first and pinned: 2.13.0 is the CPU wheel on disk here; a looser
+# pin makes pip download several GB of CUDA wheels.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.optiforge-installed
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[dev,embed,ray]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/optiforge doctor
+	$(BIN)/optiforge sandbox exec --timeout 10 -- python -c "import sys, platform; print('hello from the sandbox', platform.python_version())"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check optiforge tests benchmarks
+	$(BIN)/ruff format --check optiforge tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache runs

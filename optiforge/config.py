@@ -1,0 +1,133 @@
+"""Configuration: pydantic models loaded from YAML presets plus dotted CLI overrides.
+
+Every config model forbids unknown keys, so a typo in YAML fails loudly with the key's
+path. ``configs/`` holds presets users copy and edit; ``--set a.b=1`` overrides a value
+(the right-hand side is parsed as YAML, so ``true``, ``3``, ``[1, 2]`` work).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from optiforge.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class StrictModel(BaseModel):
+    """Base for config models: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunSettings(StrictModel):
+    """What every agent run shares: provider, budgets, seed, services."""
+
+    model: str = "offline"
+    """litellm provider string (``openai/gpt-4o-mini``, ``ollama/llama3.1``...) or ``offline``."""
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio...)."""
+    seed: int = 0
+    budget: int | None = None
+    """Evaluations (candidate scorings / function evaluations) the agent may spend."""
+    max_llm_calls: int | None = None
+    max_usd: float | None = None
+    max_wall_s: float | None = None
+    max_sandbox_s: float | None = None
+    memory: str | None = None
+    """SQLAlchemy URL of the experience memory (default ``~/.optiforge/memory.db``)."""
+    sandbox: str = "local"
+    """Sandbox back end: ``local`` or ``docker``."""
+    workers: int = 1
+    """Parallel evaluation workers."""
+    record: Path | None = None
+    """Record every LLM exchange to this cassette (JSONL)."""
+    replay: Path | None = None
+    """Answer LLM requests from this cassette only; an unrecorded request is an error."""
+    cache: Path | None = None
+    """SQLite response cache (identical requests are answered without a call)."""
+    agent: dict[str, Any] = Field(default_factory=dict)
+    """Agent-specific options, validated by the agent's own config model."""
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping; errors name the file."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except FileNotFoundError as err:
+        raise ConfigError(f"config file not found: {p}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{p} is not valid YAML: {err}".splitlines()[0]) from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p} must hold a mapping at the top level, not {type(data).__name__}")
+    return data
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Return a copy of ``data`` with ``a.b.c=value`` overrides applied."""
+    out: dict[str, Any] = _deep_copy(data)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r} is not of the form key.path=value")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"override {item!r}: value is not valid YAML") from err
+        node = out
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"override {item!r}: {part!r} is not a mapping")
+            node = nxt
+        node[parts[-1]] = value
+    return out
+
+
+def _deep_copy(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: _deep_copy(v) if isinstance(v, dict) else v for k, v in data.items()}
+
+
+def validation_message(err: ValidationError, where: str = "config") -> str:
+    """One readable line from a pydantic ValidationError (first problem, count of others)."""
+    errors = err.errors()
+    first = errors[0]
+    loc = ".".join(str(p) for p in first.get("loc", ())) or "(root)"
+    msg = f"{where}: {loc}: {first.get('msg', 'invalid')}"
+    if first.get("type") == "extra_forbidden":
+        msg = f"{where}: unknown key {loc!r}"
+    if len(errors) > 1:
+        msg += f" (and {len(errors) - 1} more)"
+    return msg
+
+
+def build_config(
+    cls: type[M],
+    *,
+    preset: str | Path | None = None,
+    overrides: list[str] | None = None,
+    base: dict[str, Any] | None = None,
+    where: str | None = None,
+) -> M:
+    """Validate ``base`` <- YAML ``preset`` <- ``overrides`` into ``cls``."""
+    data: dict[str, Any] = _deep_copy(base or {})
+    if preset is not None:
+        data = _merge(data, load_yaml(preset))
+    data = apply_overrides(data, overrides or [])
+    try:
+        return cls.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(validation_message(err, where or cls.__name__)) from err
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = _deep_copy(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out

@@ -1,0 +1,66 @@
+"""The benchmark contract every suite implements: ``Benchmark`` -> ``Task`` -> ``Score``.
+
+A ``Task`` is one problem configuration (a function to optimise, an RO instance, a
+kernel with shapes...). ``Task.evaluate`` re-measures a candidate itself: an agent's
+claim about its own candidate is never trusted. Splits: ``dev`` (visible to agents and
+developers), ``test`` (in-distribution, unseen) and ``heldout`` (unseen configurations).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # pragma: no cover
+    from optiforge.sandboxes import Sandbox
+
+SPLITS: tuple[str, ...] = ("dev", "test", "heldout")
+
+
+class Score(BaseModel):
+    """The harness's own measurement of one candidate on one task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float
+    """The task's metric for this candidate (see ``Task.metric``/``higher_is_better``)."""
+    passed: bool
+    """Whether the candidate is valid/correct; a failed candidate's value is not comparable."""
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """Secondary numbers (timings, counts, tolerances used...)."""
+    details: dict[str, Any] = Field(default_factory=dict)
+    """JSON-serialisable explanation, e.g. ``{"reason": "not robust-feasible in row 3"}``."""
+
+
+@runtime_checkable
+class Task(Protocol):
+    """One benchmark problem configuration."""
+
+    suite: str
+    """Suite name, e.g. ``hdbo``."""
+    name: str
+    """Task name inside the suite, e.g. ``levy4_25d``."""
+    split: str
+    """One of ``SPLITS``."""
+    metric: str
+    """What ``Score.value`` measures, e.g. ``best_value`` or ``accuracy``."""
+    higher_is_better: bool
+    description: str
+    """What an agent (or an LLM) is told about the task."""
+
+    def evaluate(self, candidate: Any, sandbox: Sandbox | None = None) -> Score:
+        """Score ``candidate``; run untrusted code only inside ``sandbox``."""
+        ...
+
+
+@runtime_checkable
+class Benchmark(Protocol):
+    """A named collection of tasks with splits."""
+
+    name: str
+    splits: tuple[str, ...]
+
+    def tasks(self, split: str = "dev") -> list[Task]:
+        """All tasks of ``split``; raises ``ConfigError`` for an unknown split."""
+        ...
