@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -198,6 +197,193 @@ def sandbox_exec(
     raise typer.Exit(res.returncode if 0 <= res.returncode < 256 else 1)
 
 
+# ---------------------------------------------------------------------------- run / eval
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="litellm provider string, or 'offline' (no LLM).")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a config value: key.path=value (repeatable).")]
+
+
+def _settings(
+    *, config: Path | None, overrides: list[str] | None, **fields: Any
+) -> Any:
+    from optiforge.config import RunSettings, build_config, load_yaml
+
+    base: dict[str, Any] = load_yaml(config) if config else {}
+    for key, value in fields.items():
+        if value is not None:
+            base[key] = value
+    return build_config(RunSettings, base=base, overrides=overrides or [], where="settings")
+
+
+def _progress_printer() -> tuple[Any, Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=err_console, transient=False,
+    )
+    return prog, None
+
+
+@app.command()
+def run(
+    agent: Annotated[str, typer.Argument(help="Agent name (see `optiforge list agents`).")],
+    bench: Annotated[str | None, typer.Option("--bench", "-b", help="SUITE/TASK[@split] (default: the agent's suite, first dev task).")] = None,
+    budget: Annotated[int | None, typer.Option(help="Evaluations the agent may spend.")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    model: ModelOpt = "offline",
+    api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<id>).")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Continue the interrupted run in this directory.")] = None,
+    record: Annotated[Path | None, typer.Option(help="Record LLM exchanges to this cassette.")] = None,
+    replay: Annotated[Path | None, typer.Option(help="Answer LLM requests from this cassette only.")] = None,
+    cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
+    memory: Annotated[str | None, typer.Option(help="Memory URL (sqlite:///..., postgresql://...) or 'none'.")] = None,
+    sandbox: Annotated[str, typer.Option(help="Sandbox back end: local or docker.")] = "local",
+    workers: Annotated[int, typer.Option(help="Parallel evaluation workers.")] = 1,
+    max_llm_calls: Annotated[int | None, typer.Option(help="Stop before more LLM calls than this.")] = None,
+    max_usd: Annotated[float | None, typer.Option(help="Stop before spending more than this (USD).")] = None,
+    max_wall_s: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML preset (see configs/).")] = None,
+    overrides: SetOpt = None,
+) -> None:
+    """Run AGENT on one task; writes OUT/summary.json, events.jsonl and a convergence plot."""
+    from optiforge.agents import get_agent
+    from optiforge.evals.registry import get_benchmark, resolve_task
+    from optiforge.evals.report import write_run_plot
+    from optiforge.evals.runner import run_task
+    from optiforge.runs import new_run_id
+
+    spec = get_agent(agent)
+    settings = _settings(
+        config=config, overrides=overrides, model=model, api_base=api_base, seed=seed, budget=budget,
+        record=record, replay=replay, cache=cache, memory=memory, sandbox=sandbox, workers=workers,
+        max_llm_calls=max_llm_calls, max_usd=max_usd, max_wall_s=max_wall_s,
+    )
+    if resume is not None:
+        from optiforge.runs import read_manifest
+
+        cfg = read_manifest(resume).get("config", {})
+        ref = cfg.get("task") or ""
+        task = resolve_task(ref)
+        out_dir = resume
+    else:
+        if bench is None:
+            if not spec.default_benchmark:
+                raise ConfigError(f"{spec.name} has no default benchmark: pass --bench SUITE/TASK")
+            bench = spec.default_benchmark
+        if "/" not in bench:
+            first = get_benchmark(bench).tasks("dev")[0]
+            bench = f"{bench}/{first.name}@dev"
+        task = resolve_task(bench)
+        out_dir = out or Path("runs") / new_run_id(spec.name)
+    prog, _ = _progress_printer()
+    with prog:
+        bar = prog.add_task(f"{spec.name} on {task.suite}/{task.name}", total=settings.budget or spec.default_budget, info="")
+
+        def progress(info: dict[str, Any]) -> None:
+            best = info.get("best")
+            prog.update(bar, completed=info.get("evaluations", 0),
+                        info=f"best {best:.5g}" if isinstance(best, float) else "")
+
+        summary = run_task(spec, task, settings, out_dir, resume=resume is not None, progress=progress)
+    plot = write_run_plot(summary, Path(out_dir))
+    _print_run_summary(summary, Path(out_dir), plot)
+
+
+def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None) -> None:
+    arrow = "higher" if summary["higher_is_better"] else "lower"
+    table = Table(title=f"{summary['agent']} on {summary['benchmark']}/{summary['task']} ({summary['metric']}, {arrow} is better)")
+    table.add_column("method")
+    table.add_column(summary["metric"], justify="right")
+    table.add_column("evaluations", justify="right")
+    table.add_column("LLM calls", justify="right")
+    table.add_column("cost", justify="right")
+    table.add_column("wall s", justify="right")
+    best = summary["best_score"]
+    table.add_row(summary["method"], "failed" if best is None else f"{best:.6g}", str(summary["n_evaluations"]),
+                  str(summary["llm_calls"]), f"${summary['cost_usd']:.4f}", f"{summary['wall_s']:.1f}")
+    if summary.get("baseline_name"):
+        b = summary.get("baseline_score")
+        table.add_row(summary["baseline_name"] + " (baseline)", "failed" if b is None else f"{b:.6g}", "", "", "", "")
+    console.print(table)
+    console.print(f"stopped: {summary['stop_reason']}")
+    console.print(f"run directory: {out_dir}  (summary.json, events.jsonl{', convergence.png' if plot else ''})")
+
+
+@app.command("eval")
+def eval_cmd(
+    agent: Annotated[str, typer.Argument(help="Agent name.")],
+    bench: Annotated[str | None, typer.Option("--bench", "-b", help="Suite name (default: the agent's).")] = None,
+    split: Annotated[str, typer.Option(help="dev, test or heldout.")] = "dev",
+    seeds: Annotated[int, typer.Option(help="Seeds per task.")] = 3,
+    budget: Annotated[int | None, typer.Option(help="Evaluations per run.")] = None,
+    model: ModelOpt = "offline",
+    api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Eval directory (default runs/eval-<id>); rerun to resume.")] = None,
+    baselines: Annotated[str | None, typer.Option(help="Comma-separated baselines (default: all of the agent's).")] = None,
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated task names (default: all).")] = None,
+    workers: Annotated[int, typer.Option(help="Runs in parallel (processes).")] = 1,
+    memory: Annotated[str | None, typer.Option(help="Memory URL or 'none'.")] = None,
+    cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
+    max_llm_calls: Annotated[int | None, typer.Option(help="LLM-call cap per run.")] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML preset.")] = None,
+    overrides: SetOpt = None,
+) -> None:
+    """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
+    from optiforge.agents import get_agent
+    from optiforge.evals.report import eval_tables
+    from optiforge.evals.runner import run_eval
+    from optiforge.runs import new_run_id
+
+    spec = get_agent(agent)
+    bench = bench or spec.default_benchmark
+    if not bench:
+        raise ConfigError(f"{spec.name} has no default benchmark: pass --bench SUITE")
+    settings = _settings(config=config, overrides=overrides, model=model, api_base=api_base, budget=budget,
+                         memory=memory, cache=cache, max_llm_calls=max_llm_calls)
+    out_dir = out or Path("runs") / new_run_id(f"eval-{spec.name}")
+    prog, _ = _progress_printer()
+    with prog:
+        bar = prog.add_task(f"{spec.name} on {bench}/{split}", total=None, info="")
+
+        def progress(kind: str, info: dict[str, Any]) -> None:
+            if kind == "start":
+                prog.update(bar, total=info["total"], completed=info["done"])
+            else:
+                v = info.get("best_score")
+                label = f"{info.get('task')} {info.get('method')} s{info.get('seed')}: " + (
+                    info["error"][:60] if "error" in info else ("failed" if v is None else f"{v:.4g}"))
+                prog.update(bar, advance=1, info=label)
+
+        summary = run_eval(
+            spec.name, bench, settings, out_dir, split=split, seeds=seeds,
+            baselines=[b for b in baselines.split(",") if b] if baselines else None,
+            workers=workers, tasks=[t for t in tasks.split(",") if t] if tasks else None, progress=progress,
+        )
+    header, rows = eval_tables(summary)
+    table = Table(title=f"{spec.name} on {bench} ({split}): mean ± 95% CI over {seeds} seeds")
+    for h in header:
+        table.add_column(h)
+    for r in rows:
+        table.add_row(*[c.replace("**", "") for c in r])
+    console.print(table)
+    for n in summary.get("notes") or []:
+        console.print(f"[dim]{n}[/]")
+    if summary.get("errors"):
+        console.print(f"[yellow]{len(summary['errors'])} runs failed; see {out_dir}/summary.md[/]")
+    console.print(f"eval directory: {out_dir}  (results.jsonl, summary.json, summary.md, convergence.png)")
+
+
+@app.command()
+def report(directory: Annotated[Path, typer.Argument(help="A run or eval directory.")]) -> None:
+    """Render a run or eval as one self-contained HTML page (report.html)."""
+    from optiforge.evals.report import render_report
+
+    path = render_report(directory)
+    console.print(f"wrote {path}")
+
+
 def _mount_optional() -> None:
     """Sub-apps that live next to their services."""
     from optiforge.memory.cli import app as memory_app
@@ -209,29 +395,23 @@ _mount_optional()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turning our errors into one line and an exit code."""
+    """Entry point: run the app, turning our errors into one line and an exit code.
+
+    Click/typer handle usage errors and exits themselves (standalone mode); our own
+    errors propagate out of the command and are printed here.
+    """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        rv = app(args=args, standalone_mode=False, prog_name="optiforge")
-        if isinstance(rv, int) and rv:
-            sys.exit(rv)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except click.exceptions.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
+        app(args=args, prog_name="optiforge")
     except KeyboardInterrupt:
-        err_console.print("interrupted (run records are kept; resume with --resume RUN_DIR)")
+        err_console.print("interrupted (run records are kept; continue with --resume RUN_DIR)")
         sys.exit(130)
     except OptiforgeError as e:
         if debug:
             raise
-        err_console.print(f"[red]error:[/] {type(e).__name__}: {e}", markup=True, highlight=False)
+        err_console.print(f"[red]error:[/] {type(e).__name__}: {e}", highlight=False)
         sys.exit(2)
 
 

@@ -1,0 +1,55 @@
+"""``AgentSpec``: how the CLI and the eval runner see an agent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from optiforge.agents.base import RunContext
+from optiforge.evals.protocol import Task
+
+
+class AgentOutcome(BaseModel):
+    """What one agent (or baseline) run on one task produced.
+
+    ``best_candidate`` is re-scored by the harness (``Task.evaluate``); ``claimed_value``
+    is only the agent's own number, kept for diagnosis and never reported as the result.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    best_candidate: Any = None
+    claimed_value: float | None = None
+    trace: list[float | None] = Field(default_factory=list)
+    """Best-so-far value after each evaluation (the convergence curve)."""
+    n_evaluations: int = 0
+    stop_reason: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+Solve = Callable[[Task, RunContext, BaseModel, int | None, bool], AgentOutcome]
+"""``solve(task, ctx, config, budget, resume) -> AgentOutcome``."""
+
+Baseline = Callable[[Task, RunContext, int | None], AgentOutcome]
+"""``baseline(task, ctx, budget) -> AgentOutcome`` (same budget as the agent)."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A registered agent."""
+
+    name: str
+    description: str
+    config_model: type[BaseModel]
+    solve: Solve
+    default_benchmark: str | None = None
+    baselines: dict[str, Baseline] = field(default_factory=dict)
+    """Baselines measured in the same eval; the first is the primary one for ``run``."""
+    default_budget: int = 32
+
+    @property
+    def primary_baseline(self) -> str | None:
+        return next(iter(self.baselines), None)

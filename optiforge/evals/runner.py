@@ -1,0 +1,430 @@
+"""The eval runner behind ``optiforge run`` and ``optiforge eval``.
+
+``run_task`` runs one agent (or baseline) on one task in its own run directory and writes
+``summary.json``. ``run_eval`` runs every task x seed x method of a suite split —
+concurrently through the executor, resumable (rows already in ``results.jsonl`` are
+skipped, and each row's own run directory resumes its search checkpoint) — then writes
+``summary.json``, ``summary.md`` and PNG plots.
+
+Every reported number is re-measured by the harness: the best candidate an agent returns
+is scored again with ``Task.evaluate`` in a fresh sandbox; the agent's own claim is kept
+as ``claimed_score`` for diagnosis only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from optiforge.agents import AgentOutcome, AgentSpec, get_agent
+from optiforge.agents.base import RunContext
+from optiforge.config import RunSettings, build_config
+from optiforge.errors import ConfigError, OptiforgeError
+from optiforge.evals.registry import get_benchmark
+from optiforge.runs import RunRecorder, read_manifest, to_json_line
+
+SUMMARY = "summary.json"
+RESULTS = "results.jsonl"
+
+
+# ----------------------------------------------------------------------------- context
+
+
+def build_context(
+    settings: RunSettings,
+    recorder: RunRecorder | None,
+    agent: str,
+    *,
+    workers: int | None = None,
+    llm: Any | None = None,
+) -> RunContext:
+    """Live services for one run, wired to its recorder (the tracer).
+
+    llm: an LLM object to use instead of the one ``settings.model`` names (tests,
+    programmatic use); it is charged to this run's budget when it has none.
+    """
+    from optiforge.llm import Budget
+
+    tracer = recorder if recorder is not None else None
+    budget = Budget(
+        max_calls=settings.max_llm_calls,
+        max_usd=settings.max_usd,
+        max_wall_s=settings.max_wall_s,
+        max_sandbox_s=settings.max_sandbox_s,
+    )
+    if llm is None:
+        llm = _make_llm(settings, budget, tracer)
+    elif hasattr(llm, "budget") and getattr(llm, "budget", None) is None:
+        llm.budget = budget
+    from optiforge.sandboxes import get_sandbox
+
+    sandbox = get_sandbox(settings.sandbox, tracer=tracer)
+    memory = None
+    if settings.memory != "none":
+        from optiforge.memory import Store
+
+        memory = Store(settings.memory)
+    n_workers = settings.workers if workers is None else workers
+    executor = None
+    if n_workers > 1:
+        from optiforge.sandboxes import ProcessExecutor
+
+        executor = ProcessExecutor(n_workers)
+    ctx = RunContext(
+        llm=llm, sandbox=sandbox, memory=memory, executor=executor, budget=budget,
+        seed=settings.seed, run_dir=recorder.run_dir if recorder else None, agent=agent,
+    )
+    if recorder is not None:
+        ctx.tracer = recorder
+    return ctx
+
+
+def _make_llm(settings: RunSettings, budget: Any, tracer: Any) -> Any:
+    from optiforge.llm import Cassette, ResponseCache, make_llm
+
+    if settings.record and settings.replay:
+        raise ConfigError("--record and --replay exclude each other")
+    cassette = None
+    if settings.record:
+        cassette = Cassette(settings.record, mode="record")
+    elif settings.replay:
+        if not Path(settings.replay).is_file():
+            raise ConfigError(f"--replay {settings.replay}: no such cassette file")
+        cassette = Cassette(settings.replay, mode="replay")
+    cache = ResponseCache(settings.cache) if settings.cache else None
+    kwargs: dict[str, Any] = {"budget": budget, "tracer": tracer, "cache": cache, "cassette": cassette}
+    if settings.api_base:
+        kwargs["api_base"] = settings.api_base
+    return make_llm(settings.model, **kwargs)
+
+
+def _close_context(ctx: RunContext) -> None:
+    if ctx.executor is not None:
+        ctx.executor.shutdown()
+    if ctx.memory is not None and hasattr(ctx.memory, "close"):
+        ctx.memory.close()
+
+
+# ----------------------------------------------------------------------------- one run
+
+
+def _verify(task: Any, outcome: AgentOutcome, ctx: RunContext) -> tuple[float | None, bool, dict[str, Any]]:
+    """Re-score the returned candidate ourselves (never trust the agent's number)."""
+    if outcome.best_candidate is None:
+        return None, False, {"reason": "no candidate passed"}
+    verify = getattr(task, "verify_outcome", None)
+    if callable(verify):
+        score = verify(outcome, ctx.sandbox)
+    else:
+        score = task.evaluate(outcome.best_candidate, ctx.sandbox)
+    value = float(score.value) if score.passed and math.isfinite(score.value) else None
+    return value, bool(score.passed), {"metrics": score.metrics, "details": score.details}
+
+
+def run_task(
+    agent: str | AgentSpec,
+    task: Any,
+    settings: RunSettings,
+    out_dir: str | Path,
+    *,
+    method: str | None = None,
+    resume: bool = False,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    with_baseline: bool = True,
+    llm: Any | None = None,
+) -> dict[str, Any]:
+    """Run ``method`` (the agent itself, or one of its baselines) on ``task``.
+
+    Writes ``out_dir/summary.json`` and returns it. With ``resume``, an interrupted run in
+    ``out_dir`` continues from its checkpoint.
+    """
+    spec = agent if isinstance(agent, AgentSpec) else get_agent(agent)
+    method = method or spec.name
+    out = Path(out_dir)
+    if resume and (out / "manifest.json").exists():
+        recorder = RunRecorder.open(out)
+        cfg = read_manifest(out).get("config", {})
+        settings = RunSettings.model_validate(cfg.get("settings", settings.model_dump(mode="json")))
+    else:
+        if (out / SUMMARY).exists() and not resume:
+            raise ConfigError(f"{out} already holds a finished run; choose another --out or pass --resume")
+        recorder = RunRecorder.create(
+            out.parent, kind="run", run_dir=out,
+            config={"agent": spec.name, "method": method, "task": _task_ref(task),
+                    "settings": settings.model_dump(mode="json")},
+            seed=settings.seed, provider=settings.model,
+        )
+    t0 = time.perf_counter()
+    ctx = build_context(settings, recorder, spec.name, llm=llm)
+    ctx.progress = progress
+    budget = settings.budget or spec.default_budget
+    try:
+        if method == spec.name:
+            config = build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
+            outcome = spec.solve(task, ctx, config, budget, resume)
+        elif method in spec.baselines:
+            outcome = spec.baselines[method](task, ctx, budget)
+        else:
+            raise ConfigError(f"{spec.name} has no method {method!r} (baselines: {', '.join(spec.baselines)})")
+        value, passed, verification = _verify(task, outcome, ctx)
+        baseline_name, baseline_score = None, None
+        if with_baseline and method == spec.name and spec.primary_baseline:
+            baseline_name = spec.primary_baseline
+            b_out = spec.baselines[baseline_name](task, ctx, budget)
+            baseline_score, _, _ = _verify(task, b_out, ctx)
+        snap = ctx.budget.snapshot() if ctx.budget is not None else {}
+        summary = {
+            "agent": spec.name,
+            "method": method,
+            "benchmark": task.suite,
+            "task": task.name,
+            "split": task.split,
+            "seed": settings.seed,
+            "model": settings.model,
+            "metric": task.metric,
+            "higher_is_better": task.higher_is_better,
+            "best_score": value,
+            "verified": passed,
+            "claimed_score": outcome.claimed_value,
+            "baseline_name": baseline_name,
+            "baseline_score": baseline_score,
+            "n_evaluations": outcome.n_evaluations,
+            "llm_calls": int(_snap(snap, "calls")),
+            "tokens": int(_snap(snap, "tokens")),
+            "cost_usd": float(_snap(snap, "usd")),
+            "sandbox_s": float(_snap(snap, "sandbox_s")),
+            "wall_s": round(time.perf_counter() - t0, 3),
+            "stop_reason": outcome.stop_reason,
+            "trace": outcome.trace,
+            "extra": outcome.extra,
+            "verification": verification,
+        }
+        (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        recorder.finish("finished", best_score=value)
+        return summary
+    except KeyboardInterrupt:
+        recorder.finish("interrupted")
+        raise
+    except BaseException as err:
+        recorder.finish("failed", error=f"{type(err).__name__}: {err}")
+        raise
+    finally:
+        _close_context(ctx)
+
+
+def _snap(snap: dict[str, Any], key: str) -> float:
+    v = snap.get(key)
+    if isinstance(v, dict):
+        v = v.get("used", 0)
+    return float(v or 0)
+
+
+def _task_ref(task: Any) -> str:
+    return f"{task.suite}/{task.name}@{task.split}"
+
+
+# ----------------------------------------------------------------------------- eval
+
+
+def _row_worker(args: tuple[str, str, str, str, str, dict[str, Any], str]) -> dict[str, Any]:
+    """One task x seed x method row, in a worker process."""
+    agent, method, suite, split, task_name, settings_json, row_dir = args
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    settings = RunSettings.model_validate(settings_json)
+    task = next(t for t in get_benchmark(suite).tasks(split) if t.name == task_name)
+    resume = (Path(row_dir) / "manifest.json").exists()
+    try:
+        return run_task(agent, task, settings, row_dir, method=method, resume=resume, with_baseline=False)
+    except OptiforgeError as err:
+        return {"error": f"{type(err).__name__}: {err}", "task": task_name, "method": method,
+                "seed": settings.seed}
+
+
+def run_eval(
+    agent: str,
+    bench: str,
+    settings: RunSettings,
+    out_dir: str | Path,
+    *,
+    split: str = "dev",
+    seeds: int = 3,
+    baselines: list[str] | None = None,
+    workers: int = 1,
+    tasks: list[str] | None = None,
+    progress: Callable[[str, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """All tasks x seeds x methods of ``bench``/``split``; resumable; returns the summary."""
+    spec = get_agent(agent)
+    benchmark = get_benchmark(bench)
+    task_list = benchmark.tasks(split)
+    if tasks:
+        task_list = [t for t in task_list if t.name in set(tasks)]
+        if not task_list:
+            raise ConfigError(f"none of {tasks} is a task of {bench}/{split}")
+    methods = [spec.name] + (list(spec.baselines) if baselines is None else baselines)
+    for m in methods[1:]:
+        if m not in spec.baselines:
+            raise ConfigError(f"{spec.name} has no baseline {m!r} (known: {', '.join(spec.baselines)})")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / RESULTS
+    done = _done_rows(results_path)
+    (out / "eval.json").write_text(
+        json.dumps({"agent": spec.name, "benchmark": bench, "split": split, "seeds": seeds,
+                    "methods": methods, "settings": settings.model_dump(mode="json")}, indent=2, default=str)
+    )
+    jobs = []
+    for task in task_list:
+        for seed in range(seeds):
+            for m in methods:
+                if (task.name, seed, m) in done:
+                    continue
+                row_settings = settings.model_copy(update={"seed": seed, "workers": 1})
+                row_dir = out / "runs" / f"{task.name}--{m}--s{seed}"
+                jobs.append((spec.name, m, bench, split, task.name, row_settings.model_dump(mode="json"), str(row_dir)))
+    total = len(task_list) * seeds * len(methods)
+    if progress:
+        progress("start", {"total": total, "done": total - len(jobs)})
+    with results_path.open("a") as fh:
+
+        def record(row: dict[str, Any]) -> None:
+            fh.write(to_json_line(row))
+            fh.flush()
+            if progress:
+                progress("row", row)
+
+        if workers <= 1:
+            for job in jobs:
+                record(_row_worker(job))
+        else:
+            from optiforge.sandboxes import ProcessExecutor
+
+            with ProcessExecutor(workers) as ex:
+                futures = [ex.submit(_row_worker, job) for job in jobs]
+                for fut in futures:
+                    record(fut.result())
+    rows = [r for r in _read_rows(results_path) if "error" not in r]
+    summary = summarize(rows, agent=spec.name, benchmark=bench, split=split, methods=methods)
+    summary["errors"] = [r for r in _read_rows(results_path) if "error" in r]
+    (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    from optiforge.evals.report import write_markdown, write_plots
+
+    write_plots(summary, rows, out)
+    write_markdown(summary, out)
+    return summary
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def _done_rows(path: Path) -> set[tuple[str, int, str]]:
+    return {(r["task"], int(r["seed"]), r["method"]) for r in _read_rows(path) if "error" not in r}
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def mean_ci95(values: list[float]) -> tuple[float, float | None]:
+    """Mean and half-width of the 95% Student-t interval (None for fewer than 2 values)."""
+    from scipy import stats
+
+    n = len(values)
+    if n == 0:
+        return math.nan, None
+    m = sum(values) / n
+    if n < 2:
+        return m, None
+    var = sum((v - m) ** 2 for v in values) / (n - 1)
+    half = float(stats.t.ppf(0.975, n - 1)) * math.sqrt(var / n)
+    return m, half
+
+
+def average_ranks(means: dict[str, dict[str, float]], higher: dict[str, bool]) -> dict[str, float]:
+    """Average over tasks of each method's rank by mean (1 = best; ties share the mean rank).
+
+    ``means[task][method]``; methods missing a task are ranked last on it.
+    """
+    methods = sorted({m for per in means.values() for m in per})
+    totals = {m: 0.0 for m in methods}
+    for task, per in means.items():
+        hib = higher[task]
+        worst = -math.inf if hib else math.inf
+        vals = {m: per.get(m, worst) if per.get(m) is not None and math.isfinite(per.get(m, math.nan)) else worst for m in methods}
+        ordered = sorted(methods, key=lambda m: -vals[m] if hib else vals[m])
+        i = 0
+        while i < len(ordered):
+            j = i
+            while j + 1 < len(ordered) and vals[ordered[j + 1]] == vals[ordered[i]]:
+                j += 1
+            rank = (i + j) / 2 + 1
+            for k in range(i, j + 1):
+                totals[ordered[k]] += rank
+            i = j + 1
+    n = max(len(means), 1)
+    return {m: totals[m] / n for m in methods}
+
+
+def summarize(
+    rows: list[dict[str, Any]], *, agent: str, benchmark: str, split: str, methods: list[str]
+) -> dict[str, Any]:
+    """Per-task mean and 95% interval over seeds for each method, and average ranks."""
+    tasks: dict[str, dict[str, Any]] = {}
+    means: dict[str, dict[str, float]] = {}
+    higher: dict[str, bool] = {}
+    for r in rows:
+        t = tasks.setdefault(r["task"], {"metric": r["metric"], "higher_is_better": r["higher_is_better"], "methods": {}})
+        t["methods"].setdefault(r["method"], []).append(r)
+    per_task: dict[str, Any] = {}
+    for name, t in sorted(tasks.items()):
+        higher[name] = t["higher_is_better"]
+        entry: dict[str, Any] = {"metric": t["metric"], "higher_is_better": t["higher_is_better"], "methods": {}}
+        for m, mrows in t["methods"].items():
+            vals = [float(r["best_score"]) for r in mrows if r.get("best_score") is not None]
+            mean, half = mean_ci95(vals)
+            entry["methods"][m] = {
+                "mean": mean if vals else None,
+                "ci95": half,
+                "n_seeds": len(mrows),
+                "n_failed": len(mrows) - len(vals),
+                "values": vals,
+                "llm_calls": sum(r.get("llm_calls", 0) for r in mrows) / len(mrows),
+                "cost_usd": sum(r.get("cost_usd", 0.0) for r in mrows) / len(mrows),
+                "wall_s": sum(r.get("wall_s", 0.0) for r in mrows) / len(mrows),
+            }
+            if vals:
+                means.setdefault(name, {})[m] = mean
+        per_task[name] = entry
+    ranks = average_ranks(means, higher) if means else {}
+    wins = {}
+    for m in methods[1:]:
+        w = sum(
+            1
+            for name, per in means.items()
+            if agent in per and m in per
+            and (per[agent] > per[m] if higher[name] else per[agent] < per[m])
+        )
+        wins[m] = {"agent_better_on": w, "of_tasks": sum(1 for per in means.values() if agent in per and m in per)}
+    return {
+        "agent": agent,
+        "benchmark": benchmark,
+        "split": split,
+        "methods": methods,
+        "tasks": per_task,
+        "average_rank": ranks,
+        "agent_vs_baselines": wins,
+        "n_rows": len(rows),
+    }
