@@ -66,12 +66,11 @@ def list_providers() -> None:
     from optiforge.llm.providers import PROVIDERS
 
     table = Table(title="LLM providers (any litellm provider string works)")
-    table.add_column("provider")
-    table.add_column("--model example")
-    table.add_column("needs")
-    table.add_column("notes")
+    for col in ("provider", "--model example", "--api-base", "key variable", "notes"):
+        table.add_column(col)
     for p in PROVIDERS:
-        table.add_row(p.name, p.example, p.needs, p.notes)
+        key = "-" if p.env_var is None else f"{p.env_var} ({'set' if os.environ.get(p.env_var) else 'not set'})"
+        table.add_row(p.provider, p.model, p.api_base or "-", key, p.notes)
     console.print(table)
 
 
@@ -277,6 +276,9 @@ def run(
             bench = f"{bench}/{first.name}@dev"
         task = resolve_task(bench)
         out_dir = out or Path("runs") / new_run_id(spec.name)
+    from optiforge.config import build_config
+
+    build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
     prog, _ = _progress_printer()
     with prog:
         bar = prog.add_task(f"{spec.name} on {task.suite}/{task.name}", total=settings.budget or spec.default_budget, info="")

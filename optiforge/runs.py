@@ -60,6 +60,25 @@ class ListTracer:
         return [e for e in self.events if e["kind"] == kind]
 
 
+class FileTracer:
+    """A picklable tracer appending to an ``events.jsonl`` (for executor workers).
+
+    Holds only the path; each event is one ``O_APPEND`` write, so lines from several
+    processes interleave whole. Events carry the writer's ``pid`` instead of a ``seq``.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+
+    def event(self, kind: str, **fields: Any) -> None:
+        line = to_json_line({"ts": time.time(), "pid": os.getpid(), "kind": kind, **fields})
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+
 def _json_default(obj: Any) -> Any:
     if hasattr(obj, "model_dump"):
         return obj.model_dump(mode="json")
@@ -180,6 +199,10 @@ class RunRecorder:
 
     def manifest(self) -> dict[str, Any]:
         return read_manifest(self.run_dir)
+
+    def worker_tracer(self) -> FileTracer:
+        """A picklable tracer writing to this run's event log from another process."""
+        return FileTracer(self.run_dir / EVENTS)
 
     def update_manifest(self, **fields: Any) -> None:
         """Merge ``fields`` into the manifest (atomic replace)."""

@@ -6,3 +6,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import pytest  # noqa: E402
+
+pytest_plugins = ["optiforge.testing.pytest_plugin"]
+
+
+@pytest.fixture(autouse=True)
+def _private_memory(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test writes to the user's ~/.optiforge/memory.db (tests may override this)."""
+    db = tmp_path_factory.getbasetemp() / "default-memory.db"
+    monkeypatch.setenv("OPTIFORGE_MEMORY", f"sqlite:///{db}")

@@ -145,6 +145,10 @@ def run_task(
     """
     spec = agent if isinstance(agent, AgentSpec) else get_agent(agent)
     method = method or spec.name
+    if method != spec.name and method not in spec.baselines:
+        raise ConfigError(f"{spec.name} has no method {method!r} (baselines: {', '.join(spec.baselines)})")
+    # Validate before anything is written: a typo must not leave a half-made run dir.
+    config = build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
     out = Path(out_dir)
     if resume and (out / "manifest.json").exists():
         recorder = RunRecorder.open(out)
@@ -165,12 +169,9 @@ def run_task(
     budget = settings.budget or spec.default_budget
     try:
         if method == spec.name:
-            config = build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
             outcome = spec.solve(task, ctx, config, budget, resume)
-        elif method in spec.baselines:
-            outcome = spec.baselines[method](task, ctx, budget)
         else:
-            raise ConfigError(f"{spec.name} has no method {method!r} (baselines: {', '.join(spec.baselines)})")
+            outcome = spec.baselines[method](task, ctx, budget)
         value, passed, verification = _verify(task, outcome, ctx)
         baseline_name, baseline_score = None, None
         if with_baseline and method == spec.name and spec.primary_baseline:

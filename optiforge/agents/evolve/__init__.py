@@ -49,20 +49,27 @@ class EvolveConfig(BaseModel):
 class _TaskEvaluator:
     """Picklable evaluator: the task scores a payload in a fresh local sandbox."""
 
-    def __init__(self, task: Task, sandbox_backend: str = "local") -> None:
+    def __init__(self, task: Task, sandbox_backend: str = "local", events_path: str | None = None) -> None:
         self.task = task
         self.backend = sandbox_backend
+        self.events_path = events_path
 
     def __call__(self, payload: dict[str, Any]) -> Score:
+        from optiforge.runs import FileTracer
         from optiforge.sandboxes import get_sandbox
 
-        return self.task.evaluate(payload, get_sandbox(self.backend))
+        tracer = FileTracer(self.events_path) if self.events_path else None
+        return self.task.evaluate(payload, get_sandbox(self.backend, tracer=tracer))
 
 
 class CodeProblem:
     """Search over Python programs defining ``function_name`` for a code-scored task."""
 
-    def __init__(self, task: Task, seed_code: str, function_name: str = "f", backend: str = "local"):
+    def __init__(
+        self, task: Task, seed_code: str, function_name: str = "f", backend: str = "local",
+        events_path: str | None = None,
+    ):
+        self.events_path = events_path
         self.task = task
         self.higher_is_better = task.higher_is_better
         self.seed_code = seed_code
@@ -87,7 +94,7 @@ class CodeProblem:
         return {"code": ast.unparse(tree) + "\n"}
 
     def evaluator(self) -> Callable[[dict[str, Any]], Score]:
-        return _TaskEvaluator(self.task, self.backend)
+        return _TaskEvaluator(self.task, self.backend, self.events_path)
 
     def reflect(self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext) -> list[str]:
         # Lessons are only recorded when something new was learned: a failure mode.
@@ -192,7 +199,8 @@ def solve(task: Task, ctx: RunContext, config: BaseModel, budget: int | None, re
     from optiforge.evals.suites.funcfit import SEED_CODE
 
     search = config.search.model_copy(update={"max_evaluations": budget} if budget else {})
-    problem = CodeProblem(task, getattr(task, "seed_code", SEED_CODE), config.function_name)
+    events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
+    problem = CodeProblem(task, getattr(task, "seed_code", SEED_CODE), config.function_name, events_path=events)
     proposer = (
         LLMCodeProposer(config.parents_shown, config.function_name) if ctx.llm is not None else MutationProposer()
     )

@@ -1,0 +1,25 @@
+"""AutoRO-Bench: generated robust-optimization instances and an application set."""
+
+from optiforge.evals.suites.autoro.applications import APP_OPTIMA, app_instances, app_problems
+from optiforge.evals.suites.autoro.benchmark import AUTORO_SPLITS, AutoROBenchmark, AutoROTask
+from optiforge.evals.suites.autoro.instances import (
+    GENERATED_SPLITS,
+    ROInstance,
+    generate,
+    make_instance,
+    parse_instance,
+)
+
+__all__ = [
+    "APP_OPTIMA",
+    "AUTORO_SPLITS",
+    "GENERATED_SPLITS",
+    "AutoROBenchmark",
+    "AutoROTask",
+    "ROInstance",
+    "app_instances",
+    "app_problems",
+    "generate",
+    "make_instance",
+    "parse_instance",
+]

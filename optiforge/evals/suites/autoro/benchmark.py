@@ -1,0 +1,154 @@
+"""``AutoROBenchmark``: the ``evals.protocol`` Benchmark over AutoRO-Bench instances.
+
+A candidate is either cvxpy code (``str``, run in the sandbox under the I/O protocol of
+``optiforge.solvers.robust.candidate``) or a dict ``{"x": [...], "objective": f}``.
+Accuracy = robust-feasible, reported objective consistent with ``x``, and recomputed
+objective equal to the reference within ``rel_tol`` (absolute floor ``abs_tol``); every
+score carries the tolerances it used in ``metrics``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from optiforge.errors import ConfigError, SandboxError
+from optiforge.evals.protocol import Score
+from optiforge.evals.suites.autoro.applications import app_instances
+from optiforge.evals.suites.autoro.instances import ROInstance, generate
+from optiforge.solvers.robust import (
+    DEFAULT_ABS_TOL,
+    DEFAULT_FEAS_TOL,
+    DEFAULT_REL_TOL,
+    Verdict,
+    verify,
+    verify_candidate_code,
+)
+from optiforge.solvers.robust.candidate import __doc__ as IO_PROTOCOL
+
+AUTORO_SPLITS: tuple[str, ...] = ("dev", "test", "heldout", "app")
+# test seeds differ from dev so "in-distribution" never means "the same instances"
+_SPLIT_SEED_OFFSET = {"dev": 0, "test": 1000, "heldout": 2000}
+
+
+@dataclass
+class AutoROTask:
+    """One AutoRO-Bench instance as a ``Task``: ``evaluate`` verifies a candidate itself."""
+
+    instance: ROInstance
+    rel_tol: float = DEFAULT_REL_TOL
+    abs_tol: float = DEFAULT_ABS_TOL
+    feas_tol: float = DEFAULT_FEAS_TOL
+    timeout_s: float = 60.0
+    suite: str = "autoro"
+    metric: str = "accuracy"
+    higher_is_better: bool = True
+    name: str = field(init=False)
+    split: str = field(init=False)
+    description: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.instance.id
+        self.split = self.instance.split
+        self.description = (
+            f"{self.instance.description}\n\nProblem JSON (instance.json):\n"
+            f"{self.instance.problem.to_json()}\n\n{IO_PROTOCOL}"
+        )
+
+    def tolerance_line(self) -> str:
+        """The tolerances this task scores with (printed in every report)."""
+        return f"rel_tol={self.rel_tol:g} abs_tol={self.abs_tol:g} feas_tol={self.feas_tol:g}"
+
+    def evaluate(self, candidate: Any, sandbox: Any = None) -> Score:
+        """Score a cvxpy program (``str``) or an ``{"x", "objective"}`` dict: 1.0 iff correct."""
+        tol = {"rel_tol": self.rel_tol, "abs_tol": self.abs_tol, "feas_tol": self.feas_tol}
+        ref = self.instance.reference_objective
+        if isinstance(candidate, str):
+            if sandbox is None:
+                raise SandboxError("AutoRO code candidates need a sandbox (untrusted code)")
+            verdict = verify_candidate_code(
+                self.instance.problem,
+                candidate,
+                sandbox,
+                reference_objective=ref,
+                timeout_s=self.timeout_s,
+                **tol,
+            )
+        elif isinstance(candidate, dict) and "x" in candidate and "objective" in candidate:
+            obj = candidate["objective"]
+            if not isinstance(obj, int | float) or isinstance(obj, bool):
+                return self._score_reason("malformed candidate: objective is not a number")
+            verdict = verify(
+                self.instance.problem, candidate["x"], float(obj), reference_objective=ref, **tol
+            )
+        else:
+            return self._score_reason(
+                'candidate must be cvxpy code (str) or {"x": [...], "objective": f}'
+            )
+        return self._score(verdict)
+
+    def _score_reason(self, reason: str) -> Score:
+        return Score(
+            value=0.0,
+            passed=False,
+            metrics={"rel_tol": self.rel_tol, "abs_tol": self.abs_tol, "feas_tol": self.feas_tol},
+            details={"reasons": [reason], "tolerance": self.tolerance_line()},
+        )
+
+    def _score(self, v: Verdict) -> Score:
+        metrics = {
+            "rel_tol": v.rel_tol,
+            "abs_tol": v.abs_tol,
+            "feas_tol": v.feas_tol,
+            "max_violation": v.max_violation,
+        }
+        if v.rel_err is not None:
+            metrics["rel_err"] = v.rel_err
+        return Score(
+            value=1.0 if v.correct else 0.0,
+            passed=v.correct,
+            metrics=metrics,
+            details={
+                "reasons": v.reasons,
+                "tolerance": v.tolerance_line(),
+                "robust_feasible": v.robust_feasible,
+                "objective_match": v.objective_match,
+                "objective_consistent": v.objective_consistent,
+                "reference_objective": v.reference_objective,
+                "recomputed_objective": v.recomputed_objective,
+            },
+        )
+
+
+@dataclass
+class AutoROBenchmark:
+    """AutoRO-Bench: generated ``dev``/``test``/``heldout`` instances plus the ``app`` set.
+
+    n_per_split: generated instances per split (difficulty cycles 1..5).
+    seed: base seed; each split adds its own offset.
+    """
+
+    n_per_split: int = 30
+    seed: int = 0
+    rel_tol: float = DEFAULT_REL_TOL
+    abs_tol: float = DEFAULT_ABS_TOL
+    feas_tol: float = DEFAULT_FEAS_TOL
+    name: str = "autoro"
+    splits: tuple[str, ...] = AUTORO_SPLITS
+
+    def instances(self, split: str = "dev") -> list[ROInstance]:
+        """The raw instances of ``split``."""
+        if split not in AUTORO_SPLITS:
+            raise ConfigError(
+                f"unknown AutoRO split {split!r} (expected {'|'.join(AUTORO_SPLITS)})"
+            )
+        if split == "app":
+            return app_instances()
+        return generate(split, self.n_per_split, seed=self.seed + _SPLIT_SEED_OFFSET[split])
+
+    def tasks(self, split: str = "dev") -> list[AutoROTask]:
+        """All tasks of ``split``; ``ConfigError`` for an unknown split."""
+        return [
+            AutoROTask(inst, rel_tol=self.rel_tol, abs_tol=self.abs_tol, feas_tol=self.feas_tol)
+            for inst in self.instances(split)
+        ]

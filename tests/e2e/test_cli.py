@@ -1,0 +1,85 @@
+"""The CLI as a user drives it: commands, files they write, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "optiforge.cli"]
+
+
+def optiforge(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+
+
+def test_help_and_lists() -> None:
+    assert optiforge("--help").returncode == 0
+    out = optiforge("list", "agents")
+    assert out.returncode == 0 and "evolve" in out.stdout
+    out = optiforge("list", "benchmarks")
+    assert out.returncode == 0 and "funcfit" in out.stdout
+    out = optiforge("list", "providers")
+    assert out.returncode == 0 and "ollama" in out.stdout and "anthropic" in out.stdout
+
+
+def test_doctor_reports_capabilities() -> None:
+    out = optiforge("doctor", "--json")
+    assert out.returncode == 0, out.stderr
+    checks = {c["name"]: c for c in json.loads(out.stdout)}
+    assert {"gpu", "docker engine", "network isolation", "ray", "embedding model"} <= set(checks)
+    for c in checks.values():
+        assert c["ok"] or c["consequence"], f"{c['name']} is missing but says nothing about what that means"
+
+
+def test_sandbox_exec_json() -> None:
+    out = optiforge("sandbox", "exec", "--json", "--timeout", "10", "--", "python", "-c", "print(6*7)")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert set(res) >= {"returncode", "timed_out", "duration_s", "peak_rss_mb", "stdout", "stderr", "protections"}
+    assert res["stdout"].strip() == "42" and res["returncode"] == 0 and res["timed_out"] is False
+    out = optiforge("sandbox", "exec", "--json", "--timeout", "1", "--", "python", "-c", "while True: pass")
+    res = json.loads(out.stdout)
+    assert res["timed_out"] is True and out.returncode != 0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("run", "no-such-agent"), "unknown agent 'no-such-agent'"),
+        (("run", "evolve", "--bench", "funcfit/nope"), "no task 'nope' in funcfit"),
+        (("run", "evolve", "--bench", "nobench/x"), "unknown benchmark 'nobench'"),
+        (("run", "evolve", "--set", "agent.typo=1", "--bench", "funcfit/quadratic"), "unknown key"),
+        (("report", "/nonexistent/dir"), "no summary.json"),
+        (("llm", "ping", "--model", "offline"), "nothing to ping"),
+    ],
+)
+def test_bad_input_is_one_line_error(args: tuple[str, ...], needle: str) -> None:
+    out = optiforge(*args)
+    assert out.returncode == 2
+    err = out.stderr.strip()
+    assert needle in err, err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_run_then_report(tmp_path: Path) -> None:
+    out_dir = tmp_path / "run"
+    out = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "5", "--out", str(out_dir), "--memory", "none")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["n_evaluations"] == 5 and summary["best_score"] is not None
+    assert summary["best_score"] <= summary["baseline_score"]
+    assert "evolve" in out.stdout and "seed (baseline)" in out.stdout
+    assert (out_dir / "convergence.png").exists()
+    rep = optiforge("report", str(out_dir))
+    assert rep.returncode == 0
+    html = (out_dir / "report.html").read_text()
+    assert "data:image/png;base64," in html and "best_score" in html
+    # the sandboxed evaluations are in the run's event log
+    kinds = [json.loads(line)["kind"] for line in (out_dir / "events.jsonl").read_text().splitlines()]
+    assert kinds.count("sandbox_run") >= 5 and kinds.count("evaluation") == 5
