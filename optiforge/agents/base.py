@@ -290,6 +290,13 @@ def build_search_graph(
 
     higher = problem.higher_is_better
     evaluator = problem.evaluator()
+    logs: dict[str, _EvalLog] = {}  # read the evaluation log once per graph, not per round
+
+    def eval_log(ctx: RunContext) -> _EvalLog:
+        key = str(ctx.run_dir)
+        if key not in logs:
+            logs[key] = _EvalLog(ctx.run_dir)
+        return logs[key]
 
     def propose(state: SearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx = runtime.context
@@ -354,7 +361,7 @@ def build_search_graph(
 
     def evaluate(state: SearchState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx = runtime.context
-        log = _EvalLog(ctx.run_dir)
+        log = eval_log(ctx)
         batch = [dict(b) for b in state.get("batch", [])]
         todo = [b for b in batch if b.get("error") is None and b["id"] not in log.done]
         results: dict[str, dict[str, Any]] = {}
