@@ -1,0 +1,338 @@
+"""The ``LLM`` protocol and ``BaseLLM``: budget, cache, cassette, retries, tracing, schema re-ask.
+
+Implementations only provide ``_send`` (one provider request -> ``ProviderReply``, raising
+our ``LLMError`` taxonomy); everything else is shared here so LiteLLM and the test doubles
+in ``optiforge.testing`` behave identically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from optiforge.errors import (
+    ConfigError,
+    LLMError,
+    LLMProviderError,
+    LLMRateLimited,
+    LLMTimeout,
+    StructuredOutputError,
+)
+from optiforge.llm.budget import Budget
+from optiforge.llm.recording import Cassette, ResponseCache, request_key
+from optiforge.llm.structured import (
+    SchemaParseError,
+    parse_structured,
+    reask_message,
+    with_schema_instruction,
+)
+from optiforge.llm.types import CallRecord, Completion, ProviderReply, ToolCall
+
+_ROLES = {"system", "user", "assistant", "tool", "developer", "function"}
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Anything that completes a chat: LiteLLM, ScriptedLLM, FunctionLLM."""
+
+    model: str
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        schema: type[BaseModel] | None = None,
+        **params: Any,
+    ) -> Completion:
+        """One chat completion; ``schema`` asks for JSON parsed into that pydantic model."""
+        ...
+
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        schema: type[BaseModel] | None = None,
+        **params: Any,
+    ) -> Completion:
+        """Async ``complete``."""
+        ...
+
+
+def validate_messages(messages: Any) -> None:
+    """Raise ConfigError unless ``messages`` is a non-empty list of role-bearing dicts."""
+    if not isinstance(messages, list) or not messages:
+        raise ConfigError("messages must be a non-empty list of {'role', 'content'} dicts")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in _ROLES:
+            raise ConfigError(
+                f"messages[{i}] must be a dict with role in {sorted(_ROLES)}, got {m!r:.120}"
+            )
+
+
+def is_retryable(err: LLMError) -> bool:
+    """429, timeouts and 5xx/connection failures are retried; auth/context/4xx are not."""
+    if isinstance(err, LLMRateLimited | LLMTimeout):
+        return True
+    return isinstance(err, LLMProviderError) and bool(getattr(err, "retryable", False))
+
+
+class BaseLLM:
+    """Shared machinery of every LLM implementation.
+
+    Args (keyword):
+        budget: checked before and charged after every provider call.
+        cache: a hit returns the stored reply without a provider call or budget charge.
+        cassette: ``record`` appends every provider reply; ``replay`` serves replies from
+            the file (charged like the recorded call so budgets behave as in the original).
+        tracer: gets one ``llm_call`` event per logical call (object with ``event``).
+        max_retries: retries after the first attempt on 429/5xx/timeout/connection errors.
+        backoff_base_s / backoff_max_s / jitter: exponential backoff ``base * 2**(k-1)``,
+            capped, times ``U(1, 1 + jitter)``; a Retry-After from the server is honoured
+            (capped by ``max_retry_after_s``).
+        max_reasks: schema re-asks after the first reply before StructuredOutputError.
+    """
+
+    model: str = "base"
+
+    def __init__(
+        self,
+        *,
+        budget: Budget | None = None,
+        cache: ResponseCache | None = None,
+        cassette: Cassette | None = None,
+        tracer: Any = None,
+        max_retries: int = 4,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        jitter: float = 0.25,
+        max_retry_after_s: float = 60.0,
+        max_reasks: int = 2,
+        params: dict[str, Any] | None = None,
+    ) -> None:
+        if max_retries < 0 or max_reasks < 0:
+            raise ConfigError("max_retries and max_reasks must be >= 0")
+        self.budget = budget
+        self.cache = cache
+        self.cassette = cassette
+        self.tracer = tracer
+        self.max_retries = max_retries
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.jitter = jitter
+        self.max_retry_after_s = max_retry_after_s
+        self.max_reasks = max_reasks
+        self.params: dict[str, Any] = dict(params or {})
+        self._rng = random.Random()
+
+    # -- to implement -----------------------------------------------------------------
+    def _send(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        params: dict[str, Any],
+        json_mode: bool,
+        schema: type[BaseModel] | None = None,
+    ) -> ProviderReply:
+        """Make one provider request; raise an ``LLMError`` subclass on failure.
+
+        ``messages`` already carry the schema instruction; ``schema`` is informational
+        (FunctionLLM hands it to its function).
+        """
+        raise NotImplementedError
+
+    def _supports_json_mode(self) -> bool:
+        """Whether the provider accepts ``response_format={"type": "json_object"}``."""
+        return False
+
+    # -- public API -------------------------------------------------------------------
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        schema: type[BaseModel] | None = None,
+        **params: Any,
+    ) -> Completion:
+        """One chat completion (with schema re-asks when ``schema`` is given)."""
+        validate_messages(messages)
+        if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise ConfigError(f"schema must be a pydantic BaseModel subclass, got {schema!r}")
+        req = with_schema_instruction(messages, schema) if schema else [dict(m) for m in messages]
+        reasks = 0
+        while True:
+            reply, record = self._call(req, tools, schema, params)
+            text = reply.message.get("content") or ""
+            if not isinstance(text, str):
+                text = str(text)
+            calls = [ToolCall.from_openai(c) for c in reply.message.get("tool_calls") or []]
+            parsed: BaseModel | None = None
+            if schema is not None and not calls:
+                try:
+                    parsed = parse_structured(text, schema)
+                except SchemaParseError as e:
+                    if reasks >= self.max_reasks:
+                        raise StructuredOutputError(
+                            f"{self.model}: reply never matched {schema.__name__} after "
+                            f"{reasks + 1} tries; last problem: {e}"
+                        ) from None
+                    req = [*req, _assistant_message(reply.message), reask_message(str(e))]
+                    reasks += 1
+                    continue
+            return Completion(
+                text=text,
+                tool_calls=calls,
+                parsed=parsed,
+                record=record,
+                finish_reason=reply.finish_reason,
+                message=_assistant_message(reply.message),
+                reasks=reasks,
+            )
+
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        schema: type[BaseModel] | None = None,
+        **params: Any,
+    ) -> Completion:
+        """Async ``complete``: runs the same code path in a worker thread."""
+        return await asyncio.to_thread(
+            self.complete, messages, tools=tools, schema=schema, **params
+        )
+
+    # -- internals --------------------------------------------------------------------
+    def _call(
+        self,
+        req: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        schema: type[BaseModel] | None,
+        params: dict[str, Any],
+    ) -> tuple[ProviderReply, CallRecord]:
+        merged = {**self.params, **params}
+        json_mode = schema is not None and self._supports_json_mode()
+        key_params = {**merged, "_json_mode": json_mode}
+        key = request_key(self.model, req, tools, schema, key_params)
+        t0 = time.monotonic()
+
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                record = self._record(hit, key, t0, attempts=0, cached=True)
+                self._trace(record)
+                return hit, record
+
+        slot = self.budget.call_slot() if self.budget is not None else contextlib.nullcontext()
+        with slot:
+            if self.cassette is not None and self.cassette.mode == "replay":
+                reply = self.cassette.replay(key, req)
+                record = self._record(reply, key, t0, attempts=0, replayed=True)
+            else:
+                try:
+                    reply, attempts = self._send_with_retries(req, tools, merged, json_mode, schema)
+                except LLMError as e:
+                    failed = CallRecord(
+                        model=self.model,
+                        latency_s=time.monotonic() - t0,
+                        attempts=int(getattr(e, "attempts", 1)),
+                        request_key=key,
+                    )
+                    if self.budget is not None:
+                        self.budget.charge(failed)  # the provider was asked; it counts
+                    self._trace(failed, error=f"{type(e).__name__}: {e}")
+                    raise
+                record = self._record(reply, key, t0, attempts=attempts)
+                if self.cassette is not None:
+                    self.cassette.record(key, self.model, req, reply)
+                if self.cache is not None:
+                    self.cache.put(key, self.model, reply)
+            if self.budget is not None:
+                self.budget.charge(record)
+        self._trace(record)
+        return reply, record
+
+    def _send_with_retries(
+        self,
+        req: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        params: dict[str, Any],
+        json_mode: bool,
+        schema: type[BaseModel] | None = None,
+    ) -> tuple[ProviderReply, int]:
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return self._send(req, tools, params, json_mode, schema), attempts
+            except LLMError as e:
+                if not is_retryable(e) or attempts > self.max_retries:
+                    e.attempts = attempts  # type: ignore[attr-defined]
+                    if attempts > 1 and e.args:
+                        e.args = (f"{e.args[0]} (gave up after {attempts} attempts)", *e.args[1:])
+                    raise
+                time.sleep(self._backoff_s(attempts, getattr(e, "retry_after", None)))
+
+    def _backoff_s(self, attempt: int, retry_after: float | None) -> float:
+        delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
+        delay *= 1.0 + self._rng.uniform(0.0, self.jitter)
+        if retry_after is not None and retry_after > 0:
+            delay = max(delay, min(retry_after, self.max_retry_after_s))
+        return delay
+
+    def _record(
+        self,
+        reply: ProviderReply,
+        key: str,
+        t0: float,
+        *,
+        attempts: int,
+        cached: bool = False,
+        replayed: bool = False,
+    ) -> CallRecord:
+        return CallRecord(
+            model=self.model,
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            cost_usd=0.0 if cached else reply.cost_usd,
+            cost_known=reply.cost_known,
+            latency_s=time.monotonic() - t0,
+            cached=cached,
+            replayed=replayed,
+            attempts=attempts,
+            request_key=key,
+        )
+
+    def _trace(self, record: CallRecord, error: str | None = None) -> None:
+        if self.tracer is None:
+            return
+        fields = record.model_dump()
+        fields["ok"] = error is None
+        if error is not None:
+            fields["error"] = error
+        self.tracer.event("llm_call", **fields)
+
+
+def _assistant_message(message: dict[str, Any]) -> dict[str, Any]:
+    """Normalise a provider message into an appendable OpenAI-format assistant dict."""
+    out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    calls = message.get("tool_calls")
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": c.get("id"),
+                "type": "function",
+                "function": {
+                    "name": (c.get("function") or {}).get("name"),
+                    "arguments": (c.get("function") or {}).get("arguments") or "{}",
+                },
+            }
+            for c in calls
+        ]
+    return out

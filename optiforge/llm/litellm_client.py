@@ -1,0 +1,234 @@
+"""``LiteLLM``: the LLM contract over ``litellm.completion`` (any provider string works).
+
+litellm is imported lazily (it costs ~2 s) and only after
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set, so nothing reaches the internet at import.
+litellm's and the openai client's own retries are switched off: ``BaseLLM`` retries.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import time
+from types import ModuleType
+from typing import Any
+
+from pydantic import BaseModel
+
+from optiforge.errors import (
+    ConfigError,
+    LLMAuthError,
+    LLMContextWindow,
+    LLMError,
+    LLMProviderError,
+    LLMRateLimited,
+    LLMTimeout,
+)
+from optiforge.llm.base import BaseLLM
+from optiforge.llm.types import ProviderReply
+
+
+def import_litellm() -> ModuleType:
+    """Import litellm with the local price map (no network) and its banner off."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _short(err: BaseException, n: int = 300) -> str:
+    text = str(err).strip().splitlines()
+    return (text[0] if text else type(err).__name__)[:n]
+
+
+def _headers(err: BaseException) -> dict[str, str]:
+    """Response headers of a provider error, lower-cased (empty when unknown)."""
+    for attr in ("litellm_response_headers", "headers"):
+        h = getattr(err, attr, None)
+        if h:
+            try:
+                return {str(k).lower(): str(v) for k, v in dict(h).items()}
+            except (TypeError, ValueError):
+                pass
+    resp = getattr(err, "response", None)
+    h = getattr(resp, "headers", None)
+    if h:
+        try:
+            return {str(k).lower(): str(v) for k, v in dict(h).items()}
+        except (TypeError, ValueError):
+            return {}
+    return {}
+
+
+def retry_after_s(headers: dict[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date)."""
+    if "retry-after-ms" in headers:
+        try:
+            return float(headers["retry-after-ms"]) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+
+
+def translate_exception(err: BaseException, model: str) -> LLMError:
+    """Map a litellm/openai/httpx exception onto the optiforge LLMError taxonomy."""
+    import litellm
+    import openai
+
+    msg = f"{model}: {_short(err)}"
+    status = getattr(err, "status_code", None)
+    if isinstance(err, litellm.ContextWindowExceededError):
+        return LLMContextWindow(msg)
+    if isinstance(err, litellm.AuthenticationError | litellm.PermissionDeniedError) or status in (
+        401,
+        403,
+    ):
+        return LLMAuthError(msg)
+    if isinstance(err, litellm.RateLimitError) or status == 429:
+        return LLMRateLimited(msg, retry_after=retry_after_s(_headers(err)))
+    if isinstance(err, litellm.Timeout | openai.APITimeoutError | TimeoutError):
+        return LLMTimeout(msg)
+    out = LLMProviderError(msg)
+    transient = isinstance(err, openai.APIConnectionError | ConnectionError) or (
+        isinstance(status, int) and status >= 500
+    )
+    out.retryable = transient  # type: ignore[attr-defined]
+    return out
+
+
+class LiteLLM(BaseLLM):
+    """Chat completions through litellm; ``model`` is any litellm provider string.
+
+    Args:
+        model: e.g. ``openai/gpt-4o-mini``, ``anthropic/claude-3-5-haiku-latest``,
+            ``ollama/llama3.1``, ``hosted_vllm/<name>``, or ``openai/<name>`` with ``api_base``
+            for any OpenAI-compatible server.
+        api_base / api_key: passed through; without api_key litellm reads the provider's
+            environment variable (see ``optiforge.llm.providers``).
+        timeout_s: per request; a slower answer raises LLMTimeout (retried).
+        json_mode: send ``response_format={"type": "json_object"}`` with a schema; None
+            asks litellm whether the provider supports it. The schema is always also
+            described in the prompt.
+        Other keyword arguments: see ``BaseLLM`` (budget, cache, cassette, tracer, retries).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 4,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError("LiteLLM needs a model string such as 'openai/gpt-4o-mini'")
+        if model.strip().lower() == "offline":
+            raise ConfigError("model 'offline' means no LLM; use make_llm() which returns None")
+        if timeout_s <= 0:
+            raise ConfigError(f"timeout_s must be > 0, got {timeout_s}")
+        params = dict(kwargs.pop("params", None) or {})
+        if temperature is not None:
+            params["temperature"] = temperature
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
+        super().__init__(max_retries=max_retries, params=params, **kwargs)
+        self.model = model.strip()
+        self.api_base = api_base
+        self.api_key = api_key
+        self.timeout_s = float(timeout_s)
+        self.json_mode = json_mode
+
+    def __repr__(self) -> str:
+        return f"LiteLLM(model={self.model!r}, api_base={self.api_base!r})"
+
+    def _supports_json_mode(self) -> bool:
+        if self.json_mode is not None:
+            return self.json_mode
+        litellm = import_litellm()
+        try:
+            _, provider, _, _ = litellm.get_llm_provider(self.model, api_base=self.api_base)
+            supported = litellm.get_supported_openai_params(
+                model=self.model, custom_llm_provider=provider
+            )
+        except Exception:  # unknown provider/model: fall back to prompt-only instructions
+            return False
+        return bool(supported) and "response_format" in supported
+
+    def _send(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        params: dict[str, Any],
+        json_mode: bool,
+        schema: type[BaseModel] | None = None,
+    ) -> ProviderReply:
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "timeout": self.timeout_s,
+            "num_retries": 0,  # our retries are the only ones
+            "max_retries": 0,  # ... including the openai client's
+            **params,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        if tools:
+            kwargs["tools"] = tools
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            resp = litellm.completion(**kwargs)
+        except Exception as e:  # translate everything at the boundary
+            raise translate_exception(e, self.model) from e
+        if not getattr(resp, "choices", None):
+            raise LLMProviderError(f"{self.model}: provider returned no choices")
+        choice = resp.choices[0]
+        raw = choice.message.model_dump() if hasattr(choice.message, "model_dump") else {}
+        message: dict[str, Any] = {"role": "assistant", "content": raw.get("content")}
+        if raw.get("tool_calls"):
+            message["tool_calls"] = [
+                {
+                    "id": c.get("id"),
+                    "type": "function",
+                    "function": {
+                        "name": (c.get("function") or {}).get("name"),
+                        "arguments": (c.get("function") or {}).get("arguments"),
+                    },
+                }
+                for c in raw["tool_calls"]
+            ]
+        usage = getattr(resp, "usage", None)
+        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        try:
+            cost = float(litellm.completion_cost(completion_response=resp, model=self.model))
+            known = True
+        except Exception:  # model not in the price map (local servers): unknown, not free
+            cost, known = 0.0, False
+        return ProviderReply(
+            message=message,
+            finish_reason=getattr(choice, "finish_reason", None),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=cost,
+            cost_known=known,
+        )

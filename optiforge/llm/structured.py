@@ -1,0 +1,86 @@
+"""Structured output: schema instructions, tolerant JSON extraction, re-ask messages.
+
+Shared by every ``LLM`` implementation (LiteLLM, ScriptedLLM, FunctionLLM) so the
+parse/re-ask behaviour tested on one is the behaviour of all.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+class SchemaParseError(Exception):
+    """Internal: the reply did not parse/validate; ``str(self)`` is fed back to the model."""
+
+
+def schema_instruction(schema: type[BaseModel]) -> str:
+    """Prompt text asking for one JSON object that validates against ``schema``."""
+    js = json.dumps(schema.model_json_schema(), sort_keys=True)
+    return (
+        "Reply with a single JSON object only (no prose, no code fences) that validates "
+        f"against this JSON schema:\n{js}"
+    )
+
+
+def with_schema_instruction(
+    messages: list[dict[str, Any]], schema: type[BaseModel]
+) -> list[dict[str, Any]]:
+    """Copy of ``messages`` with the schema instruction in the (first) system message."""
+    text = schema_instruction(schema)
+    out = [dict(m) for m in messages]
+    for m in out:
+        if m.get("role") == "system" and isinstance(m.get("content"), str):
+            m["content"] = f"{m['content']}\n\n{text}"
+            return out
+    return [{"role": "system", "content": text}, *out]
+
+
+def extract_json(text: str) -> Any:
+    """Decode the JSON value in ``text``, tolerating ```json fences and surrounding prose."""
+    candidates: list[str] = [text.strip()]
+    candidates += [m.strip() for m in _FENCE.findall(text)]
+    first, last = text.find("{"), text.rfind("}")
+    if 0 <= first < last:
+        candidates.append(text[first : last + 1])
+    err: json.JSONDecodeError | None = None
+    for c in candidates:
+        try:
+            return json.loads(c)
+        except json.JSONDecodeError as e:
+            err = err or e
+    raise SchemaParseError(f"reply is not valid JSON ({err}): {text[:200]!r}")
+
+
+def parse_structured(text: str | None, schema: type[BaseModel]) -> BaseModel:
+    """Parse ``text`` into ``schema`` or raise SchemaParseError with a model-readable reason."""
+    if not text or not text.strip():
+        raise SchemaParseError("reply was empty; a JSON object was required")
+    obj = extract_json(text)
+    try:
+        return schema.model_validate(obj)
+    except ValidationError as e:
+        # Compact error list: location + message per problem, which models act on well.
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+            for err in e.errors()
+        )
+        raise SchemaParseError(
+            f"JSON did not validate against {schema.__name__}: {problems}"
+        ) from e
+
+
+def reask_message(error: str) -> dict[str, Any]:
+    """User message that tells the model why its reply was rejected."""
+    return {
+        "role": "user",
+        "content": (
+            f"Your previous reply could not be used: {error}\n"
+            "Answer again with only a JSON object that matches the schema."
+        ),
+    }

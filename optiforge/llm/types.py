@@ -1,0 +1,100 @@
+"""Value types of the LLM layer: tool calls, per-call records, completions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ToolCall(BaseModel):
+    """One function call requested by the model.
+
+    ``arguments`` is the decoded JSON object ({} when the model sent invalid JSON);
+    ``raw_arguments`` is the string the model sent, for dispatch and error messages.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str = "{}"
+
+    @classmethod
+    def from_openai(cls, call: dict[str, Any]) -> ToolCall:
+        """Build from an OpenAI-format ``{"id", "function": {"name", "arguments"}}`` dict."""
+        fn = call.get("function") or {}
+        raw = fn.get("arguments")
+        if isinstance(raw, dict):
+            raw = json.dumps(raw)
+        raw = raw if isinstance(raw, str) and raw.strip() else "{}"
+        try:
+            decoded = json.loads(raw)
+        except json.JSONDecodeError:
+            decoded = {}
+        return cls(
+            id=str(call.get("id") or ""),
+            name=str(fn.get("name") or ""),
+            arguments=decoded if isinstance(decoded, dict) else {},
+            raw_arguments=raw,
+        )
+
+
+class CallRecord(BaseModel):
+    """What one logical LLM call cost (retries folded in; re-asks are separate calls)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = False
+    """False when the price map does not know the model (local servers): cost_usd is 0."""
+    latency_s: float = 0.0
+    cached: bool = False
+    """Served from the ResponseCache: no provider request, no budget charge."""
+    replayed: bool = False
+    """Served from a Cassette in replay mode (charged like the recorded call)."""
+    attempts: int = 1
+    """Provider requests made for this call (1 + retries); 0 for cache/cassette hits."""
+    request_key: str = ""
+
+    @property
+    def tokens(self) -> int:
+        """tokens_in + tokens_out."""
+        return self.tokens_in + self.tokens_out
+
+
+class ProviderReply(BaseModel):
+    """The provider-independent part of one chat-completion answer (what caches store)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: dict[str, Any]
+    """Assistant message in OpenAI format: role, content, optional tool_calls."""
+    finish_reason: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = False
+
+
+class Completion(BaseModel):
+    """The result of ``LLM.complete``."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    text: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    parsed: BaseModel | None = None
+    """Instance of the requested schema, or None when no schema was asked for."""
+    record: CallRecord
+    """Record of the final provider call (earlier re-asks were traced and charged)."""
+    finish_reason: str | None = None
+    message: dict[str, Any]
+    """Assistant message dict, ready to append to the conversation."""
+    reasks: int = 0
+    """How many times the schema re-ask loop asked again."""

@@ -1,0 +1,6 @@
+"""Test doubles shipped with the package: scripted LLMs and a local OpenAI-compatible server."""
+
+from optiforge.testing.scripted import FunctionLLM, Raise, ScriptedLLM, ScriptExhausted, Sleep
+from optiforge.testing.server import OpenAICompatServer
+
+__all__ = ["FunctionLLM", "OpenAICompatServer", "Raise", "ScriptExhausted", "ScriptedLLM", "Sleep"]

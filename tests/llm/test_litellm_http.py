@@ -1,0 +1,290 @@
+"""LiteLLM through the real litellm -> openai client -> HTTP path against a local server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from optiforge.errors import (
+    BudgetExceeded,
+    CassetteMiss,
+    LLMAuthError,
+    LLMProviderError,
+    LLMRateLimited,
+    LLMTimeout,
+    StructuredOutputError,
+)
+from optiforge.llm import Budget, Cassette, LiteLLM, ResponseCache, ping
+from optiforge.testing import OpenAICompatServer
+
+USER = [{"role": "user", "content": "Say hello"}]
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+class ListTracer:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    def event(self, kind: str, **fields: Any) -> None:
+        self.events.append((kind, fields))
+
+
+def make(server: OpenAICompatServer, model: str = "openai/test-model", **kw: Any) -> LiteLLM:
+    kw.setdefault("timeout_s", 5.0)
+    kw.setdefault("backoff_base_s", 0.001)
+    kw.setdefault("backoff_max_s", 0.01)
+    return LiteLLM(model, api_base=server.url, api_key="sk-test", **kw)
+
+
+def test_plain_chat_records_usage(openai_server: OpenAICompatServer) -> None:
+    openai_server.script(
+        [{"content": "hello there", "usage": {"prompt_tokens": 11, "completion_tokens": 3}}]
+    )
+    tracer = ListTracer()
+    c = make(openai_server, tracer=tracer).complete(USER)
+    assert c.text == "hello there"
+    assert c.finish_reason == "stop"
+    assert c.message == {"role": "assistant", "content": "hello there"}
+    assert (c.record.tokens_in, c.record.tokens_out) == (11, 3)
+    assert c.record.cost_known is False and c.record.cost_usd == 0.0  # unknown local model
+    assert c.record.attempts == 1 and not c.record.cached
+    assert openai_server.count == 1
+    assert openai_server.requests[0]["messages"] == USER
+    assert openai_server.requests[0]["model"] == "test-model"
+    kind, fields = tracer.events[0]
+    assert kind == "llm_call" and fields["ok"] is True
+    for k in ("model", "tokens_in", "tokens_out", "cost_usd", "latency_s", "cached", "attempts"):
+        assert k in fields
+    assert fields["tokens_in"] == 11
+
+
+def test_known_model_cost_matches_price_map(openai_server: OpenAICompatServer) -> None:
+    import litellm
+
+    openai_server.script(
+        [{"content": "hi", "usage": {"prompt_tokens": 1000, "completion_tokens": 500}}]
+    )
+    rec = make(openai_server, model="openai/gpt-4o-mini").complete(USER).record
+    price = litellm.model_cost["gpt-4o-mini"]
+    expected = 1000 * price["input_cost_per_token"] + 500 * price["output_cost_per_token"]
+    assert rec.cost_known is True
+    assert rec.cost_usd == pytest.approx(expected, rel=1e-9)
+    assert rec.cost_usd > 0
+
+
+def test_tool_calls_are_parsed(openai_server: OpenAICompatServer) -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "description": "add two ints",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                    "required": ["a", "b"],
+                },
+            },
+        }
+    ]
+    openai_server.script(
+        [{"tool_calls": [{"id": "c1", "name": "add", "arguments": {"a": 2, "b": 3}}]}]
+    )
+    c = make(openai_server).complete(USER, tools=tools)
+    assert c.finish_reason == "tool_calls"
+    assert [(t.id, t.name, t.arguments) for t in c.tool_calls] == [("c1", "add", {"a": 2, "b": 3})]
+    assert c.message["tool_calls"][0]["function"]["name"] == "add"
+    assert openai_server.requests[0]["tools"] == tools
+
+
+def test_json_schema_output(openai_server: OpenAICompatServer) -> None:
+    openai_server.script(['```json\n{"x": 1, "y": 2}\n```'])
+    c = make(openai_server).complete(USER, schema=Point)
+    assert c.parsed == Point(x=1, y=2) and c.reasks == 0
+    req = openai_server.requests[0]
+    assert req["response_format"] == {"type": "json_object"}
+    assert req["messages"][0]["role"] == "system" and '"x"' in req["messages"][0]["content"]
+
+
+def test_invalid_json_then_valid_reasks(openai_server: OpenAICompatServer) -> None:
+    openai_server.script(['{"x": "not an int", "y": 2}', '{"x": 5, "y": 6}'])
+    c = make(openai_server).complete(USER, schema=Point)
+    assert c.parsed == Point(x=5, y=6) and c.reasks == 1
+    assert openai_server.count == 2
+    second = openai_server.requests[1]["messages"]
+    assert second[-2]["role"] == "assistant" and "not an int" in second[-2]["content"]
+    assert second[-1]["role"] == "user" and "x:" in second[-1]["content"]
+
+
+def test_never_valid_raises_after_bounded_reasks(openai_server: OpenAICompatServer) -> None:
+    openai_server.script([], default="no json here")
+    with pytest.raises(StructuredOutputError, match="Point after 3 tries"):
+        make(openai_server, max_reasks=2).complete(USER, schema=Point)
+    assert openai_server.count == 3
+
+
+def test_429_then_success_honours_retry_after(openai_server: OpenAICompatServer) -> None:
+    openai_server.script([{"status": 429, "headers": {"Retry-After": "0.2"}}, "ok"])
+    t0 = time.monotonic()
+    c = make(openai_server, max_retries=3).complete(USER)
+    assert c.text == "ok" and c.record.attempts == 2
+    assert openai_server.count == 2
+    assert time.monotonic() - t0 >= 0.2  # backoff alone would be ~1 ms
+
+
+def test_429_forever_raises_rate_limited(openai_server: OpenAICompatServer) -> None:
+    openai_server.script([], default={"status": 429, "headers": {"retry-after-ms": "5"}})
+    with pytest.raises(LLMRateLimited) as info:
+        make(openai_server, max_retries=1).complete(USER)
+    assert info.value.retry_after == pytest.approx(0.005)
+    assert openai_server.count == 2
+
+
+def test_500_forever_gives_up_after_n_attempts(openai_server: OpenAICompatServer) -> None:
+    openai_server.script([], default={"status": 500})
+    tracer = ListTracer()
+    budget = Budget()
+    with pytest.raises(LLMProviderError, match="after 3 attempts"):
+        make(openai_server, max_retries=2, tracer=tracer, budget=budget).complete(USER)
+    assert openai_server.count == 3  # ours are the only retries (litellm/openai set to 0)
+    ((kind, fields),) = tracer.events
+    assert kind == "llm_call" and fields["ok"] is False and fields["attempts"] == 3
+    assert budget.calls == 1
+
+
+def test_auth_error_is_not_retried(openai_server: OpenAICompatServer) -> None:
+    openai_server.script([], default={"status": 401})
+    with pytest.raises(LLMAuthError):
+        make(openai_server, max_retries=3).complete(USER)
+    assert openai_server.count == 1
+
+
+def test_slow_reply_times_out(openai_server: OpenAICompatServer) -> None:
+    openai_server.script([{"delay_s": 1.5, "content": "late"}])
+    t0 = time.monotonic()
+    with pytest.raises(LLMTimeout):
+        make(openai_server, timeout_s=0.3, max_retries=0).complete(USER)
+    assert time.monotonic() - t0 < 1.4
+    assert openai_server.count == 1
+
+
+def test_budget_blocks_third_call_before_server(openai_server: OpenAICompatServer) -> None:
+    openai_server.script([], default="fine")
+    budget = Budget(max_calls=2)
+    llm = make(openai_server, budget=budget)
+    llm.complete(USER)
+    llm.complete([{"role": "user", "content": "again"}])
+    with pytest.raises(BudgetExceeded) as info:
+        llm.complete([{"role": "user", "content": "third"}])
+    assert info.value.limit == "calls"
+    assert openai_server.count == 2
+    assert budget.snapshot()["calls"] == {"used": 2, "cap": 2}
+
+
+def test_cache_hit_skips_server_and_budget(openai_server: OpenAICompatServer, tmp_path) -> None:
+    openai_server.script(["first answer"])
+    budget = Budget(max_calls=1)
+    cache = ResponseCache(tmp_path / "cache.db")
+    llm = make(openai_server, cache=cache, budget=budget)
+    a = llm.complete(USER, temperature=0)
+    b = llm.complete(USER, temperature=0)  # would exceed max_calls if it were a real call
+    assert a.text == b.text == "first answer"
+    assert not a.record.cached and b.record.cached and b.record.attempts == 0
+    assert openai_server.count == 1 and budget.calls == 1
+    # A different output-affecting parameter is a different key.
+    with pytest.raises(BudgetExceeded):
+        llm.complete(USER, temperature=1)
+    # A fresh client on the same file sees the entry (persistence).
+    c = make(openai_server, cache=ResponseCache(tmp_path / "cache.db")).complete(
+        USER, temperature=0
+    )
+    assert c.record.cached and openai_server.count == 1
+
+
+def test_cassette_record_then_replay_without_server(tmp_path) -> None:
+    path = tmp_path / "run.jsonl"
+    with OpenAICompatServer(["alpha", '{"x": 3, "y": 4}']) as server:
+        rec_llm = make(server, cassette=Cassette(path, mode="record"))
+        r1 = rec_llm.complete(USER)
+        r2 = rec_llm.complete([{"role": "user", "content": "point"}], schema=Point)
+        url = server.url
+    assert len(path.read_text().splitlines()) == 2
+    # The server is gone: a real request would now fail to connect.
+    replay = LiteLLM(
+        "openai/test-model",
+        api_base=url,
+        api_key="sk-test",
+        cassette=Cassette(path, mode="replay"),
+        max_retries=0,
+    )
+    p1 = replay.complete(USER)
+    p2 = replay.complete([{"role": "user", "content": "point"}], schema=Point)
+    assert p1.text == r1.text == "alpha"
+    assert p2.parsed == r2.parsed == Point(x=3, y=4)
+    assert p1.record.replayed and p1.record.tokens_in == r1.record.tokens_in
+    with pytest.raises(
+        CassetteMiss, match=r"request [0-9a-f]{16} \(first user message: 'never asked"
+    ):
+        replay.complete([{"role": "user", "content": "never asked this"}])
+
+
+def test_acomplete(openai_server: OpenAICompatServer) -> None:
+    openai_server.script(["async hello"])
+    c = asyncio.run(make(openai_server).acomplete(USER))
+    assert c.text == "async hello"
+
+
+def test_ping(openai_server: OpenAICompatServer) -> None:
+    openai_server.script(["pong"])
+    rec = ping(make(openai_server))
+    assert rec.model == "openai/test-model" and rec.tokens_in > 0
+    assert "pong" in openai_server.requests[0]["messages"][0]["content"]
+
+
+def test_connection_refused_is_provider_error(tmp_path) -> None:
+    with OpenAICompatServer() as server:
+        url = server.url
+    llm = LiteLLM(
+        "openai/test-model", api_base=url, api_key="sk", max_retries=1, backoff_base_s=0.001
+    )
+    with pytest.raises(LLMProviderError, match="after 2 attempts"):
+        llm.complete(USER)
+
+
+def test_concurrent_acomplete_respects_call_budget(openai_server: OpenAICompatServer) -> None:
+    openai_server.script([], default={"content": "ok", "delay_s": 0.2})
+    llm = make(openai_server, budget=Budget(max_calls=2))
+
+    async def main() -> list[Any]:
+        msgs = [[{"role": "user", "content": f"q{i}"}] for i in range(3)]
+        return await asyncio.gather(*(llm.acomplete(m) for m in msgs), return_exceptions=True)
+
+    results = asyncio.run(main())
+    assert sum(isinstance(r, BudgetExceeded) for r in results) == 1
+    assert sum(getattr(r, "text", None) == "ok" for r in results) == 2
+    assert openai_server.count == 2
+
+
+def test_reasks_and_cache_hits_are_traced(openai_server: OpenAICompatServer, tmp_path) -> None:
+    openai_server.script(["not json", '{"x": 1, "y": 1}'])
+    tracer = ListTracer()
+    llm = make(openai_server, tracer=tracer, cache=ResponseCache(tmp_path / "c.db"))
+    llm.complete(USER, schema=Point)
+    llm.complete(USER, schema=Point)  # both provider replies now come from the cache
+    assert [f["cached"] for _, f in tracer.events] == [False, False, True, True]
+    assert openai_server.count == 2
+
+
+def test_hosted_vllm_provider_string_reaches_the_server(openai_server: OpenAICompatServer) -> None:
+    openai_server.script(['{"x": 7, "y": 8}'])
+    c = make(openai_server, model="hosted_vllm/test-model").complete(USER, schema=Point)
+    assert c.parsed == Point(x=7, y=8) and c.record.model == "hosted_vllm/test-model"
+    assert openai_server.requests[0]["model"] == "test-model"
