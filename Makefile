@@ -20,7 +20,8 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/optiforge doctor
-	$(BIN)/optiforge sandbox exec --timeout 10 -- python -c "import sys, platform; print('hello from the sandbox', platform.python_version())"
+	$(BIN)/optiforge sandbox exec --timeout 10 -- python -c "import platform; print('hello from the sandbox, Python', platform.python_version())"
+	$(BIN)/optiforge run evolve --bench funcfit/quadratic --budget 24 --out runs/main-job-$$(date +%Y%m%d-%H%M%S)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
