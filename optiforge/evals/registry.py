@@ -10,6 +10,7 @@ from optiforge.errors import ConfigError
 
 BUILTIN_BENCHMARKS: dict[str, str] = {
     "funcfit": "optiforge.evals.suites.funcfit:FuncFitBenchmark",
+    "autoro": "optiforge.evals.suites.autoro:AutoROBenchmark",
 }
 
 

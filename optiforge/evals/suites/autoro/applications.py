@@ -13,6 +13,7 @@ statements), because uncertainty lives in the coefficients ``a = a_bar + P z``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 
@@ -36,7 +37,11 @@ App = tuple[str, int, str, ROProblem]
 
 
 def _row(
-    a: list[float], b: float, sense: str = "<=", unc: object = None, name: str = ""
+    a: list[float],
+    b: float,
+    sense: Literal["<=", ">=", "=="] = "<=",
+    unc: Any = None,
+    name: str = "",
 ) -> LinearConstraint:
     return LinearConstraint(a=a, b=b, sense=sense, uncertainty=unc, name=name)
 

@@ -61,7 +61,6 @@ class AutoROTask:
 
     def evaluate(self, candidate: Any, sandbox: Any = None) -> Score:
         """Score a cvxpy program (``str``) or an ``{"x", "objective"}`` dict: 1.0 iff correct."""
-        tol = {"rel_tol": self.rel_tol, "abs_tol": self.abs_tol, "feas_tol": self.feas_tol}
         ref = self.instance.reference_objective
         if isinstance(candidate, str):
             if sandbox is None:
@@ -72,14 +71,22 @@ class AutoROTask:
                 sandbox,
                 reference_objective=ref,
                 timeout_s=self.timeout_s,
-                **tol,
+                rel_tol=self.rel_tol,
+                abs_tol=self.abs_tol,
+                feas_tol=self.feas_tol,
             )
         elif isinstance(candidate, dict) and "x" in candidate and "objective" in candidate:
             obj = candidate["objective"]
             if not isinstance(obj, int | float) or isinstance(obj, bool):
                 return self._score_reason("malformed candidate: objective is not a number")
             verdict = verify(
-                self.instance.problem, candidate["x"], float(obj), reference_objective=ref, **tol
+                self.instance.problem,
+                candidate["x"],
+                float(obj),
+                reference_objective=ref,
+                rel_tol=self.rel_tol,
+                abs_tol=self.abs_tol,
+                feas_tol=self.feas_tol,
             )
         else:
             return self._score_reason(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -210,7 +210,7 @@ def _draw(split: str, difficulty: int, rng: np.random.Generator) -> tuple[ROProb
     hi = _r(rng.uniform(2.0, 5.0, n))
     hi = np.asarray(hi)
     x0 = lo + (hi - lo) * rng.uniform(0.05, 0.25, n)
-    sense = "max" if rng.random() < 0.7 else "min"
+    sense: Literal["min", "max"] = "max" if rng.random() < 0.7 else "min"
     c = rng.uniform(0.5, 2.0, n) * (1.0 if sense == "max" else -1.0)
 
     if ood:
@@ -253,7 +253,7 @@ def _draw(split: str, difficulty: int, rng: np.random.Generator) -> tuple[ROProb
         if difficulty >= 2 or rng.random() < 0.5:
             A = rng.uniform(-0.5, 0.5, (2, n))
             bb = rng.uniform(-0.5, 0.5, 2)
-            d = float(_r(np.linalg.norm(A @ x0 + bb) + rng.uniform(0.5, 1.5)))
+            d = float(_r(float(np.linalg.norm(A @ x0 + bb)) + rng.uniform(0.5, 1.5)))
             soc.append(SOCConstraint(A=_r(A), b=_r(bb), c=[0.0] * n, d=d))
             features.append("soc")
         if difficulty >= 3 or rng.random() < 0.5:

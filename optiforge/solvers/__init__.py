@@ -1,0 +1,1 @@
+"""Numerical back ends (GP/BO, robust optimization, causal BO, LP/MIP, ...)."""

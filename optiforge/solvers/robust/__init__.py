@@ -1,0 +1,66 @@
+"""Robust optimization back end: RO problem model, reference counterparts, verifier."""
+
+from optiforge.solvers.robust.candidate import parse_candidate_output, verify_candidate_code
+from optiforge.solvers.robust.counterpart import (
+    RobustCounterpart,
+    Solution,
+    nominal_counterpart,
+    reference_counterpart,
+    support_expr,
+)
+from optiforge.solvers.robust.model import (
+    SET_TYPES,
+    BoxSet,
+    BudgetSet,
+    EllipsoidalSet,
+    IntersectionSet,
+    LinearConstraint,
+    NormBallPart,
+    Objective,
+    PolyhedralSet,
+    PolyhedronPart,
+    ROProblem,
+    SOCConstraint,
+    parse_problem,
+)
+from optiforge.solvers.robust.verify import (
+    DEFAULT_ABS_TOL,
+    DEFAULT_FEAS_TOL,
+    DEFAULT_REL_TOL,
+    Verdict,
+    robust_objective,
+    row_worst_lhs,
+    verify,
+    worst_case_support,
+)
+
+__all__ = [
+    "DEFAULT_ABS_TOL",
+    "DEFAULT_FEAS_TOL",
+    "DEFAULT_REL_TOL",
+    "SET_TYPES",
+    "BoxSet",
+    "BudgetSet",
+    "EllipsoidalSet",
+    "IntersectionSet",
+    "LinearConstraint",
+    "NormBallPart",
+    "Objective",
+    "PolyhedralSet",
+    "PolyhedronPart",
+    "ROProblem",
+    "RobustCounterpart",
+    "SOCConstraint",
+    "Solution",
+    "Verdict",
+    "nominal_counterpart",
+    "parse_candidate_output",
+    "parse_problem",
+    "reference_counterpart",
+    "robust_objective",
+    "row_worst_lhs",
+    "support_expr",
+    "verify",
+    "verify_candidate_code",
+    "worst_case_support",
+]
