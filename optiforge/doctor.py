@@ -60,25 +60,44 @@ def _docker() -> Check:
 
 
 def _isolation() -> list[Check]:
-    from optiforge.sandboxes import probe_isolation
+    from optiforge.sandboxes.conformance import probe_isolation
 
     info = probe_isolation()
-    net = info.get("network_isolation", "none")
-    fs = info.get("fs_write_confined", "none")
+    mode = info.get("local_isolation", "none")
+    net = {"bwrap": "bubblewrap network namespace", "unshare": "unshare -n network namespace"}.get(mode)
     return [
         Check(
             name="network isolation",
-            ok=net not in ("none", None, False),
-            detail=str(net),
+            ok=net is not None,
+            detail=net or "none available",
             consequence="sandboxed code could reach the network; install bubblewrap or allow unshare",
         ),
         Check(
             name="filesystem confinement",
-            ok=fs not in ("none", None, False),
-            detail=str(fs),
-            consequence="sandboxed code can write outside its work dir; install bubblewrap",
+            ok=mode == "bwrap",
+            detail="read-only root, tmpfs /tmp (bubblewrap)" if mode == "bwrap" else "not confined",
+            consequence="sandboxed code can write outside its work dir; apt-get install bubblewrap",
         ),
     ]
+
+
+def _self_check() -> Check:
+    from optiforge.sandboxes import get_sandbox
+    from optiforge.sandboxes.conformance import self_check
+
+    results = self_check(get_sandbox("local"))
+    passed = [r for r in results if r.passed]
+    known = [r.name for r in results if not r.passed and r.expected_failure]
+    bad = [r.name for r in results if not r.acceptable]
+    detail = f"{len(passed)}/{len(results)} checks passed"
+    if known:
+        detail += f"; known gaps: {', '.join(known)}"
+    return Check(
+        name="sandbox self-check",
+        ok=not bad,
+        detail=detail + (f"; FAILED: {', '.join(bad)}" if bad else ""),
+        consequence="the local sandbox does not behave as documented here: do not run untrusted code",
+    )
 
 
 def _ray() -> Check:
@@ -120,6 +139,7 @@ def run_checks() -> list[Check]:
               consequence="no Triton kernels"),
         _gpu(),
         *_isolation(),
+        _self_check(),
         Check(name="bubblewrap", ok=shutil.which("bwrap") is not None,
               detail=shutil.which("bwrap") or "not found",
               consequence="apt-get install bubblewrap for read-only root + no-network sandboxes"),

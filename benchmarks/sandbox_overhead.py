@@ -1,0 +1,82 @@
+"""Overhead of ``LocalSandbox.run`` against a bare ``subprocess.run`` of the same command.
+
+Runs ``python -c pass`` N times each, interleaved (so machine load hits both alike),
+and prints medians and the median ratio per isolation mode, plus the default mode
+without the per-run pids cgroup (``-nocg``). Target: <= 2.0x for the default mode.
+
+    .venv/bin/python benchmarks/sandbox_overhead.py [--runs 30] [--modes bwrap,none]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+from optiforge.sandboxes.local import LocalSandbox, available_isolations
+
+
+def _bare(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, check=True)
+    return time.perf_counter() - t0
+
+
+def _sandboxed(sb: LocalSandbox, cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    r = sb.run(cmd, timeout_s=30)
+    elapsed = time.perf_counter() - t0
+    if not r.ok:
+        raise SystemExit(f"sandboxed run failed: rc={r.returncode} {r.stderr[-300:]}")
+    return elapsed
+
+
+def measure(mode: str, runs: int, python: str, cgroup: bool = True) -> dict[str, float]:
+    """Interleaved timings for one isolation mode; seconds and the ratio of medians."""
+    sb = LocalSandbox(isolation=mode, pids_cgroup=cgroup)  # type: ignore[arg-type]
+    cmd = [python, "-c", "pass"]
+    _bare(cmd), _sandboxed(sb, cmd)  # warm the page cache and the host probe
+    bare: list[float] = []
+    boxed: list[float] = []
+    for i in range(runs):
+        # Alternate which goes first so neither always follows the other.
+        if i % 2:
+            bare.append(_bare(cmd))
+            boxed.append(_sandboxed(sb, cmd))
+        else:
+            boxed.append(_sandboxed(sb, cmd))
+            bare.append(_bare(cmd))
+    ratios = [b / a for a, b in zip(bare, boxed, strict=True)]
+    return {
+        "bare_ms": 1e3 * statistics.median(bare),
+        "sandbox_ms": 1e3 * statistics.median(boxed),
+        "ratio_of_medians": statistics.median(boxed) / statistics.median(bare),
+        "median_paired_ratio": statistics.median(ratios),
+        "overhead_ms": 1e3 * (statistics.median(boxed) - statistics.median(bare)),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--modes", default=",".join(available_isolations()))
+    ap.add_argument("--python", default=sys.executable)
+    args = ap.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    print(f"python -c pass, {args.runs} interleaved runs each, medians")
+    print(f"{'mode':12s} {'bare ms':>9s} {'sandbox ms':>11s} {'overhead ms':>12s} "
+          f"{'ratio':>7s} {'paired':>7s}")  # fmt: skip
+    rows = [(m, True) for m in modes] + [(modes[0], False)]
+    for mode, cgroup in rows:
+        m = measure(mode, args.runs, args.python, cgroup)
+        label = mode if cgroup else f"{mode}-nocg"
+        print(
+            f"{label:12s} {m['bare_ms']:9.1f} {m['sandbox_ms']:11.1f} {m['overhead_ms']:12.1f} "
+            f"{m['ratio_of_medians']:6.2f}x {m['median_paired_ratio']:6.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

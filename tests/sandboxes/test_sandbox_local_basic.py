@@ -1,0 +1,317 @@
+"""LocalSandbox in normal operation: results, files, env, limits, measurement, bad input."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from optiforge.errors import ConfigError, SandboxError, SandboxUnavailable
+from optiforge.sandboxes import ExecResult, LocalSandbox, Sandbox, get_sandbox
+from optiforge.sandboxes import local as local_mod
+from optiforge.sandboxes.local import HostIsolation, available_isolations
+
+PY = sys.executable
+MODES = available_isolations()
+
+
+class ListTracer:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    def event(self, kind: str, **fields: Any) -> None:
+        self.events.append((kind, fields))
+
+
+@pytest.fixture(scope="module", params=MODES)
+def sb(request: pytest.FixtureRequest) -> LocalSandbox:
+    return LocalSandbox(isolation=request.param)
+
+
+def test_is_a_sandbox_and_factory() -> None:
+    sb = get_sandbox("local")
+    assert isinstance(sb, Sandbox) and isinstance(sb, LocalSandbox)
+    with pytest.raises(ConfigError, match="unknown sandbox backend"):
+        get_sandbox("vm")
+
+
+def test_returncode_stdout_stderr(sb: LocalSandbox) -> None:
+    r = sb.run("echo out; echo err >&2; exit 7")
+    assert isinstance(r, ExecResult)
+    assert (r.returncode, r.stdout, r.stderr) == (7, "out\n", "err\n")
+    assert not r.ok and not r.timed_out and r.killed_by is None
+    ok = sb.run(["true"])
+    assert ok.ok and ok.returncode == 0
+
+
+def test_signal_death_is_reported(sb: LocalSandbox) -> None:
+    r = sb.run([PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
+    assert r.returncode == -11 and r.killed_by == "signal 11"
+
+
+def test_files_in_and_out(sb: LocalSandbox) -> None:
+    code = textwrap.dedent(
+        """
+        import pathlib
+        data = pathlib.Path("in/data.bin").read_bytes()
+        pathlib.Path("out").mkdir()
+        pathlib.Path("out/rev.bin").write_bytes(data[::-1])
+        pathlib.Path("out/msg.txt").write_text(pathlib.Path("cfg.txt").read_text().upper())
+        pathlib.Path("ignored.log").write_text("no")
+        """
+    )
+    payload = bytes(range(256)) * 4
+    r = sb.run(
+        [PY, "-c", code],
+        files={"in/data.bin": payload, "cfg.txt": "hello"},
+        collect=["out/*"],
+    )
+    assert r.ok, r.stderr
+    assert r.files == {"out/msg.txt": "HELLO", "out/rev.bin": payload[::-1]}
+
+
+@pytest.mark.parametrize("bad", ["../escape.txt", "/etc/x", "a/../../b", ""])
+def test_file_paths_must_stay_inside(bad: str) -> None:
+    with pytest.raises(SandboxError, match="relative"):
+        LocalSandbox().run(["true"], files={bad: "x"})
+
+
+def test_workdir_is_fresh_and_removed() -> None:
+    sb = LocalSandbox()
+    first = sb.run("pwd; ls -A; touch leftover")
+    second = sb.run("pwd; ls -A")
+    wd1, wd2 = first.stdout.split()[0], second.stdout.split()[0]
+    assert wd1 != wd2
+    assert "leftover" not in second.stdout
+    assert not Path(wd1).exists() and not Path(wd2).exists()
+
+
+def test_env_is_scrubbed(sb: LocalSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPTIFORGE_TEST_SECRET", "hunter2")
+    r = sb.run(
+        [PY, "-c", "import os, json; print(json.dumps(dict(os.environ)))"],
+        env={"MY_FLAG": "1"},
+    )
+    import json
+
+    env = json.loads(r.stdout)
+    assert "OPTIFORGE_TEST_SECRET" not in env and "hunter2" not in r.stdout
+    assert env["MY_FLAG"] == "1"
+    assert env["HOME"] == os.path.dirname(env["TMPDIR"]) and env["TMPDIR"].endswith("/tmp")
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
+    allowed = {"PATH", "HOME", "LANG", "TMPDIR", "PYTHONDONTWRITEBYTECODE", "MY_FLAG"}
+    allowed |= {local_mod.MARKER_VAR, "PWD", "SHLVL", "_", "LC_CTYPE"}
+    assert set(env) <= allowed
+    assert r.protections.env_scrubbed
+
+
+def test_python_imports_work(sb: LocalSandbox) -> None:
+    r = sb.run([PY, "-c", "import json, numpy; print(numpy.arange(4).sum())"])
+    assert r.ok and r.stdout.strip() == "6", r.stderr
+
+
+@pytest.mark.slow
+def test_torch_imports_under_default_memory() -> None:
+    r = LocalSandbox().run([PY, "-c", "import torch; print(torch.ones(3).sum().item())"])
+    assert r.ok and r.stdout.strip() == "3.0", r.stderr[-500:]
+
+
+def test_peak_rss_agrees_with_child_self_report(sb: LocalSandbox) -> None:
+    """Second method: the child's own getrusage(RUSAGE_SELF) must agree with our wait4 figure."""
+    code = textwrap.dedent(
+        """
+        import resource
+        b = bytearray(150 * 2**20)
+        for i in range(0, len(b), 4096):
+            b[i] = 1
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        """
+    )
+    r = sb.run([PY, "-c", code])
+    assert r.ok, r.stderr
+    own = float(r.stdout)
+    assert own > 150
+    assert abs(r.peak_rss_mb - own) / own < 0.1, (r.peak_rss_mb, own)
+
+
+def test_duration_is_wall_time(sb: LocalSandbox) -> None:
+    r = sb.run("sleep 0.3")
+    assert 0.3 <= r.duration_s < 2.0
+
+
+def test_cpu_time_limit() -> None:
+    sb = LocalSandbox(cpu_time_s=1)
+    r = sb.run([PY, "-c", "while True: pass"], timeout_s=20)
+    assert not r.timed_out and r.killed_by == "cpu"
+    assert r.duration_s < 6.0
+    assert r.protections.rlimit_cpu
+
+
+def test_file_size_limit() -> None:
+    sb = LocalSandbox(max_file_mb=1)
+    code = textwrap.dedent(
+        """
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of dying
+        try:
+            with open("big.bin", "wb") as f:
+                f.write(b"x" * (5 * 2**20))
+            print("WROTE")
+        except OSError as e:
+            print("EFBIG", e.errno)
+        """
+    )
+    r = sb.run([PY, "-c", code], collect=["big.bin"])
+    assert r.stdout.startswith("EFBIG"), r.stdout + r.stderr
+    assert len(r.files.get("big.bin", b"")) <= 2**20
+
+
+def test_open_files_limit() -> None:
+    sb = LocalSandbox(max_open_files=40)
+    code = textwrap.dedent(
+        """
+        fs = []
+        try:
+            for i in range(500):
+                fs.append(open(f"f{i}", "w"))
+        except OSError as e:
+            print(len(fs), e.errno)
+        """
+    )
+    r = sb.run([PY, "-c", code])
+    opened, errno_ = r.stdout.split()
+    assert int(opened) < 40 and int(errno_) == 24  # EMFILE
+
+
+def test_tracer_gets_sandbox_run_event() -> None:
+    tracer = ListTracer()
+    sb = LocalSandbox(tracer=tracer)
+    sb.run("exit 2")
+    assert len(tracer.events) == 1
+    kind, fields = tracer.events[0]
+    assert kind == "sandbox_run"
+    assert fields["returncode"] == 2 and fields["timed_out"] is False
+    assert {"duration_s", "peak_rss_mb", "protections"} <= set(fields)
+    assert fields["protections"]["backend"] == "local"
+    import json
+
+    json.dumps(fields)  # must be JSON-serialisable for events.jsonl
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"timeout_s": 0}, "timeout_s"), ({"memory_mb": 1}, "memory_mb")],
+)
+def test_bad_limits_raise(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(SandboxError, match=match):
+        LocalSandbox().run(["true"], **kwargs)
+
+
+def test_bad_commands_raise() -> None:
+    sb = LocalSandbox()
+    with pytest.raises(SandboxError, match="empty command"):
+        sb.run("   ")
+    with pytest.raises(SandboxError, match="non-empty list"):
+        sb.run([])
+    # A missing program is the command's failure (like a shell's 127), not a setup error.
+    r = LocalSandbox(isolation="none").run(["/nonexistent/binary-xyz"])
+    assert r.returncode == 127 and "binary-xyz" in r.stderr and not r.ok
+
+
+def test_bad_config_raises() -> None:
+    with pytest.raises(ConfigError):
+        LocalSandbox(isolation="vm")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        LocalSandbox(max_procs=0)
+    with pytest.raises(ConfigError, match="not a directory"):
+        LocalSandbox(root="/nonexistent/dir")
+
+
+def test_missing_isolation_is_reported_not_faked(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = local_mod.host_isolation()
+    bare = HostIsolation(
+        is_root=real.is_root,
+        bwrap=None,
+        bwrap_error="bwrap not installed (apt-get install bubblewrap)",
+        unshare=None,
+        unshare_error="unshare not installed (util-linux)",
+        setpriv=real.setpriv,
+        setpriv_pdeathsig=real.setpriv_pdeathsig,
+    )
+    monkeypatch.setattr(local_mod, "host_isolation", lambda: bare)
+    with pytest.raises(SandboxUnavailable, match="bwrap"):
+        LocalSandbox(isolation="bwrap")
+    with pytest.raises(SandboxUnavailable, match="unshare"):
+        LocalSandbox(isolation="unshare")
+    sb = LocalSandbox()
+    assert sb.isolation == "none"
+    p = sb.run(["true"]).protections
+    assert not p.network_isolated and p.network_how == "none" and not p.fs_write_confined
+    assert any("bwrap unavailable" in n for n in p.notes)
+
+
+def test_expose_args_masks_untraversable_dirs() -> None:
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="optiforge-expose-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        locked = base / "locked"
+        inner = locked / "a" / "b"
+        inner.mkdir(parents=True)
+        tool = inner / "tool"
+        tool.write_text("#!/bin/sh\necho tool-ran $(id -u)\n")
+        tool.chmod(0o755)
+        locked.chmod(0o700)
+        (locked / "secret").write_text("s")
+        args, unreachable = local_mod.expose_args([str(tool)])
+        assert not unreachable
+        assert args == [
+            "--ro-bind", str(base), str(base),  # /tmp is a fresh tmpfs in the sandbox
+            "--perms", "0755", "--tmpfs", str(locked),
+            "--ro-bind", str(locked / "a"), str(locked / "a"),
+        ]  # fmt: skip
+        if "bwrap" in MODES and local_mod.host_isolation().is_root:
+            # End to end: the unprivileged command reaches the tool, not the secret.
+            sb = LocalSandbox(isolation="bwrap", python=str(tool))
+            assert sb.drop
+            r = sb.run([str(tool)])
+            assert r.stdout.strip() == "tool-ran 65534", r.stderr
+            r = sb.run(["ls", "-A", str(locked)])
+            assert r.stdout.split() == ["a"]
+    finally:
+        shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_explicit_privilege_drop(mode: str) -> None:
+    if not local_mod.host_isolation().is_root:
+        with pytest.raises(ConfigError, match="root"):
+            LocalSandbox(isolation=mode, drop_privileges=True)  # type: ignore[arg-type]
+        return
+    sb = LocalSandbox(isolation=mode, drop_privileges=True)  # type: ignore[arg-type]
+    r = sb.run(["id", "-u"])
+    assert r.stdout.strip() == "65534", r.stderr
+    assert r.protections.run_as_uid == 65534 and r.protections.privileges_dropped
+    assert r.protections.rlimit_nproc
+    keep = LocalSandbox(isolation=mode, drop_privileges=False)  # type: ignore[arg-type]
+    r = keep.run(["id", "-u"])
+    assert r.stdout.strip() == "0" and not r.protections.rlimit_nproc
+
+
+def test_interrupted_run_leaves_nothing(
+    monkeypatch: pytest.MonkeyPatch, token: str, assert_no_leftovers
+) -> None:
+    def boom(self: LocalSandbox, proc: Any, deadline: float) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LocalSandbox, "_communicate", boom)
+    for mode in MODES:
+        with pytest.raises(KeyboardInterrupt):
+            LocalSandbox(isolation=mode).run(f"sleep 30; : {token}")  # type: ignore[arg-type]
+    assert_no_leftovers(token)
