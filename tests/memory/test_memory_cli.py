@@ -1,0 +1,56 @@
+"""The ``memory`` typer sub-app: stats, search, show, export, import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from optiforge.errors import MemoryStoreError
+from optiforge.memory import Candidate, Experience, Store
+from optiforge.memory.cli import app
+
+runner = CliRunner()
+
+
+def _run(*args: str) -> str:
+    res = runner.invoke(app, list(args), catch_exceptions=True)
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_cli_round_trip(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    s = Store(url, embedder=None)
+    e = s.add_experience(
+        Experience(agent="k", task_signature="conv2d nhwc", lesson="use implicit gemm")
+    )
+    s.add_candidate(Candidate(agent="k", task="conv2d", code="kernel()"))
+    out = _run("--memory", url, "--no-embed", "stats")
+    assert "experiences" in out and "fts5" in out
+    out = _run("--memory", url, "--no-embed", "search", "implicit gemm", "--k", "3")
+    assert e in out and "lexical" in out
+    out = _run("--memory", url, "--no-embed", "show", e)
+    assert "use implicit gemm" in out
+    path = tmp_path / "out.jsonl"
+    out = _run("--memory", url, "--no-embed", "export", str(path))
+    assert "exported 2 records" in out and path.is_file()
+    url2 = f"sqlite:///{tmp_path / 'n.db'}"
+    assert "imported 2 records" in _run("--memory", url2, "--no-embed", "import", str(path))
+    assert "skipped 2" in _run("--memory", url2, "--no-embed", "import", str(path))
+    assert Store(url2, embedder=None).get(e) == s.get(e)
+
+
+def test_cli_errors_are_memory_errors(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    with pytest.raises(MemoryStoreError, match="unknown memory id 'exp_nope'"):
+        _run("--memory", url, "--no-embed", "show", "exp_nope")
+    with pytest.raises(MemoryStoreError, match="unknown --kind"):
+        _run("--memory", url, "--no-embed", "search", "x", "--kind", "bogus")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("[1, 2]\n")
+    with pytest.raises(MemoryStoreError, match="bad.jsonl:1: expected a JSON object"):
+        _run("--memory", url, "--no-embed", "import", str(bad))
