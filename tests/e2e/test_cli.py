@@ -83,3 +83,35 @@ def test_run_then_report(tmp_path: Path) -> None:
     # the sandboxed evaluations are in the run's event log
     kinds = [json.loads(line)["kind"] for line in (out_dir / "events.jsonl").read_text().splitlines()]
     assert kinds.count("sandbox_run") >= 5 and kinds.count("evaluation") == 5
+
+
+def test_run_killed_then_resumed(tmp_path: Path) -> None:
+    """Ctrl-C/kill mid-run keeps the records; --resume finishes without redoing evaluations."""
+    import signal
+    import time
+
+    out_dir = tmp_path / "run"
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [*CLI, "run", "evolve", "--bench", "funcfit/sine", "--budget", "14", "--out", str(out_dir), "--memory", "none"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )
+    evals = out_dir / "evaluations.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (evals.exists() and len(evals.read_text().splitlines()) >= 4):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = [json.loads(line)["id"] for line in evals.read_text().splitlines()]
+    assert 4 <= len(done_before) < 14
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    assert manifest["status"] == "running"  # killed: never marked finished
+    out = optiforge("run", "evolve", "--resume", str(out_dir))
+    assert out.returncode == 0, out.stderr
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["n_evaluations"] == 14
+    ids = [json.loads(line)["id"] for line in evals.read_text().splitlines()]
+    assert len(ids) - len(set(ids)) <= 1  # at most the evaluation in flight at the kill
+    assert set(done_before) <= set(ids)
+    kinds = [json.loads(line)["kind"] for line in (out_dir / "events.jsonl").read_text().splitlines()]
+    assert "run_resumed" in kinds and kinds[-1] == "run_finished"
