@@ -34,9 +34,13 @@ class HyperSpec:
     def __post_init__(self) -> None:
         lo, hi = self.bounds
         if self.shape not in ("scalar", "ard"):
-            raise InvalidCandidate(f"hyperparameter shape must be 'scalar' or 'ard', got {self.shape!r}")
+            raise InvalidCandidate(
+                f"hyperparameter shape must be 'scalar' or 'ard', got {self.shape!r}"
+            )
         if not (0.0 < lo < hi) or not math.isfinite(hi):
-            raise InvalidCandidate(f"hyperparameter bounds must satisfy 0 < lo < hi < inf, got {self.bounds}")
+            raise InvalidCandidate(
+                f"hyperparameter bounds must satisfy 0 < lo < hi < inf, got {self.bounds}"
+            )
         if not (lo <= self.init <= hi):
             raise InvalidCandidate(f"hyperparameter init {self.init} outside bounds {self.bounds}")
 
@@ -95,7 +99,11 @@ def _scaled_sqdist(x1: Tensor, x2: Tensor, lengthscale: Tensor) -> Tensor:
     centre = a.mean(dim=-2, keepdim=True)
     a = a - centre
     b = b - centre
-    d2 = (a * a).sum(-1, keepdim=True) + (b * b).sum(-1).unsqueeze(-2) - 2.0 * a @ b.transpose(-1, -2)
+    d2 = (
+        (a * a).sum(-1, keepdim=True)
+        + (b * b).sum(-1).unsqueeze(-2)
+        - 2.0 * a @ b.transpose(-1, -2)
+    )
     return d2.clamp_min(0.0)
 
 
@@ -145,7 +153,9 @@ _LS = HyperSpec("scalar", 1.0, (1e-2, 1e2))
 _LS_ARD = HyperSpec("ard", 1.0, (1e-2, 1e2))
 
 
-def _base(name: str, fn: KernelFn, ard: bool, extra: dict[str, HyperSpec] | None = None) -> KernelSpec:
+def _base(
+    name: str, fn: KernelFn, ard: bool, extra: dict[str, HyperSpec] | None = None
+) -> KernelSpec:
     hyp = {"lengthscale": _LS_ARD if ard else _LS}
     hyp.update(extra or {})
     return KernelSpec(name=name + ("_ARD" if ard else ""), fn=fn, hyperparameters=hyp)

@@ -1,0 +1,362 @@
+"""The ``hdbo`` benchmark: kernel candidates scored by LOO-CRPS, and BO runs scored by best value.
+
+``Task.evaluate(candidate)`` takes a kernel candidate (a ``KernelSpec``, or kernel source
+text; see ``optiforge.solvers.gp.validation``), validates it, fits it by marginal likelihood
+on the task's kernel data (a seeded Sobol design of the noisy objective, y standardised)
+and returns its LOO-CRPS (lower is better). ``Task.run_bo`` runs BO with a kernel provider
+within the task's evaluation budget; ``Task.score_trace`` re-evaluates the *noiseless*
+objective at the trace's points itself (a reported best value is never trusted).
+
+Protocols: ``ci`` (10 initial + 20 BO evaluations) and ``literature`` (20 + 250, qLogEI
+here rather than qLogNEI). Splits: ``dev`` (literature embeddings: first k dims), ``test``
+(same dimensions, other seeded embeddings/data), ``heldout`` (other dimensions, seeded
+embeddings, other Lasso data and size).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from optiforge.errors import ConfigError, InvalidCandidate, InvalidTask, SolverError
+from optiforge.evals.protocol import SPLITS, Score
+from optiforge.evals.suites.hdbo.problems import HDBOProblem, embedded, lasso, rover
+from optiforge.solvers.bo import AcqConfig, BOLoop, KernelProvider, Trace, run_baseline
+from optiforge.solvers.bo.loop import sobol, standardize
+from optiforge.solvers.gp import ExactGP, KernelSpec, validate_kernel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from optiforge.sandboxes import Sandbox
+
+_DT = torch.float64
+FAILED_VALUE = 1e30
+"""``Score.value`` of a rejected candidate (worse than any real LOO-CRPS)."""
+
+PROTOCOLS: dict[str, tuple[int, int]] = {"ci": (10, 30), "literature": (20, 270)}
+"""protocol -> (n_init, total evaluation budget)."""
+
+
+@dataclass
+class HDBOTask:
+    """One hdbo problem configuration."""
+
+    name: str
+    split: str
+    make_problem: Callable[[int], HDBOProblem]
+    """seed -> problem (the seed drives observation noise only)."""
+    n_init: int = 10
+    budget: int = 30
+    n_kernel_data: int = 40
+    max_hyperparameters: int = 256
+    suite: str = "hdbo"
+    metric: str = "loo_crps"
+    higher_is_better: bool = False
+    description: str = ""
+
+    def problem(self, seed: int = 0) -> HDBOProblem:
+        """The objective (noisy ``__call__``, noiseless ``evaluate_true``)."""
+        return self.make_problem(seed)
+
+    @property
+    def dim(self) -> int:
+        return self.problem(0).dim
+
+    def kernel_data(self, seed: int = 0) -> tuple[Tensor, Tensor]:
+        """`n x D` Sobol inputs in the unit cube and `n` standardised noisy observations."""
+        p = self.problem(seed)
+        X = sobol(self.n_kernel_data, p.dim, seed)
+        return X, standardize(p(X))
+
+    # --- kernel candidates --------------------------------------------------------------
+
+    def evaluate(self, candidate: Any, sandbox: Sandbox | None = None, *, seed: int = 0) -> Score:
+        """LOO-CRPS of a kernel candidate (``KernelSpec``, source str, or ``{"source": str}``)."""
+        X, y = self.kernel_data(seed)
+        if isinstance(candidate, dict) and "source" in candidate:
+            candidate = candidate["source"]
+        if isinstance(candidate, str):
+            return self._evaluate_source(candidate, X, y, sandbox, seed)
+        if not isinstance(candidate, KernelSpec):
+            raise InvalidCandidate(
+                f"hdbo candidates are KernelSpec or kernel source, got {type(candidate).__name__}"
+            )
+        rep = validate_kernel(
+            candidate, X.shape[1], max_hyperparameters=self.max_hyperparameters, seed=seed
+        )
+        if not rep.ok:
+            return Score(value=FAILED_VALUE, passed=False, details={"reason": rep.reason})
+        t0 = time.perf_counter()
+        try:
+            gp = ExactGP(candidate, n_restarts=2, seed=seed).fit(X, y)
+        except SolverError as e:
+            return Score(value=FAILED_VALUE, passed=False, details={"reason": f"fit failed: {e}"})
+        crps = gp.loo_crps()
+        return Score(
+            value=crps,
+            passed=math.isfinite(crps),
+            metrics={
+                "nll": gp.nll_,
+                "bic": gp.bic(),
+                "n_hyperparameters": float(rep.n_hyperparameters),
+                "fit_s": time.perf_counter() - t0,
+            },
+            details={"expression": candidate.expression, "warnings": rep.warnings},
+        )
+
+    def _evaluate_source(
+        self,
+        src: str,
+        X: Tensor,
+        y: Tensor,
+        sandbox: Sandbox | None,
+        seed: int,
+        timeout_s: float = 300.0,
+    ) -> Score:
+        """Score kernel source in a separate process: the sandbox if given, else a plain subprocess.
+
+        The plain subprocess isolates crashes and hangs only; it is not a security boundary.
+        """
+        req = json.dumps(
+            {
+                "source": src,
+                "d": X.shape[1],
+                "X": X.tolist(),
+                "y": y.tolist(),
+                "seed": seed,
+                "max_hyperparameters": self.max_hyperparameters,
+            }
+        )
+        root = str(Path(__file__).resolve().parents[4])
+        cmd = f"{sys.executable} -m optiforge.solvers.gp.validate_cli < request.json"
+        if sandbox is not None:
+            res = sandbox.run(
+                cmd,
+                files={"request.json": req},
+                timeout_s=timeout_s,
+                env={"PYTHONPATH": root, "OMP_NUM_THREADS": "1"},
+            )
+            out, err, rc, timed_out = res.stdout, res.stderr, res.returncode, res.timed_out
+        else:
+            try:
+                p = subprocess.run(
+                    [sys.executable, "-m", "optiforge.solvers.gp.validate_cli"],
+                    input=req,
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout_s,
+                    check=False,
+                    env={"PYTHONPATH": root, "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+                )
+                out, err, rc, timed_out = p.stdout, p.stderr, p.returncode, False
+            except subprocess.TimeoutExpired:
+                out, err, rc, timed_out = "", "", -1, True
+        if timed_out:
+            return Score(
+                value=FAILED_VALUE,
+                passed=False,
+                details={"reason": f"kernel evaluation timed out after {timeout_s:g} s"},
+            )
+        try:
+            rep = json.loads(out.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError):
+            return Score(
+                value=FAILED_VALUE,
+                passed=False,
+                details={"reason": f"validator crashed (rc={rc}): {err[-300:]}"},
+            )
+        if not rep.get("ok") or "loo_crps" not in rep:
+            return Score(
+                value=FAILED_VALUE, passed=False, details={"reason": rep.get("reason", "rejected")}
+            )
+        crps = float(rep["loo_crps"])
+        return Score(
+            value=crps,
+            passed=math.isfinite(crps),
+            metrics={
+                "nll": float(rep["nll"]),
+                "bic": float(rep["bic"]),
+                "n_hyperparameters": float(rep["n_hyperparameters"]),
+            },
+            details={
+                "params": rep.get("params", {}),
+                "warnings": rep.get("warnings", []),
+                "isolated": "sandbox" if sandbox else "subprocess",
+            },
+        )
+
+    # --- BO runs ------------------------------------------------------------------------
+
+    def run_bo(
+        self,
+        kernel_provider: KernelProvider,
+        *,
+        seed: int = 0,
+        budget: int | None = None,
+        refresh_every: int = 1,
+        acq_config: AcqConfig | None = None,
+        name: str = "discovered",
+    ) -> Trace:
+        """BO on this task's objective with ``kernel_provider`` (refreshed every ``refresh_every`` rounds)."""
+        return BOLoop(
+            self.problem(seed),
+            budget=budget or self.budget,
+            n_init=self.n_init,
+            kernel_provider=kernel_provider,
+            refresh_every=refresh_every,
+            seed=seed,
+            acq_config=acq_config,
+            name=name,
+        ).run()
+
+    def score_trace(self, trace: Trace, *, budget: int | None = None) -> Score:
+        """Best *noiseless* value at the trace's points, re-evaluated here; fails over budget."""
+        cap = budget or self.budget
+        p = self.problem(0)
+        X = torch.as_tensor(trace.X, dtype=_DT)
+        if X.ndim != 2 or X.shape[1] != p.dim or X.shape[0] == 0:
+            return Score(
+                value=FAILED_VALUE,
+                passed=False,
+                details={"reason": f"trace X has shape {tuple(X.shape)}"},
+            )
+        if X.shape[0] > cap:
+            return Score(
+                value=FAILED_VALUE,
+                passed=False,
+                details={"reason": f"{X.shape[0]} evaluations > budget {cap}"},
+            )
+        try:
+            y = p.evaluate_true(X)
+        except InvalidTask as e:
+            return Score(value=FAILED_VALUE, passed=False, details={"reason": str(e)})
+        best = float(y.min())
+        metrics = {
+            "best_value": best,
+            "reported_best": trace.best_value,
+            "n_evals": float(X.shape[0]),
+        }
+        if p.optimum is not None:
+            metrics["regret"] = best - p.optimum
+        return Score(
+            value=best,
+            passed=True,
+            metrics=metrics,
+            details={"trace": torch.cummin(y, 0).values.tolist(), "name": trace.name},
+        )
+
+    def run_baselines(
+        self, names: Sequence[str], seeds: Sequence[int] = (0,), **kw: Any
+    ) -> dict[str, list[Score]]:
+        """Run each baseline for each seed on this task and score each trace (same budget)."""
+        out: dict[str, list[Score]] = {}
+        for n in names:
+            out[n] = [
+                self.score_trace(
+                    run_baseline(n, self.problem(s), self.budget, s, n_init=self.n_init, **kw)
+                )
+                for s in seeds
+            ]
+        return out
+
+
+def _tasks(split: str, n_init: int, budget: int) -> list[HDBOTask]:
+    def emb(fn: str, k: int, D: int, e: int | None) -> Callable[[int], HDBOProblem]:
+        return lambda s: embedded(fn, k, D, embedding_seed=e, seed=s)
+
+    # (function, k, D, embedding seed) per split; None = literature "first k dims".
+    synth: dict[str, list[tuple[str, int, int, int | None]]] = {
+        "dev": [
+            ("levy", 4, 25, None),
+            ("hartmann", 6, 25, None),
+            ("branin", 2, 100, None),
+            ("ackley", 20, 20, None),
+            ("rosenbrock", 20, 20, None),
+            ("styblinski_tang", 20, 20, None),
+        ],
+        "test": [
+            ("levy", 4, 25, 11),
+            ("hartmann", 6, 25, 12),
+            ("branin", 2, 100, 13),
+            ("ackley", 20, 20, 14),
+            ("rosenbrock", 20, 20, 15),
+            ("styblinski_tang", 20, 20, 16),
+        ],
+        "heldout": [
+            ("levy", 4, 100, 21),
+            ("hartmann", 6, 100, 22),
+            ("branin", 2, 100, 23),
+            ("ackley", 50, 50, 24),
+            ("rosenbrock", 50, 50, 25),
+            ("styblinski_tang", 50, 50, 26),
+        ],
+    }
+    lasso_cfg = {"dev": (60, 0), "test": (60, 1), "heldout": (300, 2)}
+    tasks: list[HDBOTask] = []
+    for fn, k, D, e in synth[split]:
+        mk = emb(fn, k, D, e)
+        p = mk(0)
+        tasks.append(
+            HDBOTask(
+                name=p.name,
+                split=split,
+                make_problem=mk,
+                n_init=n_init,
+                budget=budget,
+                description=f"Minimise {fn} ({k} effective dims) embedded in [0,1]^{D}; noise std 0.01.",
+            )
+        )
+    tasks.append(
+        HDBOTask(
+            name="rover60",
+            split=split,
+            make_problem=lambda s: rover(seed=s),
+            n_init=n_init,
+            budget=budget,
+            description="Minimise cost-5 of a 30-point B-spline rover trajectory through 113 obstacles (60-d).",
+        )
+    )
+    d, ds = lasso_cfg[split]
+
+    def mk_lasso(s: int, d: int = d, ds: int = ds) -> HDBOProblem:
+        return lasso(d, data_seed=ds, seed=s)
+
+    tasks.append(
+        HDBOTask(
+            name=f"lasso{d}_s{ds}",
+            split=split,
+            make_problem=mk_lasso,
+            n_init=n_init,
+            budget=budget,
+            description=f"Minimise validation loss of a weighted Lasso over {d} per-feature log-penalties.",
+        )
+    )
+    return tasks
+
+
+class HDBOBenchmark:
+    """High-dimensional BO suite (synthetic embedded functions, rover, synthetic LassoBench)."""
+
+    name = "hdbo"
+    splits = SPLITS
+
+    def __init__(self, protocol: str = "ci") -> None:
+        if protocol not in PROTOCOLS:
+            raise ConfigError(f"unknown hdbo protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
+        self.protocol = protocol
+
+    def tasks(self, split: str = "dev") -> list[HDBOTask]:
+        """All tasks of ``split``."""
+        if split not in SPLITS:
+            raise ConfigError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+        n_init, budget = PROTOCOLS[self.protocol]
+        return _tasks(split, n_init, budget)

@@ -1,0 +1,342 @@
+"""Bayesian optimisation loop (minimisation) over a pluggable GP kernel, acquisition by qLogEI.
+
+Inputs are mapped to ``[0,1]^D`` and outputs standardised before modelling. Our
+``ExactGP`` is exposed to BoTorch as a ``Model`` whose ``posterior`` is computed in closed
+form (differentiable in ``X``), so ``qLogExpectedImprovement`` and ``optimize_acqf`` work
+unchanged with any ``KernelSpec`` written for 2-D `n x d` inputs.
+
+``budget`` counts *every* objective evaluation, the initial design included; the loop
+never calls the objective more often (the counter raises ``BudgetExceeded`` otherwise).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+from botorch.acquisition.logei import qLogExpectedImprovement
+from botorch.models.model import Model
+from botorch.optim import optimize_acqf
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.distributions import MultivariateNormal
+from torch import Tensor
+from torch.quasirandom import SobolEngine
+
+from optiforge.errors import BudgetExceeded, SolverError
+from optiforge.solvers.gp.exact import ExactGP
+from optiforge.solvers.gp.kernels import KernelSpec
+
+_DT = torch.float64
+
+KernelProvider = Callable[[Tensor, Tensor, int], KernelSpec]
+"""``(X_unit n x D, y_standardised n, round) -> KernelSpec``; y is standardised for minimisation."""
+
+ModelFactory = Callable[[Tensor, Tensor, int], Model]
+"""``(X_unit n x D, targets n (maximise), round) -> fitted BoTorch Model``."""
+
+
+class Problem(Protocol):
+    """What the loop needs from an objective: box ``bounds`` (`2 x D`) and a batch call."""
+
+    @property
+    def bounds(self) -> Tensor:
+        """`2 x D` box."""
+        ...
+
+    def __call__(self, X: Tensor) -> Tensor:
+        """`n x D` -> `n` values to minimise."""
+        ...
+
+
+@dataclass
+class Trace:
+    """Everything one optimisation run evaluated, in evaluation order (minimisation)."""
+
+    name: str
+    seed: int
+    X: Tensor
+    """`n x D` evaluated points in the problem's own bounds."""
+    y: Tensor
+    """`n` observed values."""
+    wall_s: float = 0.0
+    kernels: list[str] = field(default_factory=list)
+    """Kernel expression used at each BO round (empty for model-free baselines)."""
+    n_fallbacks: int = 0
+    """Rounds where the model failed and a random point was taken instead."""
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def best_trace(self) -> Tensor:
+        """`n` running minimum of ``y`` (the convergence trace)."""
+        return torch.cummin(self.y, dim=0).values
+
+    @property
+    def best_value(self) -> float:
+        """Best observed value."""
+        return float(self.y.min())
+
+    @property
+    def best_x(self) -> Tensor:
+        """`D` point with the best observed value."""
+        return self.X[int(self.y.argmin())]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly summary (no X)."""
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "n": int(self.y.numel()),
+            "best_value": self.best_value,
+            "best_trace": self.best_trace.tolist(),
+            "wall_s": self.wall_s,
+            "kernels": self.kernels,
+            "n_fallbacks": self.n_fallbacks,
+            **self.info,
+        }
+
+
+class CountedObjective:
+    """Wraps a problem in unit-cube coordinates and enforces the evaluation budget."""
+
+    def __init__(self, problem: Problem, budget: int) -> None:
+        b = torch.as_tensor(problem.bounds, dtype=_DT)
+        if b.ndim != 2 or b.shape[0] != 2 or not bool((b[1] > b[0]).all()):
+            raise SolverError("problem.bounds must be `2 x D` with upper > lower")
+        self.problem, self.budget, self.lb, self.ub = problem, budget, b[0], b[1]
+        self.used = 0
+        self.X: list[Tensor] = []
+        self.y: list[Tensor] = []
+
+    @property
+    def dim(self) -> int:
+        return int(self.lb.numel())
+
+    @property
+    def left(self) -> int:
+        return self.budget - self.used
+
+    def to_problem(self, Xu: Tensor) -> Tensor:
+        return self.lb + (self.ub - self.lb) * Xu
+
+    def __call__(self, Xu: Tensor) -> Tensor:
+        """Evaluate `q x D` unit-cube points; returns `q` values."""
+        q = Xu.shape[0]
+        if self.used + q > self.budget:
+            raise BudgetExceeded(
+                f"{self.used + q} evaluations > budget {self.budget}",
+                limit="evaluations",
+                used=self.used + q,
+                cap=self.budget,
+            )
+        X = self.to_problem(Xu.detach().to(_DT).clamp(0, 1))
+        y = torch.as_tensor(self.problem(X), dtype=_DT).reshape(-1)
+        if y.numel() != q:
+            raise SolverError(f"objective returned {y.numel()} values for {q} points")
+        self.used += q
+        self.X.append(X)
+        self.y.append(y)
+        return y
+
+    def trace(self, name: str, seed: int, t0: float, **kw: Any) -> Trace:
+        return Trace(
+            name=name,
+            seed=seed,
+            X=torch.cat(self.X),
+            y=torch.cat(self.y),
+            wall_s=time.perf_counter() - t0,
+            **kw,
+        )
+
+
+def sobol(n: int, d: int, seed: int) -> Tensor:
+    """`n x d` scrambled Sobol points in the unit cube."""
+    return SobolEngine(d, scramble=True, seed=seed).draw(n).to(_DT)
+
+
+def standardize(y: Tensor) -> Tensor:
+    """(y - mean) / std with std floored (constant data stays finite)."""
+    s = y.std() if y.numel() > 1 else torch.ones((), dtype=y.dtype)
+    return (y - y.mean()) / s.clamp_min(1e-9)
+
+
+class ExactGPModel(Model):
+    """BoTorch view of a fitted ``ExactGP``: closed-form joint posterior, differentiable in ``X``."""
+
+    def __init__(self, gp: ExactGP, chunk: int = 128) -> None:
+        super().__init__()
+        if gp.params is None or gp.X is None or gp._L is None or gp._alpha is None:
+            raise SolverError("ExactGPModel needs a fitted ExactGP")
+        self.gp = gp
+        self.chunk = chunk
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return torch.Size([])
+
+    def posterior(  # type: ignore[override]
+        self,
+        X: Tensor,
+        output_indices: Any = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: Any = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
+        """Joint posterior over the last-but-one dimension of `batch x q x d` ``X``."""
+        gp, p = self.gp, self.gp.params
+        assert p is not None and gp.X is not None and gp._L is not None and gp._alpha is not None
+        X = X.to(_DT)
+        batch, (q, d) = X.shape[:-2], X.shape[-2:]
+        Xb = X.reshape(-1, q, d)  # B x q x d
+        B = Xb.shape[0]
+        Xf = Xb.reshape(-1, d)
+        Ks = p.outputscale * gp.kernel.fn(gp.X, Xf, p.kernel)  # n x Bq
+        mean = (p.mean + Ks.transpose(0, 1) @ gp._alpha).reshape(B, q)
+        V = (
+            torch.linalg.solve_triangular(gp._L, Ks, upper=False).reshape(-1, B, q).permute(1, 0, 2)
+        )  # B x n x q
+        prior_blocks = []
+        for i in range(0, B, self.chunk):
+            Xc = Xb[i : i + self.chunk].reshape(-1, d)
+            c = Xc.shape[0] // q
+            Kc = (p.outputscale * gp.kernel.fn(Xc, Xc, p.kernel)).reshape(c, q, c, q)
+            idx = torch.arange(c)
+            prior_blocks.append(Kc[idx, :, idx, :])  # c x q x q: the per-batch diagonal blocks
+        prior = torch.cat(prior_blocks)
+        cov = prior - V.transpose(-1, -2) @ V
+        eye = torch.eye(q, dtype=_DT)
+        cov = 0.5 * (cov + cov.transpose(-1, -2)) + 1e-9 * eye
+        if observation_noise is True:
+            cov = cov + p.noise * eye
+        mvn = MultivariateNormal(mean.reshape(*batch, q), cov.reshape(*batch, q, q))
+        post = GPyTorchPosterior(mvn)
+        if posterior_transform is not None:
+            return posterior_transform(post)
+        return post
+
+
+def exact_gp_factory(
+    kernel_provider: KernelProvider, *, refresh_every: int = 1, gp_restarts: int = 1, seed: int = 0
+) -> tuple[ModelFactory, list[str]]:
+    """Model factory that asks ``kernel_provider`` for a kernel every ``refresh_every`` rounds.
+
+    Returns the factory and the list it appends each round's kernel expression to.
+    """
+    used: list[str] = []
+    current: dict[str, KernelSpec] = {}
+
+    def factory(Xu: Tensor, target: Tensor, rnd: int) -> Model:
+        if "k" not in current or rnd % refresh_every == 0:
+            # The provider sees y for minimisation (standardised), not the negated target.
+            current["k"] = kernel_provider(Xu, -target, rnd)
+        spec = current["k"]
+        used.append(spec.expression)
+        gp = ExactGP(spec, n_restarts=gp_restarts, seed=seed + rnd).fit(Xu, target)
+        return ExactGPModel(gp)
+
+    return factory, used
+
+
+@dataclass
+class AcqConfig:
+    """Acquisition optimisation settings; small defaults because CI has 2 CPU cores."""
+
+    num_restarts: int = 4
+    raw_samples: int = 128
+    maxiter: int = 50
+    mc_samples: int = 128
+
+
+class BOLoop:
+    """GP-BO with qLogEI; minimises ``problem`` within ``budget`` evaluations.
+
+    Args:
+        kernel_provider: returns the kernel for a round; called at round 0 and every
+            ``refresh_every`` rounds (hyperparameters are refitted every round).
+        model_factory: alternative to ``kernel_provider`` (e.g. BoTorch's SingleTaskGP).
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        *,
+        budget: int,
+        n_init: int = 10,
+        batch_size: int = 1,
+        kernel_provider: KernelProvider | None = None,
+        model_factory: ModelFactory | None = None,
+        refresh_every: int = 1,
+        gp_restarts: int = 1,
+        seed: int = 0,
+        acq: str = "qLogEI",
+        acq_config: AcqConfig | None = None,
+        name: str = "bo",
+    ) -> None:
+        if acq != "qLogEI":
+            raise NotImplementedError(f"acquisition {acq!r}: only qLogEI is implemented")
+        if budget < n_init or n_init < 2 or batch_size < 1 or refresh_every < 1:
+            raise SolverError("need budget >= n_init >= 2, batch_size >= 1, refresh_every >= 1")
+        if (kernel_provider is None) == (model_factory is None):
+            raise SolverError("give exactly one of kernel_provider or model_factory")
+        self.problem, self.budget, self.n_init, self.q = problem, budget, n_init, batch_size
+        self.seed, self.name = seed, name
+        self.acq_config = acq_config or AcqConfig()
+        self._kernels: list[str] = []
+        if kernel_provider is not None:
+            model_factory, self._kernels = exact_gp_factory(
+                kernel_provider, refresh_every=refresh_every, gp_restarts=gp_restarts, seed=seed
+            )
+        assert model_factory is not None
+        self.model_factory = model_factory
+
+    def run(self) -> Trace:
+        """Initial Sobol design, then rounds of fit -> qLogEI -> evaluate until the budget is spent."""
+        t0 = time.perf_counter()
+        torch.manual_seed(self.seed)
+        obj = CountedObjective(self.problem, self.budget)
+        D = obj.dim
+        Xu = sobol(self.n_init, D, self.seed)
+        y = obj(Xu)
+        bounds = torch.stack([torch.zeros(D, dtype=_DT), torch.ones(D, dtype=_DT)])
+        rnd, fallbacks = 0, 0
+        gen = torch.Generator().manual_seed(self.seed + 7919)
+        cfg = self.acq_config
+        while obj.left > 0:
+            q = min(self.q, obj.left)
+            target = -standardize(y)  # BoTorch maximises
+            try:
+                model = self.model_factory(Xu, target, rnd)
+                acqf = qLogExpectedImprovement(model, best_f=target.max())
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # optimizer-convergence chatter, not errors
+                    cand, _ = optimize_acqf(
+                        acqf,
+                        bounds=bounds,
+                        q=q,
+                        num_restarts=cfg.num_restarts,
+                        raw_samples=cfg.raw_samples,
+                        options={"maxiter": cfg.maxiter},
+                    )
+                cand = cand.detach()
+            except (SolverError, RuntimeError, ValueError) as e:
+                # Honest fallback: a random point, counted in the trace.
+                fallbacks += 1
+                warnings.warn(
+                    f"BO round {rnd}: model/acquisition failed ({e}); using a random point",
+                    stacklevel=2,
+                )
+                cand = torch.rand(q, D, generator=gen, dtype=_DT)
+            y_new = obj(cand)
+            Xu = torch.cat([Xu, cand.to(_DT)])
+            y = torch.cat([y, y_new])
+            rnd += 1
+        return obj.trace(
+            self.name, self.seed, t0, kernels=list(self._kernels), n_fallbacks=fallbacks
+        )

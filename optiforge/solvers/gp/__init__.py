@@ -1,0 +1,56 @@
+"""Exact GP regression with pluggable kernels, closed-form LOO/CRPS, kernel validation."""
+
+from optiforge.solvers.gp.exact import ExactGP, GPParams, gaussian_crps, kernel_diag
+from optiforge.solvers.gp.kernels import (
+    BASE_KERNELS,
+    HyperSpec,
+    KernelSpec,
+    add,
+    linear,
+    matern12,
+    matern32,
+    matern52,
+    mul,
+    periodic,
+    rbf,
+    rq,
+    scale,
+)
+from optiforge.solvers.gp.validation import (
+    DUPLICATE_TOL,
+    DedupReport,
+    ValidationReport,
+    are_duplicates,
+    deduplicate,
+    kernel_fingerprint,
+    kernel_from_source,
+    validate_kernel,
+)
+
+__all__ = [
+    "BASE_KERNELS",
+    "DUPLICATE_TOL",
+    "DedupReport",
+    "ExactGP",
+    "GPParams",
+    "HyperSpec",
+    "KernelSpec",
+    "ValidationReport",
+    "add",
+    "are_duplicates",
+    "deduplicate",
+    "gaussian_crps",
+    "kernel_diag",
+    "kernel_fingerprint",
+    "kernel_from_source",
+    "linear",
+    "matern12",
+    "matern32",
+    "matern52",
+    "mul",
+    "periodic",
+    "rbf",
+    "rq",
+    "scale",
+    "validate_kernel",
+]
