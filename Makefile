@@ -21,10 +21,10 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/optiforge doctor
 	$(BIN)/optiforge sandbox exec --timeout 10 -- python -c "import platform; print('hello from the sandbox, Python', platform.python_version())"
-	$(BIN)/optiforge run evolve --bench funcfit/quadratic --budget 24 --out runs/main-job-$$(date +%Y%m%d-%H%M%S)
+	OMP_NUM_THREADS=1 $(BIN)/optiforge run kernel-discovery --bench hdbo/levy4_in_25 --budget 30 --out runs/main-job-$$(date +%Y%m%d-%H%M%S)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check optiforge tests benchmarks

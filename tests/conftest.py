@@ -17,3 +17,12 @@ def _private_memory(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     """No test writes to the user's ~/.optiforge/memory.db (tests may override this)."""
     db = tmp_path_factory.getbasetemp() / "default-memory.db"
     monkeypatch.setenv("OPTIFORGE_MEMORY", f"sqlite:///{db}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """One intra-op thread: on 2 shared cores, torch/BLAS threading makes small fits ~50x slower."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    threadpool_limits(1)

@@ -12,6 +12,9 @@ from optiforge.errors import ConfigError
 # name -> "module:attribute" (imported lazily: agents pull in heavy back ends)
 BUILTIN_AGENTS: dict[str, str] = {
     "evolve": "optiforge.agents.evolve:SPEC",
+    "kernel-discovery": "optiforge.agents.kernel_discovery:SPEC",
+    "hawkeye": "optiforge.agents.hawkeye:SPEC",
+    "autorem": "optiforge.agents.autorem:SPEC",
 }
 
 

@@ -283,8 +283,13 @@ def build_search_graph(
     config: SearchConfig,
     *,
     checkpointer: Any | None = None,
+    id_prefix: str = "",
 ) -> Any:
-    """Compile the propose -> materialize -> evaluate -> reflect -> select graph."""
+    """Compile the propose -> materialize -> evaluate -> reflect -> select graph.
+
+    id_prefix: prepended to candidate ids, so several searches sharing one run directory
+    (e.g. one per BO round) never share ids or cached evaluations.
+    """
     from langgraph.graph import END, START, StateGraph
     from langgraph.runtime import Runtime
 
@@ -332,7 +337,7 @@ def build_search_graph(
         for i, raw in enumerate(state.get("proposals", [])):
             prop = Proposal.model_validate(raw)
             # Ids are deterministic in (round, position) so a resumed run re-creates them.
-            cid = f"r{rnd}c{i}-{ctx.seed}-{uuid.uuid5(uuid.NAMESPACE_OID, json.dumps(raw, sort_keys=True, default=str)).hex[:8]}"
+            cid = f"{id_prefix}r{rnd}c{i}-{ctx.seed}-{uuid.uuid5(uuid.NAMESPACE_OID, json.dumps(raw, sort_keys=True, default=str)).hex[:8]}"
             try:
                 payload = problem.materialize(prop, ctx)
             except InvalidCandidate as err:
@@ -646,7 +651,8 @@ def run_search(
     elif resume:
         raise ConfigError("resume needs a run directory")
     try:
-        graph = build_search_graph(problem, proposer, config, checkpointer=checkpointer)
+        prefix = "" if thread_id == "search" else f"{thread_id}."
+        graph = build_search_graph(problem, proposer, config, checkpointer=checkpointer, id_prefix=prefix)
         cfg: dict[str, Any] = {
             "configurable": {"thread_id": thread_id},
             "recursion_limit": 10 * config.max_rounds + 50,

@@ -49,6 +49,8 @@ class AgentSpec:
     baselines: dict[str, Baseline] = field(default_factory=dict)
     """Baselines measured in the same eval; the first is the primary one for ``run``."""
     default_budget: int = 32
+    offline_equivalent: str | None = None
+    """A baseline that *is* this agent when no LLM is given (skipped by default in offline evals)."""
 
     @property
     def primary_baseline(self) -> str | None:

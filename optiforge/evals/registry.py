@@ -10,7 +10,9 @@ from optiforge.errors import ConfigError
 
 BUILTIN_BENCHMARKS: dict[str, str] = {
     "funcfit": "optiforge.evals.suites.funcfit:FuncFitBenchmark",
+    "kernelarena": "optiforge.evals.suites.kernelarena:KernelArenaBenchmark",
     "autoro": "optiforge.evals.suites.autoro:AutoROBenchmark",
+    "hdbo": "optiforge.evals.suites.hdbo:HDBOBenchmark",
 }
 
 

@@ -267,7 +267,17 @@ def run_eval(
         task_list = [t for t in task_list if t.name in set(tasks)]
         if not task_list:
             raise ConfigError(f"none of {tasks} is a task of {bench}/{split}")
-    methods = [spec.name] + (list(spec.baselines) if baselines is None else baselines)
+    notes: list[str] = []
+    if baselines is None:
+        baselines = list(spec.baselines)
+        offline = settings.model in (None, "", "offline") and settings.replay is None
+        if offline and spec.offline_equivalent in baselines:
+            baselines.remove(spec.offline_equivalent)
+            notes.append(
+                f"Offline, {spec.name} runs its non-LLM proposer, which is the "
+                f"'{spec.offline_equivalent}' baseline: it is not run a second time."
+            )
+    methods = [spec.name] + baselines
     for m in methods[1:]:
         if m not in spec.baselines:
             raise ConfigError(f"{spec.name} has no baseline {m!r} (known: {', '.join(spec.baselines)})")
@@ -312,6 +322,8 @@ def run_eval(
     rows = [r for r in _read_rows(results_path) if "error" not in r]
     summary = summarize(rows, agent=spec.name, benchmark=bench, split=split, methods=methods)
     summary["errors"] = [r for r in _read_rows(results_path) if "error" in r]
+    notes_fn = getattr(benchmark, "notes", None)
+    summary["notes"] = notes + (list(notes_fn(split, settings)) if callable(notes_fn) else [])
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
     from optiforge.evals.report import write_markdown, write_plots
 

@@ -37,6 +37,8 @@ class ValidateRequest(BaseModel):
     X: list[list[float]] | None = None
     y: list[float] | None = None
     n_restarts: int = 2
+    n_fingerprint: int = 16
+    """Size of the fingerprint: the fitted normalised Gram matrix on the first inputs of X."""
 
 
 def handle(req: ValidateRequest) -> dict[str, Any]:
@@ -60,8 +62,17 @@ def handle(req: ValidateRequest) -> dict[str, Any]:
                 torch.tensor(req.X, dtype=torch.float64), torch.tensor(req.y, dtype=torch.float64)
             )
             assert gp.params is not None
+            with torch.no_grad():
+                P = torch.tensor(req.X[: req.n_fingerprint], dtype=torch.float64)
+                K = spec.fn(P, P, gp.params.kernel).to(torch.float64)
+                dg = torch.diagonal(K).clamp_min(1e-300).sqrt()
+                fingerprint = (K / (dg.unsqueeze(-1) * dg.unsqueeze(0))).tolist()
             out.update(
-                loo_crps=gp.loo_crps(), nll=gp.nll_, bic=gp.bic(), params=gp.params.as_floats()
+                loo_crps=gp.loo_crps(),
+                nll=gp.nll_,
+                bic=gp.bic(),
+                params=gp.params.as_floats(),
+                fingerprint=fingerprint,
             )
         except SolverError as e:
             out.update(ok=False, reason=f"fit failed: {e}")

@@ -59,7 +59,8 @@ class HDBOTask:
     n_kernel_data: int = 40
     max_hyperparameters: int = 256
     suite: str = "hdbo"
-    metric: str = "loo_crps"
+    metric: str = "best_value"
+    """What a run on this task is judged by: the best noiseless objective value found."""
     higher_is_better: bool = False
     description: str = ""
 
@@ -80,12 +81,45 @@ class HDBOTask:
     # --- kernel candidates --------------------------------------------------------------
 
     def evaluate(self, candidate: Any, sandbox: Sandbox | None = None, *, seed: int = 0) -> Score:
-        """LOO-CRPS of a kernel candidate (``KernelSpec``, source str, or ``{"source": str}``)."""
+        """Score a BO run or a kernel.
+
+        A ``Trace`` or ``{"X": [[...]], ...}`` (a finished BO run) is judged by the task's
+        metric, the best noiseless value at its points (``score_trace``). A kernel candidate
+        (``KernelSpec``, source text or ``{"source": str}``) gets its LOO-CRPS on the task's
+        kernel data (``score_kernel``; lower is better).
+        """
+        if isinstance(candidate, Trace):
+            return self.score_trace(candidate)
+        if isinstance(candidate, dict) and "X" in candidate:
+            X = torch.as_tensor(candidate["X"], dtype=_DT)
+            y = torch.as_tensor(candidate.get("y", [0.0] * len(candidate["X"])), dtype=_DT)
+            return self.score_trace(Trace(name=str(candidate.get("name", "run")), seed=0, X=X, y=y))
         X, y = self.kernel_data(seed)
+        return self.score_kernel(candidate, X, y, sandbox, seed=seed)
+
+    def score_kernel(
+        self,
+        candidate: Any,
+        X: Tensor,
+        y: Tensor,
+        sandbox: Sandbox | None = None,
+        *,
+        seed: int = 0,
+        n_restarts: int = 2,
+        n_fingerprint: int = 16,
+    ) -> Score:
+        """LOO-CRPS of a kernel fitted on (``X`` `n x D` unit cube, ``y`` `n` standardised).
+
+        ``details["fingerprint"]`` is the fitted kernel's normalised Gram matrix on the first
+        ``n_fingerprint`` inputs (functional deduplication: see ``solvers.gp.validation``).
+        Kernel source always runs in a separate process (the sandbox when given).
+        """
         if isinstance(candidate, dict) and "source" in candidate:
             candidate = candidate["source"]
         if isinstance(candidate, str):
-            return self._evaluate_source(candidate, X, y, sandbox, seed)
+            return self._evaluate_source(
+                candidate, X, y, sandbox, seed, n_restarts=n_restarts, n_fingerprint=n_fingerprint
+            )
         if not isinstance(candidate, KernelSpec):
             raise InvalidCandidate(
                 f"hdbo candidates are KernelSpec or kernel source, got {type(candidate).__name__}"
@@ -97,10 +131,16 @@ class HDBOTask:
             return Score(value=FAILED_VALUE, passed=False, details={"reason": rep.reason})
         t0 = time.perf_counter()
         try:
-            gp = ExactGP(candidate, n_restarts=2, seed=seed).fit(X, y)
+            gp = ExactGP(candidate, n_restarts=n_restarts, seed=seed).fit(X, y)
         except SolverError as e:
             return Score(value=FAILED_VALUE, passed=False, details={"reason": f"fit failed: {e}"})
         crps = gp.loo_crps()
+        assert gp.params is not None
+        with torch.no_grad():
+            P = X[:n_fingerprint]
+            K = candidate.fn(P, P, gp.params.kernel).to(_DT)
+            dg = torch.diagonal(K).clamp_min(1e-300).sqrt()
+            fingerprint = (K / (dg.unsqueeze(-1) * dg.unsqueeze(0))).tolist()
         return Score(
             value=crps,
             passed=math.isfinite(crps),
@@ -110,7 +150,11 @@ class HDBOTask:
                 "n_hyperparameters": float(rep.n_hyperparameters),
                 "fit_s": time.perf_counter() - t0,
             },
-            details={"expression": candidate.expression, "warnings": rep.warnings},
+            details={
+                "expression": candidate.expression,
+                "warnings": rep.warnings,
+                "fingerprint": fingerprint,
+            },
         )
 
     def _evaluate_source(
@@ -121,6 +165,8 @@ class HDBOTask:
         sandbox: Sandbox | None,
         seed: int,
         timeout_s: float = 300.0,
+        n_restarts: int = 2,
+        n_fingerprint: int = 16,
     ) -> Score:
         """Score kernel source in a separate process: the sandbox if given, else a plain subprocess.
 
@@ -134,6 +180,8 @@ class HDBOTask:
                 "y": y.tolist(),
                 "seed": seed,
                 "max_hyperparameters": self.max_hyperparameters,
+                "n_restarts": n_restarts,
+                "n_fingerprint": n_fingerprint,
             }
         )
         root = str(Path(__file__).resolve().parents[4])
@@ -191,6 +239,7 @@ class HDBOTask:
                 "params": rep.get("params", {}),
                 "warnings": rep.get("warnings", []),
                 "isolated": "sandbox" if sandbox else "subprocess",
+                "fingerprint": rep.get("fingerprint"),
             },
         )
 

@@ -1,0 +1,480 @@
+"""The AutoREM agent: one LangGraph graph per instance (retrieve -> write -> run -> reflect).
+
+Per instance: retrieve experience entries from memory (agent ``autorem``, tags = the
+instance's set types) -> prompt (instance description + JSON + I/O protocol + the
+entries as "Lessons") -> the LLM writes cvxpy code (one fenced block) -> it runs in the
+sandbox through the suite's candidate-code path and the verifier judges it -> if wrong,
+a bounded number of repair attempts with the verdict reasons fed back. With
+``reflect="on_failure"`` (offline adaptation) a trajectory with a failed attempt is
+diagnosed into ``ExperienceEntry`` records written to memory.
+
+Every attempt is recorded: an ``autorem_attempt`` event and a memory ``Candidate``
+(parent = the previous attempt). The graph state holds only serializable data; the
+task, LLM, sandbox and memory travel outside it (closure and ``Runtime[RunContext]``).
+
+Offline (no LLM) the writer is the reference reformulator emitted as code
+(``codegen.counterpart_program``): offline accuracy measures the checker, not an LLM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from optiforge.agents.autorem.codegen import counterpart_program
+from optiforge.agents.autorem.experience import (
+    AGENT,
+    Attempt,
+    ExperienceEntry,
+    diagnose_llm,
+    diagnose_rules,
+    experience_id,
+    redact_reasons,
+    render_lessons,
+    retrieve_entries,
+    to_experience,
+)
+from optiforge.agents.base import RunContext
+from optiforge.agents.spec import AgentOutcome
+from optiforge.errors import (
+    BudgetExceeded,
+    ConfigError,
+    InvalidTask,
+    LLMError,
+    MemoryStoreError,
+)
+from optiforge.evals.suites.autoro.benchmark import AutoROTask
+from optiforge.evals.suites.autoro.instances import ROInstance, parse_instance
+
+_CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
+CHECKPOINTS = "autorem_checkpoints.sqlite"
+
+SYSTEM_PROMPT = (
+    "You are an expert in robust optimization. Given an uncertain optimization problem, "
+    "write the deterministic robust counterpart as ONE self-contained Python program "
+    "using cvxpy that follows the I/O protocol below. Reply with exactly one ```python "
+    "code block."
+)
+
+
+class AutoREMConfig(BaseModel):
+    """Options of the ``autorem`` agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    """Code attempts per instance: the first plus repairs with the verdict fed back."""
+    use_memory: bool = True
+    """Retrieve experience entries into the prompt (False: the no-memory ablation)."""
+    k_entries: int = Field(default=4, ge=1, le=20)
+    """Entries retrieved per instance at most."""
+    reflect: Literal["never", "on_failure"] = "never"
+    """Write entries from failed trajectories (``adapt`` sets ``on_failure``)."""
+    reflector: Literal["auto", "llm", "rules"] = "auto"
+    """Diagnoser: ``llm`` (structured LLM call), ``rules`` (rule table); auto = llm if any."""
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Wall-clock limit of one candidate program in the sandbox."""
+
+
+class AutoREMState(TypedDict, total=False):
+    """Graph state (serializable only)."""
+
+    messages: list[dict[str, Any]]
+    retrieved: list[dict[str, Any]]
+    """``{"id", "entry"}`` for every retrieved entry."""
+    attempts: list[dict[str, Any]]
+    reflected: list[str]
+    """Ids of the experience records written by this trajectory."""
+    llm_calls: int
+    tokens: int
+    done: bool
+    stop_reason: str
+
+
+# ----------------------------------------------------------------------------- input
+
+
+def load_task(data: Any) -> AutoROTask:
+    """The agent's entry point for an instance: task, ``ROInstance``, problem, JSON or path.
+
+    A JSON object with a ``problem`` key is an ``ROInstance``; any other object is an
+    ``ROProblem`` (its reference optimum is solved here so the verifier can compare).
+    Bad input (malformed JSON, unknown set type, non-convex nominal model) raises
+    ``InvalidTask`` with one line. Natural language without the problem JSON is not
+    accepted (extraction from prose is not implemented).
+    """
+    from optiforge.solvers.robust import ROProblem, parse_problem, reference_counterpart
+
+    if isinstance(data, AutoROTask):
+        return data
+    if isinstance(data, ROInstance):
+        return AutoROTask(data)
+    if isinstance(data, Path):
+        try:
+            data = data.read_text()
+        except OSError as exc:
+            raise InvalidTask(f"cannot read instance file {data}: {exc.strerror}") from None
+    if isinstance(data, str | bytes):
+        head = data.lstrip()[:1]
+        if head not in ("{", b"{", "[", b"["):
+            raise InvalidTask(
+                "AutoREM input must be the instance or problem JSON; natural language "
+                "without the JSON is not supported (no extraction step)"
+            )
+        try:
+            data = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidTask(f"malformed JSON for AutoREM input: {exc}") from None
+    if isinstance(data, dict) and "problem" in data:
+        return AutoROTask(parse_instance(data))
+    problem = data if isinstance(data, ROProblem) else parse_problem(data)
+    from optiforge.errors import SolverError
+
+    try:
+        ref = reference_counterpart(problem).solve()
+    except SolverError as exc:
+        raise InvalidTask(f"problem has no robust optimum to verify against: {exc}") from None
+    inst = ROInstance(
+        id=problem.name or "user-problem",
+        split="user",
+        difficulty=1,
+        description="A robust optimization problem given as JSON.",
+        problem=problem,
+        reference_objective=ref.objective,
+        reference_x=ref.x.tolist(),
+        set_types=problem.set_types(),
+        features=[],
+    )
+    return AutoROTask(inst)
+
+
+# ----------------------------------------------------------------------------- prompts
+
+
+def first_prompt(task: AutoROTask, lessons: list[ExperienceEntry]) -> list[dict[str, Any]]:
+    """System + user messages of the first attempt (lessons appended when retrieved)."""
+    user = task.description
+    block = render_lessons(lessons)
+    if block:
+        user += "\n\n" + block
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def repair_message(reasons: list[str]) -> dict[str, Any]:
+    """The user turn that feeds the verifier's verdict back."""
+    listed = "\n".join(f"- {r}" for r in redact_reasons(reasons[:8])) or "- (no reason given)"
+    return {
+        "role": "user",
+        "content": (
+            "The verifier rejected this program:\n"
+            f"{listed}\n"
+            "Fix the counterpart and reply with the complete corrected program in one "
+            "```python block."
+        ),
+    }
+
+
+def extract_code(text: str) -> str:
+    """The first fenced code block, else the whole reply."""
+    m = _CODE_BLOCK.search(text or "")
+    return m.group(1) if m else (text or "")
+
+
+# ----------------------------------------------------------------------------- graph
+
+
+def _cand_id(ctx: RunContext, task: AutoROTask, index: int) -> str:
+    run = ctx.run_dir.name if ctx.run_dir else "norun"
+    key = f"{run}:{task.name}:{ctx.seed}:{index}"
+    return f"cand_autorem_{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+
+
+def build_graph(task: AutoROTask, config: AutoREMConfig, *, checkpointer: Any = None) -> Any:
+    """Compile the per-instance graph: retrieve -> write -> run -> (write | reflect | end)."""
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.runtime import Runtime
+
+    if task.timeout_s != config.timeout_s:
+        # the agent's own attempts use the configured limit; the harness keeps the task's
+        task = dataclasses.replace(task, timeout_s=config.timeout_s)
+    inst = task.instance
+    max_attempts = config.max_attempts
+
+    def retrieve(state: AutoREMState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        found: list[tuple[str, ExperienceEntry]] = []
+        if config.use_memory and ctx.memory is not None:
+            found = retrieve_entries(ctx.memory, inst, config.k_entries)
+        ctx.tracer.event(
+            "autorem_retrieved", task=task.name, n=len(found), ids=[i for i, _ in found]
+        )
+        return {
+            "retrieved": [{"id": i, "entry": e.model_dump(mode="json")} for i, e in found],
+            "messages": first_prompt(task, [e for _, e in found]),
+            "attempts": [],
+            "llm_calls": 0,
+            "tokens": 0,
+        }
+
+    def write(state: AutoREMState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        attempts = list(state.get("attempts", []))
+        messages = list(state.get("messages", []))
+        index = len(attempts)
+        if ctx.llm is None:
+            # offline: the reference reformulator as code (measures the checker)
+            code, origin, tokens = counterpart_program(inst.problem), "reference", 0
+        else:
+            if attempts:
+                messages.append({"role": "assistant", "content": attempts[-1]["reply"]})
+                messages.append(repair_message(attempts[-1]["reasons"]))
+            try:
+                reply = ctx.llm.complete(messages)
+            except (BudgetExceeded, LLMError) as err:
+                ctx.tracer.event("autorem_stop", task=task.name, reason=str(err))
+                return {"done": True, "stop_reason": f"{type(err).__name__}: {err}"}
+            code = extract_code(reply.text)
+            origin = "repair" if attempts else "llm"
+            tokens = int(reply.record.tokens)
+            attempts.append({"reply": reply.text})
+            attempts[-1].update(code=code, origin=origin, tokens=tokens, index=index)
+            return {
+                "messages": messages,
+                "attempts": attempts,
+                "llm_calls": state.get("llm_calls", 0) + 1 + reply.reasks,
+                "tokens": state.get("tokens", 0) + tokens,
+            }
+        attempts.append(
+            {"reply": code, "code": code, "origin": origin, "tokens": 0, "index": index}
+        )
+        return {"attempts": attempts}
+
+    def run(state: AutoREMState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        attempts = [dict(a) for a in state.get("attempts", [])]
+        att = attempts[-1]
+        sandbox = ctx.sandbox
+        if sandbox is None:
+            from optiforge.sandboxes import get_sandbox
+
+            sandbox = get_sandbox("local", tracer=ctx.tracer)
+        score = task.evaluate(att["code"], sandbox)
+        att["passed"] = bool(score.passed)
+        att["reasons"] = list(score.details.get("reasons", []))
+        att["metrics"] = {k: float(v) for k, v in score.metrics.items()}
+        att["tolerance"] = str(score.details.get("tolerance", task.tolerance_line()))
+        ctx.tracer.event(
+            "autorem_attempt",
+            task=task.name,
+            attempt=att["index"],
+            origin=att["origin"],
+            passed=att["passed"],
+            reasons=att["reasons"][:3],
+            tokens=att["tokens"],
+        )
+        _remember_attempt(ctx, task, att)
+        # the offline writer is deterministic: repeating it after a rejection is pointless
+        offline = att["origin"] == "reference"
+        done = att["passed"] or offline or len(attempts) >= max_attempts
+        reason = "correct" if att["passed"] else ""
+        if done and not att["passed"]:
+            reason = (
+                "reference program rejected (no repair offline)" if offline else "attempts spent"
+            )
+        return {"attempts": attempts, "done": done, "stop_reason": reason}
+
+    def reflect(state: AutoREMState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        traj = [Attempt.model_validate(_attempt_fields(a)) for a in state.get("attempts", [])]
+        written, calls, tokens = _reflect(ctx, config, inst, traj)
+        return {
+            "reflected": written,
+            "llm_calls": state.get("llm_calls", 0) + calls,
+            "tokens": state.get("tokens", 0) + tokens,
+        }
+
+    def after_write(state: AutoREMState) -> str:
+        return "finish" if state.get("done") else "run"
+
+    def after_run(state: AutoREMState) -> str:
+        if not state.get("done"):
+            return "write"
+        failed = any(not a.get("passed") for a in state.get("attempts", []))
+        return "reflect" if failed and config.reflect == "on_failure" else "finish"
+
+    def finish(state: AutoREMState) -> dict[str, Any]:
+        return {}
+
+    graph = StateGraph(AutoREMState, context_schema=RunContext)
+    graph.add_node("retrieve", retrieve)
+    graph.add_node("write", write)
+    graph.add_node("run", run)
+    graph.add_node("reflect", reflect)
+    graph.add_node("finish", finish)
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "write")
+    graph.add_conditional_edges("write", after_write, ["run", "finish"])
+    graph.add_conditional_edges("run", after_run, ["write", "reflect", "finish"])
+    graph.add_edge("reflect", "finish")
+    graph.add_edge("finish", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def _attempt_fields(a: dict[str, Any]) -> dict[str, Any]:
+    keys = ("index", "code", "passed", "reasons", "origin", "tokens")
+    out = {k: a[k] for k in keys if k in a}
+    out.setdefault("passed", False)
+    return out
+
+
+def _remember_attempt(ctx: RunContext, task: AutoROTask, att: dict[str, Any]) -> None:
+    """One memory ``Candidate`` per attempt, parent = previous attempt (idempotent)."""
+    if ctx.memory is None:
+        return
+    from optiforge.memory import Candidate
+
+    cid = _cand_id(ctx, task, att["index"])
+    try:
+        ctx.memory.get(cid)
+        return  # already stored (resumed run)
+    except MemoryStoreError:
+        pass
+    parents = [_cand_id(ctx, task, att["index"] - 1)] if att["index"] > 0 else []
+    metrics = {k: v for k, v in att.get("metrics", {}).items()}
+    metrics["attempt"] = float(att["index"])
+    ctx.memory.add_candidate(
+        Candidate(
+            id=cid,
+            agent=AGENT,
+            task=f"{task.suite}/{task.name}@{task.split}",
+            code=att["code"],
+            parent_ids=parents,
+            metrics=metrics,
+            score=1.0 if att["passed"] else 0.0,
+            status="accepted" if att["passed"] else "rejected",
+            tags=[AGENT, att["origin"], *sorted(set(task.instance.set_types))],
+        )
+    )
+
+
+def _reflect(
+    ctx: RunContext, config: AutoREMConfig, inst: ROInstance, traj: list[Attempt]
+) -> tuple[list[str], int, int]:
+    """Diagnose a trajectory with a failure and write the entries.
+
+    Returns the new experience ids, and the LLM calls and tokens the diagnosis took.
+    """
+    if ctx.memory is None:
+        return [], 0, 0
+    use_llm = config.reflector == "llm" or (config.reflector == "auto" and ctx.llm is not None)
+    if use_llm and ctx.llm is None:
+        raise ConfigError("reflector 'llm' needs an LLM (use reflector: rules offline)")
+    entries: list[ExperienceEntry]
+    calls = tokens = 0
+    if use_llm:
+        try:
+            entry, calls, tokens = diagnose_llm(ctx.llm, inst, traj)
+        except (BudgetExceeded, LLMError) as err:
+            ctx.tracer.event("autorem_reflect_skipped", task=inst.id, reason=str(err))
+            return [], 1, 0
+        entries = [entry]
+    else:
+        entries = diagnose_rules(inst, traj)
+    model = getattr(ctx.llm, "model", "offline") if ctx.llm is not None else "offline"
+    written: list[str] = []
+    for entry in entries:
+        eid = experience_id(entry)
+        try:
+            ctx.memory.get(eid)
+            continue  # the same lesson is already in memory
+        except MemoryStoreError:
+            pass
+        ctx.memory.add_experience(to_experience(entry, inst, traj, model))
+        written.append(eid)
+    ctx.tracer.event(
+        "autorem_reflected",
+        task=inst.id,
+        n_entries=len(entries),
+        written=written,
+        reflector="llm" if use_llm else "rules",
+    )
+    return written, calls, tokens
+
+
+def run_instance(
+    task: AutoROTask,
+    ctx: RunContext,
+    config: AutoREMConfig,
+    *,
+    resume: bool = False,
+    thread_id: str | None = None,
+) -> AutoREMState:
+    """Run the graph on one instance; checkpoints in ``ctx.run_dir`` when set."""
+    conn = None
+    checkpointer = None
+    thread = thread_id or f"autorem-{task.name}"
+    if ctx.run_dir is not None:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        ctx.run_dir.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(ctx.run_dir / CHECKPOINTS), check_same_thread=False)
+        checkpointer = SqliteSaver(conn)
+    try:
+        graph = build_graph(task, config, checkpointer=checkpointer)
+        cfg: dict[str, Any] = {"configurable": {"thread_id": thread}, "recursion_limit": 100}
+        start: AutoREMState | None = {}
+        if checkpointer is not None:
+            snap = graph.get_state(cfg)
+            if snap.values:
+                if not resume:
+                    raise ConfigError(
+                        f"{ctx.run_dir} already holds AutoREM thread {thread!r}; pass resume=True"
+                    )
+                if not snap.next:
+                    return snap.values  # type: ignore[return-value]
+                start = None
+        # durability applies only with a checkpointer (LangGraph fails without one)
+        kw: dict[str, Any] = {"durability": "sync"} if checkpointer is not None else {}
+        return graph.invoke(start, cfg, context=ctx, **kw)  # type: ignore[no-any-return]
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def outcome_from_state(state: AutoREMState, *, memory_used: bool) -> AgentOutcome:
+    """Agent outcome: the last code attempt as the candidate, metrics in ``extra``."""
+    attempts = state.get("attempts", [])
+    ran = [a for a in attempts if "passed" in a]
+    best = next((a for a in ran if a["passed"]), ran[-1] if ran else None)
+    trace: list[float | None] = []
+    solved = False
+    for a in ran:
+        solved = solved or bool(a["passed"])
+        trace.append(1.0 if solved else None)
+    return AgentOutcome(
+        best_candidate=best["code"] if best else None,
+        claimed_value=(1.0 if best["passed"] else 0.0) if best else None,
+        trace=trace,
+        n_evaluations=len(ran),
+        stop_reason=state.get("stop_reason", ""),
+        extra={
+            "attempts": len(ran),
+            "solved": solved,
+            "llm_calls": state.get("llm_calls", 0),
+            "tokens": state.get("tokens", 0),
+            "retrieved": len(state.get("retrieved", [])),
+            "retrieved_ids": [r["id"] for r in state.get("retrieved", [])],
+            "memory_used": memory_used,
+            "entries_written": len(state.get("reflected", [])),
+            "proposer": ran[0]["origin"] if ran else None,
+            "tolerance": ran[-1].get("tolerance") if ran else None,
+            "last_reasons": ran[-1].get("reasons", [])[:3] if ran else [],
+        },
+    )

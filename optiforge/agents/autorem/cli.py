@@ -1,0 +1,140 @@
+"""``optiforge autorem ...``: offline adaptation, single-instance solve, accuracy table.
+
+The lead mounts ``app`` as the ``autorem`` sub-command. Errors are ``OptiforgeError``
+subclasses with one-line messages; the top-level CLI prints them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    help="AutoREM: build the experience memory (adapt), solve one instance, tabulate evals.",
+    no_args_is_help=True,
+)
+_console = Console(soft_wrap=True)  # tables and reports must not be re-wrapped
+
+
+def _context(
+    model: str,
+    api_base: str | None,
+    memory: str | None,
+    max_llm_calls: int | None,
+    seed: int,
+    embed: bool = True,
+) -> Any:
+    """A RunContext like the runner's; the memory opens with or without the MiniLM embedder."""
+    from optiforge.config import RunSettings
+    from optiforge.evals.runner import build_context
+    from optiforge.memory import Store
+
+    settings = RunSettings(
+        model=model, api_base=api_base, memory="none", max_llm_calls=max_llm_calls, seed=seed
+    )
+    ctx = build_context(settings, None, "autorem")
+    if memory != "none":
+        ctx.memory = Store(memory, embedder="auto" if embed else None)
+    return ctx
+
+
+def _close(ctx: Any) -> None:
+    if ctx.memory is not None:
+        ctx.memory.close()
+
+
+@app.command()
+def adapt(
+    split: Annotated[str, typer.Option(help="Training split (dev).")] = "dev",
+    model: Annotated[str, typer.Option(help="litellm model string or 'offline'.")] = "offline",
+    api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
+    memory: Annotated[
+        str | None, typer.Option(help="Memory URL (default: $OPTIFORGE_MEMORY).")
+    ] = None,
+    n: Annotated[int | None, typer.Option(help="Only the first N instances.")] = None,
+    n_per_split: Annotated[int, typer.Option(help="Generated instances per split.")] = 30,
+    reflector: Annotated[str, typer.Option(help="auto, llm or rules.")] = "auto",
+    max_attempts: Annotated[int, typer.Option(help="Code attempts per instance.")] = 3,
+    max_llm_calls: Annotated[int | None, typer.Option(help="Stop before more LLM calls.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Write the AdaptationReport JSON here.")] = None,
+    embed: Annotated[
+        bool, typer.Option("--embed/--no-embed", help="MiniLM retrieval (else lexical).")
+    ] = True,
+) -> None:
+    """Run AutoREM over a split and reflect failed trajectories into the memory."""
+    from optiforge.agents.autorem.adapt import adapt as run_adapt
+    from optiforge.agents.autorem.agent import AutoREMConfig
+    from optiforge.config import build_config
+    from optiforge.evals.suites.autoro import AutoROBenchmark
+
+    cfg = build_config(
+        AutoREMConfig,
+        base={"reflector": reflector, "max_attempts": max_attempts},
+        where="autorem config",
+    )
+    ctx = _context(model, api_base, memory, max_llm_calls, seed, embed)
+    try:
+        report = run_adapt(AutoROBenchmark(n_per_split=n_per_split), split, ctx, cfg, n=n)
+    finally:
+        _close(ctx)
+    _console.print(report.text())
+    if report.model == "offline":
+        _console.print(
+            "[dim]offline proposer = reference reformulator: it does not fail on generated "
+            "instances, so it writes no entries; adapt with a model to build a memory.[/]"
+        )
+    if out is not None:
+        out.write_text(report.model_dump_json(indent=2) + "\n")
+
+
+@app.command()
+def solve(
+    instance: Annotated[Path, typer.Argument(help="ROInstance or ROProblem JSON file.")],
+    model: Annotated[str, typer.Option(help="litellm model string or 'offline'.")] = "offline",
+    api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
+    memory: Annotated[str | None, typer.Option(help="Memory URL or 'none'.")] = None,
+    max_attempts: Annotated[int, typer.Option(help="Code attempts.")] = 3,
+    embed: Annotated[
+        bool, typer.Option("--embed/--no-embed", help="MiniLM retrieval (else lexical).")
+    ] = True,
+) -> None:
+    """Solve one instance; print the verdict and the accepted program."""
+    from optiforge.agents.autorem.agent import (
+        AutoREMConfig,
+        load_task,
+        outcome_from_state,
+        run_instance,
+    )
+
+    task = load_task(instance)
+    ctx = _context(model, api_base, memory, None, 0, embed)
+    try:
+        state = run_instance(task, ctx, AutoREMConfig(max_attempts=max_attempts))
+    finally:
+        _close(ctx)
+    outcome = outcome_from_state(state, memory_used=ctx.memory is not None)
+    ex = outcome.extra
+    verdict = "CORRECT" if ex["solved"] else "REJECTED"
+    _console.print(f"{verdict} after {ex['attempts']} attempt(s) ({ex.get('tolerance')})")
+    for r in ex.get("last_reasons", []):
+        _console.print(f"- {r}")
+    if outcome.best_candidate:
+        _console.print(outcome.best_candidate, markup=False, highlight=False)
+
+
+@app.command()
+def table(
+    sources: Annotated[list[Path], typer.Argument(help="Eval directories or results.jsonl files.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print rows count as JSON too.")] = False,
+) -> None:
+    """Accuracy per split and method, LLM calls and tokens per solved instance."""
+    from optiforge.agents.autorem.report import accuracy_table, load_rows
+
+    _console.print(accuracy_table(sources), markup=False, highlight=False)
+    if json_out:
+        _console.print(json.dumps({"rows": len(load_rows(sources))}))

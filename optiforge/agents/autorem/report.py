@@ -1,0 +1,111 @@
+"""AutoREM accuracy table: accuracy per split and method, LLM calls/tokens per solved.
+
+Reads eval rows (``results.jsonl`` of ``optiforge eval autorem``, or the rows
+themselves). Accuracy is the harness's re-verification (``verified``); every table
+starts with the tolerance line the suite's verdicts used, because published harnesses
+differ (exact equality ... 5 % after rounding) and numbers are only comparable at the
+same tolerance. Offline rows are flagged: their accuracy measures the checker, not an
+LLM.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+OFFLINE_NOTE = "offline accuracy measures the checker (reference reformulator as code), not an LLM"
+
+
+def load_rows(source: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Rows from one or more eval directories (``results.jsonl``) or JSONL files."""
+    paths = [source] if isinstance(source, str | Path) else list(source)
+    rows: list[dict[str, Any]] = []
+    for p in map(Path, paths):
+        f = p / "results.jsonl" if p.is_dir() else p
+        for line in f.read_text().splitlines():
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # torn last line of an interrupted eval
+            if "error" not in row:
+                rows.append(row)
+    return rows
+
+
+def _tolerance(row: dict[str, Any]) -> str | None:
+    ver = row.get("verification") or {}
+    tol = (ver.get("details") or {}).get("tolerance")
+    if tol:
+        return str(tol)
+    m = ver.get("metrics") or {}
+    if "rel_tol" in m:
+        return f"rel_tol={m['rel_tol']:g} abs_tol={m['abs_tol']:g} feas_tol={m['feas_tol']:g}"
+    return (row.get("extra") or {}).get("tolerance")
+
+
+def _memory_label(row: dict[str, Any]) -> str:
+    if row.get("method") == "nominal":
+        return "-"
+    extra = row.get("extra") or {}
+    if row.get("method") == "no-memory" or not extra.get("memory_used", False):
+        return "without"
+    return "with"
+
+
+def _ratio(num: float, den: int) -> str:
+    return f"{num / den:.1f}" if den else "-"
+
+
+def accuracy_table(source: str | Path | Iterable[Any] | list[dict[str, Any]]) -> str:
+    """Markdown: tolerance line, then one row per (split, method, memory) group.
+
+    source: eval directory/directories, JSONL file(s), or a list of row dicts.
+    """
+    if isinstance(source, list) and (not source or isinstance(source[0], dict)):
+        rows = [r for r in source if "error" not in r]
+    else:
+        rows = load_rows(source)  # type: ignore[arg-type]
+    tolerances = sorted({t for r in rows if (t := _tolerance(r))})
+    tol_line = "; ".join(tolerances) if tolerances else "unknown (no verdicts in rows)"
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        key = (str(r.get("split", "?")), str(r.get("method", "?")), _memory_label(r))
+        groups.setdefault(key, []).append(r)
+    order = {"dev": 0, "test": 1, "heldout": 2, "app": 3}
+    lines = [
+        f"Accuracy = robust-feasible and objective within tolerance ({tol_line}).",
+        "",
+        "| split | method | memory | model | n | solved | accuracy | LLM calls / solved "
+        "| tokens / solved | attempts / instance |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    offline = False
+    for (split, method, mem), grp in sorted(
+        groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][0], kv[0][1], kv[0][2])
+    ):
+        n = len(grp)
+        solved = sum(1 for r in grp if r.get("verified"))
+        calls = sum(float(r.get("llm_calls") or 0) for r in grp)
+        tokens = sum(float(r.get("tokens") or 0) for r in grp)
+        attempts = sum(
+            float((r.get("extra") or {}).get("attempts", r.get("n_evaluations", 0))) for r in grp
+        )
+        models = sorted({str(r.get("model", "?")) for r in grp})
+        offline = offline or "offline" in models
+        lines.append(
+            f"| {split} | {method} | {mem} | {', '.join(models)} | {n} | {solved} | "
+            f"{solved / n:.3f} | {_ratio(calls, solved)} | {_ratio(tokens, solved)} | "
+            f"{attempts / n:.2f} |"
+        )
+    if offline:
+        lines += ["", f"Note: {OFFLINE_NOTE}."]
+    return "\n".join(lines)
+
+
+def summary_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """Lines for the eval summary's ``notes`` (the runner prints them in summary.md)."""
+    return accuracy_table(rows).splitlines()

@@ -1,0 +1,84 @@
+"""Hawkeye's search problem: Triton candidates for one KernelArena task on the shared loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from optiforge.agents.base import Evaluated, Proposal, RunContext
+from optiforge.agents.hawkeye.roofline import task_facts
+from optiforge.agents.hawkeye.strategies import KernelFacts, detect_all
+from optiforge.errors import InvalidCandidate
+from optiforge.evals.protocol import Score
+from optiforge.evals.suites.kernelarena.static_checks import check_candidate_source
+from optiforge.evals.suites.kernelarena.templates import read_params
+
+
+class HarnessEvaluator:
+    """Picklable evaluator: the task's own harness in a fresh local sandbox (never our numbers)."""
+
+    def __init__(self, task: Any, backend: str = "local", events_path: str | None = None) -> None:
+        self.task = task
+        self.backend = backend
+        self.events_path = events_path
+
+    def __call__(self, payload: dict[str, Any]) -> Score:
+        from optiforge.runs import FileTracer
+        from optiforge.sandboxes import get_sandbox
+
+        tracer = FileTracer(self.events_path) if self.events_path else None
+        return self.task.evaluate(payload, get_sandbox(self.backend, tracer=tracer))
+
+
+class KernelProblem:
+    """Search over Triton sources for a KernelArena task (payload: code, strategy, params)."""
+
+    def __init__(
+        self, task: Any, arch: str, backend: str = "local", events_path: str | None = None
+    ) -> None:
+        self.task = task
+        self.arch = arch
+        self.higher_is_better = True
+        self.backend = backend
+        self.events_path = events_path
+        self.facts: KernelFacts
+        self.roofline: dict[str, float]
+        self.facts, self.roofline = task_facts(task, arch)
+        self.attempts: list[dict[str, Any]] = []
+        """Every evaluated attempt with its outcome (shown to the LLM proposer)."""
+
+    def initial(self, ctx: RunContext) -> list[Proposal]:
+        params = read_params(self.task.seed_code) or {}
+        return [Proposal(payload={"code": self.task.seed_code, "strategy": "tiling_autotune", "params": params},
+                         origin="seed", rationale="the task's starting kernel")]  # fmt: skip
+
+    def materialize(self, proposal: Proposal, ctx: RunContext) -> dict[str, Any]:
+        code = proposal.payload.get("code")
+        check_candidate_source(code if isinstance(code, str) else "")  # raises InvalidCandidate
+        assert isinstance(code, str)
+        try:
+            applied = sorted(k for k, v in detect_all(code, self.arch).items() if v.applies)
+        except InvalidCandidate:
+            applied = []
+        return {"code": code, "strategy": str(proposal.payload.get("strategy", "unknown")),
+                "params": dict(proposal.payload.get("params") or {}), "applied": applied}  # fmt: skip
+
+    def evaluator(self) -> Callable[[dict[str, Any]], Score]:
+        return HarnessEvaluator(self.task, self.backend, self.events_path)
+
+    def reflect(
+        self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
+    ) -> list[str]:
+        lessons: list[str] = []
+        best = population[0].value if population else None
+        for ev in batch:
+            strategy = ev.payload.get("strategy", "?")
+            self.attempts.append({"strategy": strategy, "params": ev.payload.get("params"), "passed": ev.passed,
+                                  "value": ev.value, "error": ev.error, "applied": ev.payload.get("applied", [])})  # fmt: skip
+            if ev.error:
+                lessons.append(f"{self.task.op} ({self.task.family}) on {self.arch}: strategy {strategy} "
+                               f"params {ev.payload.get('params')} failed: {ev.error[:240]}")  # fmt: skip
+            elif ev.value is not None and (best is None or ev.value > best):
+                lessons.append(f"{self.task.op} on {self.arch}: strategy {strategy} params {ev.payload.get('params')} "
+                               f"correct, value {ev.value:.4g} (applied: {', '.join(ev.payload.get('applied', []))})")  # fmt: skip
+        return lessons[:4]

@@ -1,0 +1,168 @@
+"""Hawkeye's proposers: an LLM writer grounded in the strategy taxonomy, and an offline autotuner."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from optiforge.agents.base import Evaluated, Proposal, RunContext
+from optiforge.agents.hawkeye.strategies import Strategy, choose_strategies
+from optiforge.errors import InvalidCandidate
+from optiforge.evals.suites.kernelarena.templates import TEMPLATES, read_params, render
+
+_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
+
+
+def prior_preference(facts: Any) -> dict[str, Any]:
+    """Roofline-guided preferred values: where the autotuner looks first."""
+    if facts.matmul:
+        return {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4,
+                "num_stages": 3}  # fmt: skip
+    return {"BLOCK_N": 256, "num_warps": 4, "variant": "auto", "BLOCK_M": 32, "num_stages": 2}
+
+
+def distance(params: dict[str, Any], pref: dict[str, Any]) -> float:
+    d = 0.0
+    for k, v in params.items():
+        p = pref.get(k)
+        if p is None:
+            continue
+        if isinstance(v, int | float) and isinstance(p, int | float) and v > 0 and p > 0:
+            d += abs(math.log2(v / p))
+        elif v != p:
+            d += 1.0
+    return d
+
+
+class AutotuneProposer:
+    """Offline: local search over the templated kernel's strategy params (BLOCK sizes, warps, stages, split-K).
+
+    Each round moves from the best correct config (the seed before any passed) to its
+    untried one-parameter neighbours, nearest to a roofline prior first, plus one random
+    config for exploration. Correctness is measured by the harness; speed only on GPU.
+    """
+
+    name = "autotune"
+
+    def propose(
+        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    ) -> list[Proposal]:
+        task = problem.task
+        _, start, space = TEMPLATES[task.op]
+        tried = [a.get("params") or {} for a in problem.attempts]
+        tried_keys = {_key({**start, **p}) for p in tried}
+        base_ev = population[0] if population else None
+        base = {
+            **start,
+            **(
+                (base_ev.payload.get("params") if base_ev else None)
+                or read_params(task.seed_code)
+                or {}
+            ),
+        }
+        pref = prior_preference(problem.facts)
+        neighbours = []
+        for k, values in space.items():
+            for v in values:
+                if v != base.get(k):
+                    cand = {**base, k: v}
+                    if _key(cand) not in tried_keys:
+                        neighbours.append(cand)
+        neighbours.sort(key=lambda p: distance(p, pref))
+        rng = ctx.rng("autotune", task.name, round_)
+        picks: list[dict[str, Any]] = neighbours[: max(1, n - 1)]
+        for _ in range(20):  # one random config: escapes a local optimum of the prior
+            if len(picks) >= n:
+                break
+            cand = {k: vals[int(rng.integers(len(vals)))] for k, vals in space.items()}
+            if _key(cand) not in tried_keys and all(_key(cand) != _key(p) for p in picks):
+                picks.append(cand)
+        parent = [base_ev.id] if base_ev else []
+        return [Proposal(payload={"code": render(task.op, p), "strategy": "tiling_autotune", "params": p},
+                         parent_ids=parent, origin="autotune", rationale=f"params {p}") for p in picks[:n]]  # fmt: skip
+
+
+def _key(p: dict[str, Any]) -> str:
+    return repr(sorted(p.items()))
+
+
+SYSTEM = ("You are an expert Triton GPU kernel engineer. Reply with exactly one ```python code block holding the "
+          "complete candidate module: Triton kernels plus `def launch(*inputs) -> torch.Tensor`.")  # fmt: skip
+
+RULES = """Rules the harness enforces (a violation rejects the candidate):
+- compute with Triton (@triton.jit kernels); torch may only allocate (torch.empty/zeros), give dtypes and query devices;
+  no torch compute ops (torch.softmax, torch.nn.functional, tensor.sum(), @ on tensors...), no calls to references;
+- return a fresh output tensor; never modify inputs; no caching of results between calls;
+- no timers, no files, no os/sys/importlib/time, no monkeypatching;
+- held-out shapes differ (non-power-of-two, strided, transposed inputs): use masks and strides, never special-case shapes."""
+
+
+class LLMKernelProposer:
+    """Ask the LLM for a kernel that applies one chosen strategy, grounded in its example and test."""
+
+    name = "llm"
+
+    def __init__(self, strategies_per_task: int = 3, attempts_shown: int = 6) -> None:
+        self.k = strategies_per_task
+        self.attempts_shown = attempts_shown
+
+    def strategies(self, problem: Any) -> list[Strategy]:
+        return choose_strategies(problem.facts, problem.arch, self.k)
+
+    def prompt(
+        self, problem: Any, population: list[Evaluated], strategy: Strategy, ctx: RunContext
+    ) -> list[dict[str, str]]:
+        entry = strategy.entry(problem.arch)
+        best = population[0] if population else None
+        current = best.payload["code"] if best else problem.task.seed_code
+        facts = problem.facts.model_dump()
+        roof = ", ".join(f"{k}={v:.3g}" for k, v in problem.roofline.items())
+        attempts = "\n".join(
+            f"- strategy {a['strategy']} params {a.get('params')}: "
+            + ("correct" + (f", value {a['value']:.4g}" if a.get("value") is not None else "") if a["passed"] else f"FAILED: {a['error']}")
+            for a in problem.attempts[-self.attempts_shown:]
+        ) or "- none yet"  # fmt: skip
+        lessons = _memory_lessons(ctx, problem)
+        example = entry.example_source()
+        user = (
+            f"Task: {problem.task.description}\n\nTarget architecture: {problem.arch}. Roofline: {roof}. Facts: {facts}.\n\n"
+            f"Current best kernel ({'value ' + format(best.value, '.4g') if best and best.value is not None else 'the starting kernel'}):\n"
+            f"```python\n{current}```\n\n"
+            f"Apply the strategy **{strategy.title}**: {strategy.description}\nUse it when: {'; '.join(strategy.when)}.\n"
+            f"Tunable params for {problem.arch}: {dict(entry.params)}.\n"
+            f"Expert example for {problem.arch} (its unit test runs launch(*make_inputs(seed)) against reference(...) "
+            f"within TOL for seeds 0 and 1, and it passes):\n```python\n{example}```\n\n"
+            f"Previous attempts:\n{attempts}\n\nLessons from memory:\n{lessons}\n\n{RULES}\n"
+        )  # fmt: skip
+        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+    def propose(
+        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    ) -> list[Proposal]:
+        if ctx.llm is None:
+            raise InvalidCandidate("LLMKernelProposer needs an LLM")
+        chosen = self.strategies(problem)
+        out: list[Proposal] = []
+        for j in range(n):
+            strategy = chosen[(round_ - 1 + j) % len(chosen)]
+            reply = ctx.llm.complete(self.prompt(problem, population, strategy, ctx))
+            text = reply.text or ""
+            match = _CODE_BLOCK.search(text)
+            code = match.group(1) if match else text
+            out.append(Proposal(payload={"code": code, "strategy": strategy.name, "params": read_params(code) or {}},
+                                parent_ids=[population[0].id] if population else [], origin="llm",
+                                rationale=text[:200]))  # fmt: skip
+        return out
+
+
+def _memory_lessons(ctx: RunContext, problem: Any, k: int = 3) -> str:
+    """Lessons of earlier runs on this op (lexical search: no embedding model load)."""
+    if ctx.memory is None:
+        return "- none"
+    try:
+        hits = ctx.memory.search(f"{problem.task.op} {problem.task.family}", k, kind="experience",
+                                 agent="hawkeye", method="lexical")  # fmt: skip
+    except Exception:  # noqa: BLE001 - memory is advisory; a broken store must not stop the search
+        return "- (memory unavailable)"
+    return "\n".join(f"- {h.record.lesson[:300]}" for h in hits) or "- none"

@@ -1,0 +1,17 @@
+"""Minimal expert example kernels, one module per (strategy, architecture) variant.
+
+Every module defines the same four names so one generic test runs them all:
+
+- ``make_inputs(seed: int) -> tuple[torch.Tensor, ...]`` (small shapes, CPU or CUDA);
+- ``launch(*inputs, **params) -> torch.Tensor`` (the Triton kernel under study);
+- ``reference(*inputs) -> torch.Tensor`` (plain torch);
+- ``TOL: dict[str, tuple[float, float]]`` (dtype name -> atol, rtol).
+
+Importing a module imports triton (after ``configure_triton_backend``).
+"""
+
+from optiforge.kernels._backend import configure_triton_backend
+
+# Runs before any example submodule imports triton (the package is imported first), so
+# the interpreter is selected on machines without CUDA whatever the submodules' import order.
+configure_triton_backend()

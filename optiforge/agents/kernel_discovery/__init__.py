@@ -1,0 +1,517 @@
+"""Kernel Discovery: LLM-evolved GP kernels for high-dimensional Bayesian optimization.
+
+The agent runs BO on an ``hdbo`` task; every ``refresh_every`` BO rounds it refreshes the
+GP kernel by a short evolutionary search on the shared loop (population, selection by
+leave-one-out CRPS on the BO data seen so far, mutation and crossover), and the
+acquisition (qLogEI) uses the best kernel found.
+
+Proposers:
+
+- ``LLMKernelProposer`` works in two stages, as in the paper: one call proposes a novel
+  *mathematical form* (shown the parents' forms and scores; mutation or crossover), a
+  second call turns that form into code (``def kernel(x1, x2, params)`` plus
+  ``HYPERPARAMETERS``), which is validated in the sandbox (symmetric, PSD, finite values
+  and gradients, hyperparameter bound) and re-asked with the reason when invalid.
+- ``CompositionalProposer`` (offline) is the classic compositional kernel search over base
+  kernels with ``+`` and ``*`` (see ``grammar``).
+
+Functional duplicates (kernels whose fitted, normalised Gram matrices agree on the data)
+are counted per refresh and kept out of the carried population.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from optiforge.agents.base import Evaluated, Proposal, RunContext, SearchConfig, run_search
+from optiforge.agents.kernel_discovery import grammar
+from optiforge.agents.spec import AgentOutcome, AgentSpec
+from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError
+from optiforge.evals.protocol import Score
+
+CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, no imports) defining:
+
+    NAME = "short name"
+    HYPERPARAMETERS = {
+        "lengthscale": {"shape": "ard", "init": 1.0, "bounds": [0.01, 100.0]},
+        "alpha": {"shape": "scalar", "init": 1.0, "bounds": [0.01, 100.0]},
+    }
+    def kernel(x1, x2, params):
+        # x1: n x d, x2: m x d float64 tensors in the unit cube; params: dict of positive
+        # tensors (shape () for "scalar", (d,) for "ard"). Return the n x m Gram block.
+        ...
+
+The kernel must be symmetric and positive semi-definite for any inputs, finite with finite
+gradients, and must not depend on which batch it is called with. Do not include a signal
+variance (the GP has one). Reply with exactly one ```python code block."""
+
+_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
+
+
+class KernelDiscoveryConfig(BaseModel):
+    """Options of the ``kernel-discovery`` agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    refresh_every: int = Field(default=5, ge=1)
+    """BO rounds between kernel refreshes (the kernel's hyperparameters are refitted every round)."""
+    kernel_evals_per_refresh: int = Field(default=6, ge=1)
+    """Kernel fits (LOO-CRPS scorings) per refresh, seeds included."""
+    proposals_per_round: int = Field(default=3, ge=1)
+    population_size: int = Field(default=6, ge=1)
+    carry_over: int = Field(default=3, ge=0)
+    """Best distinct kernels of a refresh re-scored as seeds of the next one."""
+    seed_kernels: list[str] = Field(default_factory=lambda: ["RBF_ARD", "Matern52_ARD"])
+    """Expressions every refresh starts from (RBF_ARD is always added: it is the reference)."""
+    bases: list[str] = Field(
+        default_factory=lambda: [
+            "RBF", "RBF_ARD", "Matern12_ARD", "Matern32_ARD", "Matern52", "Matern52_ARD",
+            "RQ", "RQ_ARD", "Periodic", "Linear",
+        ]
+    )
+    """Base kernels the compositional search may use."""
+    max_complexity: int = Field(default=3, ge=1)
+    """Most base-kernel occurrences in one expression."""
+    gp_restarts: int = Field(default=1, ge=1)
+    """Random restarts of each kernel's marginal-likelihood fit."""
+    max_code_reasks: int = Field(default=2, ge=0)
+    """Re-asks when LLM kernel code fails validation."""
+    dedup_tol: float = Field(default=2e-2, gt=0)
+    """Max |difference| of normalised fitted Gram matrices for two kernels to be duplicates."""
+    acq_restarts: int = Field(default=2, ge=1)
+    acq_raw_samples: int = Field(default=64, ge=8)
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+class KernelEvaluator:
+    """Picklable: LOO-CRPS of one kernel payload on fixed data (runs in executor workers)."""
+
+    def __init__(self, task: Any, X: torch.Tensor, y: torch.Tensor, *, seed: int, restarts: int,
+                 backend: str = "local", events_path: str | None = None) -> None:
+        self.task, self.X, self.y = task, X, y
+        self.seed, self.restarts = seed, restarts
+        self.backend, self.events_path = backend, events_path
+
+    def __call__(self, payload: dict[str, Any]) -> Score:
+        if "expression" in payload:
+            # Library kernels are trusted code: fitted in this process.
+            spec = grammar.build_kernel(payload["expression"])
+            return self.task.score_kernel(spec, self.X, self.y, seed=self.seed, n_restarts=self.restarts)
+        from optiforge.runs import FileTracer
+        from optiforge.sandboxes import get_sandbox
+
+        tracer = FileTracer(self.events_path) if self.events_path else None
+        sandbox = get_sandbox(self.backend, tracer=tracer)
+        return self.task.score_kernel(
+            {"source": payload["source"]}, self.X, self.y, sandbox, seed=self.seed, n_restarts=self.restarts
+        )
+
+
+class KernelSearchProblem:
+    """One refresh: search kernels for the current BO data (`n x D` unit cube, `n` standardised)."""
+
+    def __init__(self, task: Any, X: torch.Tensor, y: torch.Tensor, seeds: list[dict[str, Any]],
+                 config: KernelDiscoveryConfig, *, seed: int, events_path: str | None, backend: str = "local"):
+        self.task = task
+        self.higher_is_better = False
+        self.X, self.y = X, y
+        self.seeds = seeds
+        self.config = config
+        self.seed = seed
+        self.events_path = events_path
+        self.backend = backend
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+    def initial(self, ctx: RunContext) -> list[Proposal]:
+        return [Proposal(payload=p, origin="seed") for p in self.seeds]
+
+    def materialize(self, proposal: Proposal, ctx: RunContext) -> dict[str, Any]:
+        p = proposal.payload
+        if "expression" in p:
+            expr = grammar.canonical(str(p["expression"]))
+            n_hyp = grammar.build_kernel(expr).n_hyperparameters(self.d)
+            if n_hyp > self.task.max_hyperparameters:
+                raise InvalidCandidate(
+                    f"{expr}: {n_hyp} hyperparameters > bound {self.task.max_hyperparameters} (d={self.d})"
+                )
+            return {"expression": expr}
+        src = p.get("source")
+        if not isinstance(src, str) or "def kernel" not in src or "HYPERPARAMETERS" not in src:
+            raise InvalidCandidate("kernel code must define kernel(x1, x2, params) and HYPERPARAMETERS")
+        try:
+            compile(src, "kernel.py", "exec")
+        except SyntaxError as err:
+            raise InvalidCandidate(f"kernel code does not parse: {err.msg} (line {err.lineno})") from err
+        return {"source": src, "form": str(p.get("form", ""))}
+
+    def evaluator(self) -> Callable[[dict[str, Any]], Score]:
+        return KernelEvaluator(self.task, self.X, self.y, seed=self.seed, restarts=self.config.gp_restarts,
+                               backend=self.backend, events_path=self.events_path)
+
+    def reflect(self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext) -> list[str]:
+        lessons = []
+        for ev in batch:
+            if "source" in ev.payload and ev.error:
+                lessons.append(f"LLM kernel form {ev.payload.get('form', '')[:120]!r} was rejected: {ev.error[:200]}")
+        return lessons
+
+
+def describe(ev: Evaluated | dict[str, Any]) -> str:
+    """Human-readable form of a kernel candidate."""
+    p = ev.payload if isinstance(ev, Evaluated) else ev
+    if "expression" in p:
+        return str(p["expression"])
+    return str(p.get("form") or "custom kernel")
+
+
+# ----------------------------------------------------------------------------- proposers
+
+
+def _rank_biased(population: list[Evaluated], rng: np.random.Generator) -> Evaluated:
+    w = np.array([1.0 / (i + 1) for i in range(len(population))])
+    return population[int(rng.choice(len(population), p=w / w.sum()))]
+
+
+class CompositionalProposer:
+    """Offline: compositional kernel search (mutations S+B, S*B, B->B', and crossover)."""
+
+    name = "compositional"
+
+    def __init__(self, config: KernelDiscoveryConfig) -> None:
+        self.config = config
+
+    def propose(self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext) -> list[Proposal]:
+        rng = ctx.rng("compositional", round_, len(population))
+        parents = [p for p in population if "expression" in p.payload] or []
+        if not parents:
+            parents_expr = ["RBF_ARD"]
+            return [Proposal(payload={"expression": grammar.mutate(parents_expr[0], rng, self.config.bases,
+                                                                    self.config.max_complexity)}, origin="mutation")
+                    for _ in range(n)]
+        out = []
+        for _ in range(n):
+            if len(parents) >= 2 and rng.random() < 0.3:
+                i, j = rng.choice(len(parents), size=2, replace=False)
+                a, b = parents[int(i)], parents[int(j)]
+                expr = grammar.crossover(a.payload["expression"], b.payload["expression"], rng, self.config.max_complexity)
+                out.append(Proposal(payload={"expression": expr}, parent_ids=[a.id, b.id], origin="crossover"))
+            else:
+                a = _rank_biased(parents, rng)
+                expr = grammar.mutate(a.payload["expression"], rng, self.config.bases, self.config.max_complexity)
+                out.append(Proposal(payload={"expression": expr}, parent_ids=[a.id], origin="mutation"))
+        return out
+
+
+class KernelForm(BaseModel):
+    """Stage one of the LLM proposer: a kernel's mathematical form."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    form: str
+    """The kernel as mathematics, e.g. ``k(x,x') = (1 + r^2/(2a))^-a * exp(-|x-x'|_1 / l)``."""
+    rationale: str = ""
+
+
+class LLMKernelProposer:
+    """Two stages: form (mutation/crossover of scored parents) -> validated code (with re-asks)."""
+
+    name = "llm"
+
+    def __init__(self, config: KernelDiscoveryConfig) -> None:
+        self.config = config
+
+    def _parents_text(self, parents: list[Evaluated]) -> str:
+        return "\n".join(f"- {describe(p)}: LOO-CRPS {p.value:.4f}" for p in parents)
+
+    def propose(self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext) -> list[Proposal]:
+        if ctx.llm is None:
+            raise InvalidCandidate("LLMKernelProposer needs an LLM")
+        rng = ctx.rng("llm-kernels", round_)
+        out: list[Proposal] = []
+        for _ in range(n):
+            if len(population) >= 2 and rng.random() < 0.4:
+                i, j = rng.choice(len(population), size=2, replace=False)
+                parents = [population[int(i)], population[int(j)]]
+                op = "crossover: combine the strengths of these two kernels into one new form"
+            else:
+                parents = [_rank_biased(population, rng)] if population else []
+                op = "mutation: change this kernel's form to fit the data better"
+            form = self._form(problem, population, parents, op, ctx)
+            src = self._code(problem, form, ctx)
+            out.append(
+                Proposal(payload={"source": src, "form": f"{form.name}: {form.form}"},
+                         parent_ids=[p.id for p in parents], origin="llm", rationale=form.rationale[:300])
+            )
+        return out
+
+    def _form(self, problem: Any, population: list[Evaluated], parents: list[Evaluated], op: str, ctx: RunContext) -> KernelForm:
+        n, d = problem.X.shape
+        msg = (
+            f"We run Bayesian optimization on a {d}-dimensional black-box function "
+            f"({problem.task.description}). A GP surrogate is fitted to {n} observations in the unit "
+            "cube; kernels are scored by leave-one-out CRPS (lower is better: it penalizes "
+            "overconfident fits).\n\nKernels scored so far (best first):\n"
+            f"{self._parents_text(population[:6]) or '- none yet'}\n\n"
+            f"Operation: {op}\n{self._parents_text(parents)}\n\n"
+            "Propose ONE novel kernel as a mathematical form (not code). It must be a valid "
+            "positive semi-definite kernel. Do not repeat a form above under another name: "
+            "functionally identical kernels are wasted. Answer as JSON with keys name, form, rationale."
+        )
+        reply = ctx.llm.complete([{"role": "user", "content": msg}], schema=KernelForm)
+        assert isinstance(reply.parsed, KernelForm)
+        return reply.parsed
+
+    def _code(self, problem: Any, form: KernelForm, ctx: RunContext) -> str:
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": f"Implement this GP kernel.\n\nForm: {form.name}: {form.form}\n\n{CODE_PROTOCOL}"}
+        ]
+        src = ""
+        for attempt in range(self.config.max_code_reasks + 1):
+            reply = ctx.llm.complete(messages)
+            m = _CODE_BLOCK.search(reply.text or "")
+            src = m.group(1) if m else (reply.text or "")
+            reason = validate_source(src, int(problem.X.shape[1]), ctx, problem.task.max_hyperparameters)
+            if reason is None:
+                return src
+            ctx.tracer.event("kernel_code_rejected", form=form.name, attempt=attempt, reason=reason)
+            messages += [
+                {"role": "assistant", "content": reply.text or ""},
+                {"role": "user", "content": f"That code was rejected: {reason}. Fix it and reply with one ```python block."},
+            ]
+        return src  # still invalid: the loop's evaluation rejects it and logs the reason
+
+
+def validate_source(src: str, d: int, ctx: RunContext, max_hyperparameters: int) -> str | None:
+    """Run the kernel validator on ``src`` in the sandbox; the reason it fails, or None."""
+    import sys
+
+    if "def kernel" not in src:
+        return "no `def kernel(x1, x2, params)` found in the reply"
+    sandbox = ctx.sandbox
+    if sandbox is None:
+        from optiforge.sandboxes import get_sandbox
+
+        sandbox = get_sandbox("local")
+    req = json.dumps({"source": src, "d": d, "max_hyperparameters": max_hyperparameters})
+    res = sandbox.run(
+        f"{sys.executable} -m optiforge.solvers.gp.validate_cli < request.json",
+        files={"request.json": req}, timeout_s=120, env={"OMP_NUM_THREADS": "1"},
+    )
+    if res.timed_out:
+        return "validation timed out"
+    try:
+        rep = json.loads(res.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return f"validator crashed: {res.stderr[-300:]}"
+    return None if rep.get("ok") else str(rep.get("reason", "rejected"))
+
+
+# ----------------------------------------------------------------------------- dedup
+
+
+def functional_clusters(evaluated: list[Evaluated], tol: float) -> list[list[Evaluated]]:
+    """Group passing candidates whose fingerprints agree within ``tol`` (greedy, best first)."""
+    clusters: list[tuple[torch.Tensor, list[Evaluated]]] = []
+    for ev in sorted([e for e in evaluated if e.passed and e.value is not None], key=lambda e: e.value):
+        fp = ev.details.get("fingerprint")
+        if fp is None:
+            clusters.append((torch.empty(0), [ev]))
+            continue
+        f = torch.tensor(fp, dtype=torch.float64)
+        for ref, members in clusters:
+            if ref.shape == f.shape and ref.numel() and float((ref - f).abs().max()) <= tol:
+                members.append(ev)
+                break
+        else:
+            clusters.append((f, [ev]))
+    return [m for _, m in clusters]
+
+
+# ----------------------------------------------------------------------------- the agent
+
+
+def solve(task: Any, ctx: RunContext, config: BaseModel, budget: int | None, resume: bool) -> AgentOutcome:
+    """BO on an hdbo task with the kernel refreshed by evolutionary search every k rounds."""
+    assert isinstance(config, KernelDiscoveryConfig)
+    proposer: Any = LLMKernelProposer(config) if ctx.llm is not None else CompositionalProposer(config)
+    return _discover(task, ctx, config, budget, resume, proposer)
+
+
+def _discover(task: Any, ctx: RunContext, config: KernelDiscoveryConfig, budget: int | None, resume: bool,
+              proposer: Any) -> AgentOutcome:
+    from optiforge.solvers.bo import AcqConfig
+
+    seeds = [{"expression": grammar.canonical(e)} for e in dict.fromkeys(["RBF_ARD", *config.seed_kernels])]
+    carried: list[dict[str, Any]] = []
+    refreshes: list[dict[str, Any]] = []
+    events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
+    progress, ctx.progress = ctx.progress, None  # the kernel searches' rounds are not BO progress
+    total = budget or task.budget
+
+    def provider(Xu: torch.Tensor, y: torch.Tensor, rnd: int) -> Any:
+        nonlocal carried
+        start = seeds + [p for p in carried if p not in seeds]
+        problem = KernelSearchProblem(task, Xu.detach().clone(), y.detach().clone(), start, config,
+                                      seed=ctx.seed, events_path=events)
+        search = SearchConfig(
+            max_evaluations=max(config.kernel_evals_per_refresh, len(start)),
+            proposals_per_round=config.proposals_per_round,
+            population_size=config.population_size,
+        )
+        res = run_search(problem, proposer, ctx, search, thread_id=f"refresh{rnd}", resume=resume)
+        clusters = functional_clusters(res.history, config.dedup_tol)
+        distinct = [c[0] for c in clusters]
+        carried = [ev.payload for ev in distinct[: config.carry_over]]
+        ref = next((e for e in res.history if e.payload.get("expression") == "RBF_ARD" and e.passed), None)
+        best = res.best
+        info = {
+            "round": rnd, "n_data": int(Xu.shape[0]), "evaluated": res.n_evaluations,
+            "invalid": res.n_invalid, "syntactic_duplicates": res.n_duplicates,
+            "functional_duplicates": sum(len(c) - 1 for c in clusters),
+            "best": describe(best) if best else None, "best_loo_crps": best.value if best else None,
+            "rbf_ard_loo_crps": ref.value if ref else None, "stop": res.stop_reason,
+        }
+        refreshes.append(info)
+        ctx.tracer.event("kernel_refresh", **info)
+        if progress is not None:
+            progress({"evaluations": int(Xu.shape[0]), "best": None})
+        if best is None:
+            return grammar.build_kernel("RBF_ARD")
+        return _spec_of(best.payload)
+
+    trace = task.run_bo(
+        provider, seed=ctx.seed, budget=total, refresh_every=config.refresh_every,
+        acq_config=AcqConfig(num_restarts=config.acq_restarts, raw_samples=config.acq_raw_samples),
+        name="kernel-discovery",
+    )
+    ctx.progress = progress
+    if progress is not None:
+        progress({"evaluations": int(trace.y.numel()), "best": trace.best_value})
+    final = _final_comparison(task, trace, carried, ctx, config)
+    _remember_lesson(task, ctx, refreshes, final)
+    totals = {k: sum(r[k] for r in refreshes) for k in ("evaluated", "invalid", "syntactic_duplicates", "functional_duplicates")}
+    return AgentOutcome(
+        best_candidate={"X": trace.X.tolist(), "y": trace.y.tolist(), "name": trace.name},
+        claimed_value=trace.best_value,
+        trace=[float(v) for v in trace.best_trace.tolist()],
+        n_evaluations=int(trace.y.numel()),
+        stop_reason="evaluation budget spent",
+        extra={
+            "proposer": proposer.name, "refreshes": refreshes, "kernel_evaluations": totals,
+            "final_kernel": refreshes[-1]["best"] if refreshes else None,
+            "final_loo_crps": final, "kernels_used": sorted(set(trace.kernels)),
+            "n_fallbacks": trace.n_fallbacks,
+        },
+    )
+
+
+def _spec_of(payload: dict[str, Any]) -> Any:
+    if "expression" in payload:
+        return grammar.build_kernel(payload["expression"])
+    from optiforge.solvers.gp import kernel_from_source
+
+    # Code that passed sandboxed validation and scoring is now used by the BO loop here.
+    return kernel_from_source(payload["source"])
+
+
+def _final_comparison(task: Any, trace: Any, carried: list[dict[str, Any]], ctx: RunContext,
+                      config: KernelDiscoveryConfig) -> dict[str, float | str | None]:
+    """LOO-CRPS of the discovered kernel vs RBF-ARD on the final BO data (same data, same fit)."""
+    from optiforge.solvers.bo.loop import standardize
+
+    bounds = task.problem(0).bounds
+    lo, hi = torch.as_tensor(bounds[0], dtype=torch.float64), torch.as_tensor(bounds[1], dtype=torch.float64)
+    Xu = (trace.X - lo) / (hi - lo)
+    y = standardize(trace.y)
+    ev = KernelEvaluator(task, Xu, y, seed=ctx.seed, restarts=config.gp_restarts,
+                         events_path=str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None)
+    out: dict[str, float | str | None] = {}
+    rbf = ev({"expression": "RBF_ARD"})
+    out["RBF_ARD"] = rbf.value if rbf.passed else None
+    best = carried[0] if carried else {"expression": "RBF_ARD"}
+    disc = ev(best)
+    out["discovered"] = disc.value if disc.passed else None
+    out["discovered_kernel"] = describe(best)
+    return out
+
+
+def _remember_lesson(task: Any, ctx: RunContext, refreshes: list[dict[str, Any]], final: dict[str, Any]) -> None:
+    if ctx.memory is None or not refreshes:
+        return
+    from optiforge.memory import Experience
+
+    d, r = final.get("discovered"), final.get("RBF_ARD")
+    better = d is not None and r is not None and d < r
+    lesson = (
+        f"On {task.suite}/{task.name} ({task.description}) the kernel {final.get('discovered_kernel')} "
+        f"{'beat' if better else 'did not beat'} RBF_ARD by LOO-CRPS on the final BO data "
+        f"({_fmt(d)} vs {_fmt(r)})."
+    )
+    summary = "; ".join(f"round {x['round']}: {x['best']} ({_fmt(x['best_loo_crps'])})" for x in refreshes)
+    ctx.memory.add_experience(
+        Experience(agent="kernel-discovery", task_signature=f"{task.suite}/{task.name}", trajectory_summary=summary,
+                   outcome="better than RBF_ARD" if better else "no better than RBF_ARD", score=d,
+                   lesson=lesson, tags=["kernel-discovery", task.suite])
+    )
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, float) and math.isfinite(v) else "n/a"
+
+
+# ----------------------------------------------------------------------------- baselines
+
+
+def _bo_baseline(name: str) -> Callable[[Any, RunContext, int | None], AgentOutcome]:
+    def run(task: Any, ctx: RunContext, budget: int | None) -> AgentOutcome:
+        from optiforge.solvers.bo import AcqConfig, run_baseline
+
+        trace = run_baseline(name, task.problem(ctx.seed), budget or task.budget, ctx.seed, n_init=task.n_init,
+                             acq_config=AcqConfig(num_restarts=2, raw_samples=64))
+        return AgentOutcome(
+            best_candidate={"X": trace.X.tolist(), "y": trace.y.tolist(), "name": name},
+            claimed_value=trace.best_value, trace=[float(v) for v in trace.best_trace.tolist()],
+            n_evaluations=int(trace.y.numel()), stop_reason="baseline",
+        )
+
+    run.__name__ = f"baseline_{name}"
+    return run
+
+
+def compositional_baseline(task: Any, ctx: RunContext, budget: int | None) -> AgentOutcome:
+    """The classic compositional kernel search in the same loop (no LLM, whatever --model says)."""
+    config = KernelDiscoveryConfig()
+    return _discover(task, ctx, config, budget, False, CompositionalProposer(config))
+
+
+def _baselines() -> dict[str, Callable[[Any, RunContext, int | None], AgentOutcome]]:
+    names = ["gp_rbf_ard", "random", "sobol", "gp_matern52_ard", "gp_rq", "vanilla_bo", "turbo"]
+    out = {n: _bo_baseline(n) for n in names}
+    out["compositional"] = compositional_baseline
+    return out
+
+
+SPEC = AgentSpec(
+    name="kernel-discovery",
+    description="LLM-evolved GP kernels for high-dimensional BO (offline: compositional kernel search)",
+    config_model=KernelDiscoveryConfig,
+    solve=solve,
+    default_benchmark="hdbo",
+    baselines=_baselines(),
+    default_budget=30,
+    offline_equivalent="compositional",
+)
