@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 
-
 @dataclass
 class FakeExecResult:
     returncode: int

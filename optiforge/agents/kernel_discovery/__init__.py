@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from optiforge.agents.base import Evaluated, Proposal, RunContext, SearchConfig, run_search
 from optiforge.agents.kernel_discovery import grammar
 from optiforge.agents.spec import AgentOutcome, AgentSpec
-from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError
+from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score
 
 CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, no imports) defining:

@@ -9,10 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from optiforge.agents.base import RunContext
 from optiforge.agents.kernel_discovery import (
-    CompositionalProposer,
-    KernelDiscoveryConfig,
     functional_clusters,
     grammar,
 )
