@@ -69,7 +69,11 @@ def list_providers() -> None:
     for col in ("provider", "--model example", "--api-base", "key variable", "notes"):
         table.add_column(col)
     for p in PROVIDERS:
-        key = "-" if p.env_var is None else f"{p.env_var} ({'set' if os.environ.get(p.env_var) else 'not set'})"
+        key = (
+            "-"
+            if p.env_var is None
+            else f"{p.env_var} ({'set' if os.environ.get(p.env_var) else 'not set'})"
+        )
         table.add_row(p.provider, p.model, p.api_base or "-", key, p.notes)
     console.print(table)
 
@@ -198,13 +202,16 @@ def sandbox_exec(
 
 # ---------------------------------------------------------------------------- run / eval
 
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="litellm provider string, or 'offline' (no LLM).")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override a config value: key.path=value (repeatable).")]
+ModelOpt = Annotated[
+    str, typer.Option("--model", "-m", help="litellm provider string, or 'offline' (no LLM).")
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override a config value: key.path=value (repeatable)."),
+]
 
 
-def _settings(
-    *, config: Path | None, overrides: list[str] | None, **fields: Any
-) -> Any:
+def _settings(*, config: Path | None, overrides: list[str] | None, **fields: Any) -> Any:
     from optiforge.config import RunSettings, build_config, load_yaml
 
     base: dict[str, Any] = load_yaml(config) if config else {}
@@ -218,8 +225,13 @@ def _progress_printer() -> tuple[Any, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     prog = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=err_console, transient=False,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
     )
     return prog, None
 
@@ -227,21 +239,40 @@ def _progress_printer() -> tuple[Any, Any]:
 @app.command()
 def run(
     agent: Annotated[str, typer.Argument(help="Agent name (see `optiforge list agents`).")],
-    bench: Annotated[str | None, typer.Option("--bench", "-b", help="SUITE/TASK[@split] (default: the agent's suite, first dev task).")] = None,
+    bench: Annotated[
+        str | None,
+        typer.Option(
+            "--bench", "-b", help="SUITE/TASK[@split] (default: the agent's suite, first dev task)."
+        ),
+    ] = None,
     budget: Annotated[int | None, typer.Option(help="Evaluations the agent may spend.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     model: ModelOpt = "offline",
-    api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    api_base: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Run directory (default runs/<id>).")] = None,
-    resume: Annotated[Path | None, typer.Option(help="Continue the interrupted run in this directory.")] = None,
-    record: Annotated[Path | None, typer.Option(help="Record LLM exchanges to this cassette.")] = None,
-    replay: Annotated[Path | None, typer.Option(help="Answer LLM requests from this cassette only.")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue the interrupted run in this directory.")
+    ] = None,
+    record: Annotated[
+        Path | None, typer.Option(help="Record LLM exchanges to this cassette.")
+    ] = None,
+    replay: Annotated[
+        Path | None, typer.Option(help="Answer LLM requests from this cassette only.")
+    ] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
-    memory: Annotated[str | None, typer.Option(help="Memory URL (sqlite:///..., postgresql://...) or 'none'.")] = None,
+    memory: Annotated[
+        str | None, typer.Option(help="Memory URL (sqlite:///..., postgresql://...) or 'none'.")
+    ] = None,
     sandbox: Annotated[str, typer.Option(help="Sandbox back end: local or docker.")] = "local",
     workers: Annotated[int, typer.Option(help="Parallel evaluation workers.")] = 1,
-    max_llm_calls: Annotated[int | None, typer.Option(help="Stop before more LLM calls than this.")] = None,
-    max_usd: Annotated[float | None, typer.Option(help="Stop before spending more than this (USD).")] = None,
+    max_llm_calls: Annotated[
+        int | None, typer.Option(help="Stop before more LLM calls than this.")
+    ] = None,
+    max_usd: Annotated[
+        float | None, typer.Option(help="Stop before spending more than this (USD).")
+    ] = None,
     max_wall_s: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML preset (see configs/).")] = None,
     overrides: SetOpt = None,
@@ -255,9 +286,21 @@ def run(
 
     spec = get_agent(agent)
     settings = _settings(
-        config=config, overrides=overrides, model=model, api_base=api_base, seed=seed, budget=budget,
-        record=record, replay=replay, cache=cache, memory=memory, sandbox=sandbox, workers=workers,
-        max_llm_calls=max_llm_calls, max_usd=max_usd, max_wall_s=max_wall_s,
+        config=config,
+        overrides=overrides,
+        model=model,
+        api_base=api_base,
+        seed=seed,
+        budget=budget,
+        record=record,
+        replay=replay,
+        cache=cache,
+        memory=memory,
+        sandbox=sandbox,
+        workers=workers,
+        max_llm_calls=max_llm_calls,
+        max_usd=max_usd,
+        max_wall_s=max_wall_s,
     )
     if resume is not None:
         from optiforge.runs import read_manifest
@@ -281,21 +324,31 @@ def run(
     build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
     prog, _ = _progress_printer()
     with prog:
-        bar = prog.add_task(f"{spec.name} on {task.suite}/{task.name}", total=settings.budget or spec.default_budget, info="")
+        bar = prog.add_task(
+            f"{spec.name} on {task.suite}/{task.name}",
+            total=settings.budget or spec.default_budget,
+            info="",
+        )
 
         def progress(info: dict[str, Any]) -> None:
             best = info.get("best")
-            prog.update(bar, completed=info.get("evaluations", 0),
-                        info=f"best {best:.5g}" if isinstance(best, float) else "")
+            parts = [f"best {best:.5g}"] if isinstance(best, float) else []
+            if info.get("llm_calls"):
+                parts.append(f"{info['llm_calls']} LLM calls, ${info.get('cost_usd', 0.0):.4f}")
+            prog.update(bar, completed=info.get("evaluations", 0), info=" · ".join(parts))
 
-        summary = run_task(spec, task, settings, out_dir, resume=resume is not None, progress=progress)
+        summary = run_task(
+            spec, task, settings, out_dir, resume=resume is not None, progress=progress
+        )
     plot = write_run_plot(summary, Path(out_dir))
     _print_run_summary(summary, Path(out_dir), plot)
 
 
 def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None) -> None:
     arrow = "higher" if summary["higher_is_better"] else "lower"
-    table = Table(title=f"{summary['agent']} on {summary['benchmark']}/{summary['task']} ({summary['metric']}, {arrow} is better)")
+    table = Table(
+        title=f"{summary['agent']} on {summary['benchmark']}/{summary['task']} ({summary['metric']}, {arrow} is better)"
+    )
     table.add_column("method")
     table.add_column(summary["metric"], justify="right")
     table.add_column("evaluations", justify="right")
@@ -303,28 +356,53 @@ def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None
     table.add_column("cost", justify="right")
     table.add_column("wall s", justify="right")
     best = summary["best_score"]
-    table.add_row(summary["method"], "failed" if best is None else f"{best:.6g}", str(summary["n_evaluations"]),
-                  str(summary["llm_calls"]), f"${summary['cost_usd']:.4f}", f"{summary['wall_s']:.1f}")
+    table.add_row(
+        summary["method"],
+        "failed" if best is None else f"{best:.6g}",
+        str(summary["n_evaluations"]),
+        str(summary["llm_calls"]),
+        f"${summary['cost_usd']:.4f}",
+        f"{summary['wall_s']:.1f}",
+    )
     if summary.get("baseline_name"):
         b = summary.get("baseline_score")
-        table.add_row(summary["baseline_name"] + " (baseline)", "failed" if b is None else f"{b:.6g}", "", "", "", "")
+        table.add_row(
+            summary["baseline_name"] + " (baseline)",
+            "failed" if b is None else f"{b:.6g}",
+            "",
+            "",
+            "",
+            "",
+        )
     console.print(table)
     console.print(f"stopped: {summary['stop_reason']}")
-    console.print(f"run directory: {out_dir}  (summary.json, events.jsonl{', convergence.png' if plot else ''})")
+    console.print(
+        f"run directory: {out_dir}  (summary.json, events.jsonl{', convergence.png' if plot else ''})"
+    )
 
 
 @app.command("eval")
 def eval_cmd(
     agent: Annotated[str, typer.Argument(help="Agent name.")],
-    bench: Annotated[str | None, typer.Option("--bench", "-b", help="Suite name (default: the agent's).")] = None,
+    bench: Annotated[
+        str | None, typer.Option("--bench", "-b", help="Suite name (default: the agent's).")
+    ] = None,
     split: Annotated[str, typer.Option(help="dev, test or heldout.")] = "dev",
     seeds: Annotated[int, typer.Option(help="Seeds per task.")] = 3,
     budget: Annotated[int | None, typer.Option(help="Evaluations per run.")] = None,
     model: ModelOpt = "offline",
-    api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Eval directory (default runs/eval-<id>); rerun to resume.")] = None,
-    baselines: Annotated[str | None, typer.Option(help="Comma-separated baselines (default: all of the agent's).")] = None,
-    tasks: Annotated[str | None, typer.Option(help="Comma-separated task names (default: all).")] = None,
+    api_base: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Eval directory (default runs/eval-<id>); rerun to resume.")
+    ] = None,
+    baselines: Annotated[
+        str | None, typer.Option(help="Comma-separated baselines (default: all of the agent's).")
+    ] = None,
+    tasks: Annotated[
+        str | None, typer.Option(help="Comma-separated task names (default: all).")
+    ] = None,
     workers: Annotated[int, typer.Option(help="Runs in parallel (processes).")] = 1,
     memory: Annotated[str | None, typer.Option(help="Memory URL or 'none'.")] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
@@ -342,8 +420,16 @@ def eval_cmd(
     bench = bench or spec.default_benchmark
     if not bench:
         raise ConfigError(f"{spec.name} has no default benchmark: pass --bench SUITE")
-    settings = _settings(config=config, overrides=overrides, model=model, api_base=api_base, budget=budget,
-                         memory=memory, cache=cache, max_llm_calls=max_llm_calls)
+    settings = _settings(
+        config=config,
+        overrides=overrides,
+        model=model,
+        api_base=api_base,
+        budget=budget,
+        memory=memory,
+        cache=cache,
+        max_llm_calls=max_llm_calls,
+    )
     out_dir = out or Path("runs") / new_run_id(f"eval-{spec.name}")
     prog, _ = _progress_printer()
     with prog:
@@ -355,13 +441,23 @@ def eval_cmd(
             else:
                 v = info.get("best_score")
                 label = f"{info.get('task')} {info.get('method')} s{info.get('seed')}: " + (
-                    info["error"][:60] if "error" in info else ("failed" if v is None else f"{v:.4g}"))
+                    info["error"][:60]
+                    if "error" in info
+                    else ("failed" if v is None else f"{v:.4g}")
+                )
                 prog.update(bar, advance=1, info=label)
 
         summary = run_eval(
-            spec.name, bench, settings, out_dir, split=split, seeds=seeds,
+            spec.name,
+            bench,
+            settings,
+            out_dir,
+            split=split,
+            seeds=seeds,
             baselines=[b for b in baselines.split(",") if b] if baselines else None,
-            workers=workers, tasks=[t for t in tasks.split(",") if t] if tasks else None, progress=progress,
+            workers=workers,
+            tasks=[t for t in tasks.split(",") if t] if tasks else None,
+            progress=progress,
         )
     header, rows = eval_tables(summary)
     table = Table(title=f"{spec.name} on {bench} ({split}): mean ± 95% CI over {seeds} seeds")
@@ -374,7 +470,9 @@ def eval_cmd(
         console.print(f"[dim]{n}[/]")
     if summary.get("errors"):
         console.print(f"[yellow]{len(summary['errors'])} runs failed; see {out_dir}/summary.md[/]")
-    console.print(f"eval directory: {out_dir}  (results.jsonl, summary.json, summary.md, convergence.png)")
+    console.print(
+        f"eval directory: {out_dir}  (results.jsonl, summary.json, summary.md, convergence.png)"
+    )
 
 
 @app.command()

@@ -76,8 +76,14 @@ def build_context(
 
         executor = ProcessExecutor(n_workers)
     ctx = RunContext(
-        llm=llm, sandbox=sandbox, memory=memory, executor=executor, budget=budget,
-        seed=settings.seed, run_dir=recorder.run_dir if recorder else None, agent=agent,
+        llm=llm,
+        sandbox=sandbox,
+        memory=memory,
+        executor=executor,
+        budget=budget,
+        seed=settings.seed,
+        run_dir=recorder.run_dir if recorder else None,
+        agent=agent,
     )
     if recorder is not None:
         ctx.tracer = recorder
@@ -97,7 +103,12 @@ def _make_llm(settings: RunSettings, budget: Any, tracer: Any) -> Any:
             raise ConfigError(f"--replay {settings.replay}: no such cassette file")
         cassette = Cassette(settings.replay, mode="replay")
     cache = ResponseCache(settings.cache) if settings.cache else None
-    kwargs: dict[str, Any] = {"budget": budget, "tracer": tracer, "cache": cache, "cassette": cassette}
+    kwargs: dict[str, Any] = {
+        "budget": budget,
+        "tracer": tracer,
+        "cache": cache,
+        "cassette": cassette,
+    }
     if settings.api_base:
         kwargs["api_base"] = settings.api_base
     return make_llm(settings.model, **kwargs)
@@ -113,7 +124,9 @@ def _close_context(ctx: RunContext) -> None:
 # ----------------------------------------------------------------------------- one run
 
 
-def _verify(task: Any, outcome: AgentOutcome, ctx: RunContext) -> tuple[float | None, bool, dict[str, Any]]:
+def _verify(
+    task: Any, outcome: AgentOutcome, ctx: RunContext
+) -> tuple[float | None, bool, dict[str, Any]]:
     """Re-score the returned candidate ourselves (never trust the agent's number)."""
     if outcome.best_candidate is None:
         return None, False, {"reason": "no candidate passed"}
@@ -146,7 +159,9 @@ def run_task(
     spec = agent if isinstance(agent, AgentSpec) else get_agent(agent)
     method = method or spec.name
     if method != spec.name and method not in spec.baselines:
-        raise ConfigError(f"{spec.name} has no method {method!r} (baselines: {', '.join(spec.baselines)})")
+        raise ConfigError(
+            f"{spec.name} has no method {method!r} (baselines: {', '.join(spec.baselines)})"
+        )
     # Validate before anything is written: a typo must not leave a half-made run dir.
     config = build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
     out = Path(out_dir)
@@ -156,16 +171,33 @@ def run_task(
         settings = RunSettings.model_validate(cfg.get("settings", settings.model_dump(mode="json")))
     else:
         if (out / SUMMARY).exists() and not resume:
-            raise ConfigError(f"{out} already holds a finished run; choose another --out or pass --resume")
+            raise ConfigError(
+                f"{out} already holds a finished run; choose another --out or pass --resume"
+            )
         recorder = RunRecorder.create(
-            out.parent, kind="run", run_dir=out,
-            config={"agent": spec.name, "method": method, "task": _task_ref(task),
-                    "settings": settings.model_dump(mode="json")},
-            seed=settings.seed, provider=settings.model,
+            out.parent,
+            kind="run",
+            run_dir=out,
+            config={
+                "agent": spec.name,
+                "method": method,
+                "task": _task_ref(task),
+                "settings": settings.model_dump(mode="json"),
+            },
+            seed=settings.seed,
+            provider=settings.model,
         )
     t0 = time.perf_counter()
     ctx = build_context(settings, recorder, spec.name, llm=llm)
-    ctx.progress = progress
+    if progress is not None:
+
+        def with_spend(info: dict[str, Any]) -> None:
+            snap = ctx.budget.snapshot() if ctx.budget is not None else {}
+            progress(
+                {**info, "llm_calls": int(_snap(snap, "calls")), "cost_usd": _snap(snap, "usd")}
+            )
+
+        ctx.progress = with_spend
     budget = settings.budget or spec.default_budget
     try:
         if method == spec.name:
@@ -240,10 +272,16 @@ def _row_worker(args: tuple[str, str, str, str, str, dict[str, Any], str]) -> di
     task = next(t for t in get_benchmark(suite).tasks(split) if t.name == task_name)
     resume = (Path(row_dir) / "manifest.json").exists()
     try:
-        return run_task(agent, task, settings, row_dir, method=method, resume=resume, with_baseline=False)
+        return run_task(
+            agent, task, settings, row_dir, method=method, resume=resume, with_baseline=False
+        )
     except OptiforgeError as err:
-        return {"error": f"{type(err).__name__}: {err}", "task": task_name, "method": method,
-                "seed": settings.seed}
+        return {
+            "error": f"{type(err).__name__}: {err}",
+            "task": task_name,
+            "method": method,
+            "seed": settings.seed,
+        }
 
 
 def run_eval(
@@ -280,14 +318,26 @@ def run_eval(
     methods = [spec.name] + baselines
     for m in methods[1:]:
         if m not in spec.baselines:
-            raise ConfigError(f"{spec.name} has no baseline {m!r} (known: {', '.join(spec.baselines)})")
+            raise ConfigError(
+                f"{spec.name} has no baseline {m!r} (known: {', '.join(spec.baselines)})"
+            )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS
     done = _done_rows(results_path)
     (out / "eval.json").write_text(
-        json.dumps({"agent": spec.name, "benchmark": bench, "split": split, "seeds": seeds,
-                    "methods": methods, "settings": settings.model_dump(mode="json")}, indent=2, default=str)
+        json.dumps(
+            {
+                "agent": spec.name,
+                "benchmark": bench,
+                "split": split,
+                "seeds": seeds,
+                "methods": methods,
+                "settings": settings.model_dump(mode="json"),
+            },
+            indent=2,
+            default=str,
+        )
     )
     jobs = []
     for task in task_list:
@@ -297,7 +347,17 @@ def run_eval(
                     continue
                 row_settings = settings.model_copy(update={"seed": seed, "workers": 1})
                 row_dir = out / "runs" / f"{task.name}--{m}--s{seed}"
-                jobs.append((spec.name, m, bench, split, task.name, row_settings.model_dump(mode="json"), str(row_dir)))
+                jobs.append(
+                    (
+                        spec.name,
+                        m,
+                        bench,
+                        split,
+                        task.name,
+                        row_settings.model_dump(mode="json"),
+                        str(row_dir),
+                    )
+                )
     total = len(task_list) * seeds * len(methods)
     if progress:
         progress("start", {"total": total, "done": total - len(jobs)})
@@ -376,7 +436,12 @@ def average_ranks(means: dict[str, dict[str, float]], higher: dict[str, bool]) -
     for task, per in means.items():
         hib = higher[task]
         worst = -math.inf if hib else math.inf
-        vals = {m: per.get(m, worst) if per.get(m) is not None and math.isfinite(per.get(m, math.nan)) else worst for m in methods}
+        vals = {
+            m: per.get(m, worst)
+            if per.get(m) is not None and math.isfinite(per.get(m, math.nan))
+            else worst
+            for m in methods
+        }
         ordered = sorted(methods, key=lambda m: -vals[m] if hib else vals[m])
         i = 0
         while i < len(ordered):
@@ -399,12 +464,19 @@ def summarize(
     means: dict[str, dict[str, float]] = {}
     higher: dict[str, bool] = {}
     for r in rows:
-        t = tasks.setdefault(r["task"], {"metric": r["metric"], "higher_is_better": r["higher_is_better"], "methods": {}})
+        t = tasks.setdefault(
+            r["task"],
+            {"metric": r["metric"], "higher_is_better": r["higher_is_better"], "methods": {}},
+        )
         t["methods"].setdefault(r["method"], []).append(r)
     per_task: dict[str, Any] = {}
     for name, t in sorted(tasks.items()):
         higher[name] = t["higher_is_better"]
-        entry: dict[str, Any] = {"metric": t["metric"], "higher_is_better": t["higher_is_better"], "methods": {}}
+        entry: dict[str, Any] = {
+            "metric": t["metric"],
+            "higher_is_better": t["higher_is_better"],
+            "methods": {},
+        }
         for m, mrows in t["methods"].items():
             vals = [float(r["best_score"]) for r in mrows if r.get("best_score") is not None]
             mean, half = mean_ci95(vals)
@@ -427,10 +499,14 @@ def summarize(
         w = sum(
             1
             for name, per in means.items()
-            if agent in per and m in per
+            if agent in per
+            and m in per
             and (per[agent] > per[m] if higher[name] else per[agent] < per[m])
         )
-        wins[m] = {"agent_better_on": w, "of_tasks": sum(1 for per in means.values() if agent in per and m in per)}
+        wins[m] = {
+            "agent_better_on": w,
+            "of_tasks": sum(1 for per in means.values() if agent in per and m in per),
+        }
     return {
         "agent": agent,
         "benchmark": benchmark,
