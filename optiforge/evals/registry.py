@@ -13,6 +13,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "kernelarena": "optiforge.evals.suites.kernelarena:KernelArenaBenchmark",
     "autoro": "optiforge.evals.suites.autoro:AutoROBenchmark",
     "hdbo": "optiforge.evals.suites.hdbo:HDBOBenchmark",
+    "cbo": "optiforge.evals.suites.cbo:CBOBenchmark",
 }
 
 
