@@ -387,7 +387,7 @@ def eval_cmd(
     bench: Annotated[
         str | None, typer.Option("--bench", "-b", help="Suite name (default: the agent's).")
     ] = None,
-    split: Annotated[str, typer.Option(help="dev, test or heldout.")] = "dev",
+    split: Annotated[str, typer.Option(help="Split: dev, test, heldout (and suite-specific ones, e.g. autoro's app).")] = "dev",
     seeds: Annotated[int, typer.Option(help="Seeds per task.")] = 3,
     budget: Annotated[int | None, typer.Option(help="Evaluations per run.")] = None,
     model: ModelOpt = "offline",
@@ -489,6 +489,9 @@ def _mount_optional() -> None:
     from optiforge.memory.cli import app as memory_app
 
     app.add_typer(memory_app, name="memory")
+    from optiforge.agents.autorem.cli import app as autorem_app
+
+    app.add_typer(autorem_app, name="autorem")
 
 
 _mount_optional()

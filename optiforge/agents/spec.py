@@ -51,6 +51,8 @@ class AgentSpec:
     default_budget: int = 32
     offline_equivalent: str | None = None
     """A baseline that *is* this agent when no LLM is given (skipped by default in offline evals)."""
+    summary_notes: Callable[[list[dict[str, Any]]], list[str]] | None = None
+    """Extra lines (tables, caveats) for eval reports, computed from the result rows."""
 
     @property
     def primary_baseline(self) -> str | None:

@@ -384,6 +384,8 @@ def run_eval(
     summary["errors"] = [r for r in _read_rows(results_path) if "error" in r]
     notes_fn = getattr(benchmark, "notes", None)
     summary["notes"] = notes + (list(notes_fn(split, settings)) if callable(notes_fn) else [])
+    if spec.summary_notes is not None:
+        summary["notes"] += list(spec.summary_notes(rows))
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
     from optiforge.evals.report import write_markdown, write_plots
 

@@ -118,6 +118,8 @@ SPEC = AgentSpec(
     default_benchmark="autoro",
     baselines={"nominal": nominal_baseline, "no-memory": no_memory_baseline},
     default_budget=3,
+    offline_equivalent="no-memory",
+    summary_notes=summary_notes,
 )
 
 __all__ = [
