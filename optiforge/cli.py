@@ -192,10 +192,15 @@ def sandbox_exec(
             console.print(res.stdout, end="", markup=False, highlight=False)
         if res.stderr:
             err_console.print(res.stderr, end="", markup=False, highlight=False)
-        on = [k for k, v in payload["protections"].items() if v not in (False, None, "none")]
+        prot = payload["protections"]
+        on = [k for k, v in prot.items() if v is True]
+        off = [k for k, v in prot.items() if v is False]
         err_console.print(
             f"[dim]exit {res.returncode}{' (timed out)' if res.timed_out else ''}, "
-            f"{res.duration_s:.3f} s, peak {res.peak_rss_mb:.0f} MB; protections: {', '.join(on)}[/]"
+            f"{res.duration_s:.3f} s, peak {res.peak_rss_mb:.0f} MB; network: {prot.get('network_how')}, "
+            f"writes: {prot.get('fs_how')}; in force: {', '.join(on)}"
+            + (f"; not in force: {', '.join(off)}" if off else "")
+            + "[/]"
         )
     raise typer.Exit(res.returncode if 0 <= res.returncode < 256 else 1)
 
