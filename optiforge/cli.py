@@ -188,10 +188,11 @@ def sandbox_exec(
     if json_out:
         sys.stdout.write(json.dumps(payload) + "\n")
     else:
-        if res.stdout:
-            console.print(res.stdout, end="", markup=False, highlight=False)
-        if res.stderr:
-            err_console.print(res.stderr, end="", markup=False, highlight=False)
+        # The command's own output, byte for byte (rich would re-wrap it).
+        sys.stdout.write(res.stdout)
+        sys.stdout.flush()
+        sys.stderr.write(res.stderr)
+        sys.stderr.flush()
         prot = payload["protections"]
         on = [k for k, v in prot.items() if v is True]
         off = [k for k, v in prot.items() if v is False]
