@@ -7,6 +7,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
+
+def _no_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return True
+    return not torch.cuda.is_available()
+
+
+# Triton must see this before anything imports it (transformers does, via the memory store).
+if _no_cuda():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 import pytest  # noqa: E402
 
 pytest_plugins = ["optiforge.testing.pytest_plugin"]

@@ -669,7 +669,9 @@ def run_search(
                 if not snapshot.next:
                     final = snapshot.values
                     return _result(final)
-        final = graph.invoke(start, cfg, context=ctx, durability="sync")
+        # "sync": every finished node is on disk before the next starts (needs a checkpointer).
+        kw: dict[str, Any] = {"durability": "sync"} if checkpointer is not None else {}
+        final = graph.invoke(start, cfg, context=ctx, **kw)
         return _result(final)
     finally:
         if conn is not None:

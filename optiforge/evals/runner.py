@@ -386,6 +386,9 @@ def run_eval(
     summary["notes"] = notes + (list(notes_fn(split, settings)) if callable(notes_fn) else [])
     if spec.summary_notes is not None:
         summary["notes"] += list(spec.summary_notes(rows))
+    metrics_fn = getattr(benchmark, "suite_metrics", None)
+    if callable(metrics_fn):
+        summary["suite_metrics"] = metrics_fn(rows)
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
     from optiforge.evals.report import write_markdown, write_plots
 

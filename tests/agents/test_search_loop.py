@@ -161,3 +161,8 @@ def test_resume_after_kill_does_not_repeat_finished_evaluations(tmp_path: Path) 
     assert out2.returncode == 0
     ref = {(json.loads(x)["a"], json.loads(x)["b"]) for x in log2.read_text().splitlines()}
     assert set(points) == ref
+
+
+def test_search_without_run_dir_runs_in_memory() -> None:
+    res = run_search(ToyProblem(), GaussianProposer(), RunContext(seed=3), SearchConfig(max_evaluations=6))
+    assert res.n_evaluations == 6 and res.best is not None

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import networkx as nx
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
@@ -70,7 +71,8 @@ class _Regression:
         ) + WhiteKernel(0.1, (1e-6, 1e1))
         self.reg = GaussianProcessRegressor(kern, normalize_y=True, random_state=seed)
         try:
-            with warnings.catch_warnings():
+            # Small fits: BLAS threads only contend on a busy machine (one fit: 4 s -> 0.1 s).
+            with warnings.catch_warnings(), threadpool_limits(1):
                 # A length scale at its upper bound just means "this input is irrelevant".
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 self.reg.fit((feats[idx] - self.shift) / self.scale, y[idx])
@@ -79,7 +81,8 @@ class _Regression:
         self.residuals = y - self.reg.predict((feats - self.shift) / self.scale)
 
     def predict(self, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        mu, sd = self.reg.predict((feats - self.shift) / self.scale, return_std=True)
+        with threadpool_limits(1):
+            mu, sd = self.reg.predict((feats - self.shift) / self.scale, return_std=True)
         noise = float(self.reg.kernel_.k2.noise_level) * float(self.reg._y_train_std) ** 2
         return mu, np.sqrt(np.clip(sd**2 - noise, 0.0, None))
 

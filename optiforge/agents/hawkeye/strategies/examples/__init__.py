@@ -12,6 +12,7 @@ Importing a module imports triton (after ``configure_triton_backend``).
 
 from optiforge.kernels._backend import configure_triton_backend
 
-# Runs before any example submodule imports triton (the package is imported first), so
-# the interpreter is selected on machines without CUDA whatever the submodules' import order.
+# Runs before any example submodule imports triton (the package is imported first). It can
+# only help if triton is not imported yet: a process that imported triton without
+# TRITON_INTERPRET (transformers may do so) cannot launch these examples on CPU.
 configure_triton_backend()

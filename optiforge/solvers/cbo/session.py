@@ -1,0 +1,218 @@
+"""Step-wise causal BO whose assumed graph may change between trials (``CBOSession``).
+
+``run_cbo`` fixes the graph for a whole run. An agent that learns the graph while it
+optimises needs the same machinery one trial at a time: ``step()`` runs one intervention
+(initial design for sets without data first, then cost-aware causal EI exactly as in
+``run_cbo``) and ``set_graph()`` swaps the graph, which recomputes the exploration sets
+(MIS of the new graph) and their do-priors. Interventional data is kept per intervened
+set across swaps, so a set that leaves and comes back keeps its observations, and every
+unit of every observed variable is kept (``interventions``) for structure scoring.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import networkx as nx
+import numpy as np
+import torch
+from botorch.models import SingleTaskGP
+
+from optiforge.errors import BudgetExceeded, InvalidTask
+from optiforge.solvers.cbo.cbo import (
+    CBOConfig,
+    CBOTrace,
+    TrialRecord,
+    _affordable,
+    _bounds,
+    _causal_gp,
+    _check_budget,
+    _Evaluator,
+    _incumbent,
+    _log_ei,
+    _one_thread,
+    _post_mean,
+    candidate_grid,
+)
+from optiforge.solvers.cbo.do_prior import DoPrior, fit_do_prior, prior_spec
+from optiforge.solvers.cbo.exploration import ExplorationSet, minimal_intervention_sets
+from optiforge.solvers.cbo.scm import SCM, Values
+
+
+@dataclass
+class InterventionData:
+    """One trial's units: ``units[v]`` has shape ``n_units`` for every observed ``v``."""
+
+    exploration_set: ExplorationSet
+    x: dict[str, float]
+    units: Values
+
+
+def graph_sets(graph: nx.DiGraph, scm: SCM, max_size: int | None) -> list[ExplorationSet]:
+    """MISs of ``graph`` over the SCM's manipulable variables; when the graph makes no
+    manipulable variable an ancestor of the target, every manipulable singleton (an
+    uninformed fallback, so the optimiser can still gather interventional evidence)."""
+    sets = minimal_intervention_sets(graph, scm.manipulable, scm.target, max_size=max_size)
+    return sets or [(v,) for v in scm.manipulable]
+
+
+class CBOSession:
+    """Causal BO on ``scm`` one trial at a time, on an exchangeable assumed ``graph``.
+
+    The SCM only generates data (observational sample at construction, interventions in
+    ``step``); everything the optimiser assumes comes from ``graph``. ``graph`` must be a
+    DAG over (a superset of) the SCM's observed variables; pass None to draw the
+    observational sample (``obs``) first and call ``set_graph`` before ``step``.
+    """
+
+    def __init__(
+        self, scm: SCM, graph: nx.DiGraph | None, config: CBOConfig | None = None, seed: int = 0
+    ) -> None:
+        self.scm = scm
+        self.config = config or CBOConfig()
+        _check_budget(self.config)
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.obs: Values = scm.sample(self.config.n_obs, self.rng)
+        self.interventions: list[InterventionData] = []
+        self.trace = CBOTrace(method="agent_cbo", exploration_sets=[], seed=seed)
+        self.spent = 0.0
+        self._evaluate = _Evaluator(scm, self.config.eval_n_mc, self.config.eval_seed)
+        # Observations by intervened set (unit-cube x, mean outcome): survive graph swaps.
+        self._xs: dict[ExplorationSet, list[np.ndarray]] = {}
+        self._ys: dict[ExplorationSet, list[float]] = {}
+        self._prior_cache: dict[tuple[ExplorationSet, object], DoPrior] = {}
+        self._models: dict[ExplorationSet, SingleTaskGP] = {}
+        self.sets: list[ExplorationSet] = []
+        self.priors: dict[ExplorationSet, DoPrior] = {}
+        self.graph = nx.DiGraph()
+        if graph is not None:  # None: the caller learns a graph from ``obs`` first
+            self.set_graph(graph)
+
+    # -------------------------------------------------------------- graph handling
+
+    def prior_for(self, graph: nx.DiGraph, s: ExplorationSet) -> DoPrior:
+        """The do-prior ``graph`` implies for set ``s`` (cached by its graph-only spec)."""
+        spec = prior_spec(
+            graph, s, self.scm.target, list(self.obs), gformula=self.config.gformula_prior
+        )
+        key = (s, spec)
+        if key not in self._prior_cache:
+            self._prior_cache[key] = fit_do_prior(
+                graph, self.obs, s, self.scm.target,
+                gformula=self.config.gformula_prior, seed=self.seed,
+            )  # fmt: skip
+        return self._prior_cache[key]
+
+    def set_graph(self, graph: nx.DiGraph) -> None:
+        """Adopt ``graph``: new exploration sets and priors; GPs refit on the kept data."""
+        if not nx.is_directed_acyclic_graph(graph):
+            raise InvalidTask("CBOSession needs a DAG")
+        self.graph = graph.copy()
+        self.sets = graph_sets(self.graph, self.scm, self.config.max_set_size)
+        self.priors = {s: self.prior_for(self.graph, s) for s in self.sets}
+        self._models = {}
+        with _one_thread():
+            for s in self.sets:
+                if self._xs.get(s):
+                    self._refit(s)
+        for s in self.sets:
+            if list(s) not in self.trace.exploration_sets:
+                self.trace.exploration_sets.append(list(s))
+
+    def _refit(self, s: ExplorationSet) -> None:
+        lo, hi = _bounds(self.scm, s)
+        x, y = np.array(self._xs[s]), np.array(self._ys[s])
+        self._models[s] = _causal_gp(x, y, self.priors[s], lo, hi)
+
+    # -------------------------------------------------------------- trials
+
+    @property
+    def done(self) -> bool:
+        """True when no exploration set is affordable any more."""
+        return not any(
+            _affordable(self.config, self.spent, self.scm.cost(s), len(self.trace.trials))
+            for s in self.sets
+        )
+
+    def step(self) -> TrialRecord | None:
+        """Run one intervention; None when the budget allows none (or all are repeats)."""
+        with _one_thread():
+            return self._step()
+
+    def _step(self) -> TrialRecord | None:
+        cfg, n_done = self.config, len(self.trace.trials)
+        for s in self.sets:  # initial design: each set gets n_init_per_set random trials
+            if len(self._xs.get(s, [])) < cfg.n_init_per_set and _affordable(
+                cfg, self.spent, self.scm.cost(s), n_done
+            ):
+                cand = candidate_grid(len(s), cfg, self.seed)
+                return self._observe(s, cand[self.rng.integers(len(cand))], "init")
+        if not self._models:
+            if n_done == 0:
+                raise BudgetExceeded(
+                    "the budget does not cover a single intervention",
+                    limit="evaluations", cap=cfg.budget_cost or 0.0,
+                )  # fmt: skip
+            return None
+        best_f = min(float(_post_mean(m, m.train_inputs[0]).min()) for m in self._models.values())
+        scored: list[tuple[float, ExplorationSet, np.ndarray]] = []
+        for s, model in self._models.items():
+            if not _affordable(cfg, self.spent, self.scm.cost(s), n_done):
+                continue
+            cand = candidate_grid(len(s), cfg, self.seed)
+            score = _log_ei(model, torch.as_tensor(cand), best_f) - math.log(
+                max(self.scm.cost(s), 1e-9)
+            )
+            for u_done in self._xs[s]:  # no repeated intervention (as in run_cbo)
+                score[np.all(np.isclose(cand, u_done), axis=1)] = -np.inf
+            if np.isfinite(score).any():
+                i = int(np.argmax(score))
+                scored.append((float(score[i]), s, cand[i]))
+        if not scored:
+            return None
+        _, s, u = max(scored, key=lambda t: t[0])
+        return self._observe(s, u, "acquire")
+
+    def _observe(
+        self, s: ExplorationSet, u: np.ndarray, kind: Literal["init", "acquire"]
+    ) -> TrialRecord:
+        lo, hi = _bounds(self.scm, s)
+        raw = np.clip(lo + u * (hi - lo), lo, hi)
+        x = {v: float(raw[j]) for j, v in enumerate(s)}
+        units = self.scm.do(x, self.config.units_per_trial, self.rng)
+        y = float(units[self.scm.target].mean())
+        self.interventions.append(InterventionData(s, x, units))
+        self._xs.setdefault(s, []).append(u)
+        self._ys.setdefault(s, []).append(y)
+        self._refit(s)
+        cost = self.scm.cost(s)
+        self.spent += cost
+        best_s, best_u = _incumbent(self._models, {k: self._xs[k] for k in self._models})
+        lo_b, hi_b = _bounds(self.scm, best_s)
+        braw = lo_b + best_u * (hi_b - lo_b)
+        bx = {v: float(braw[j]) for j, v in enumerate(best_s)}
+        rec = TrialRecord(
+            index=len(self.trace.trials), kind=kind, exploration_set=list(s), x=x, y=y,
+            cost=cost, cumulative_cost=self.spent, best_set=list(best_s), best_x=bx,
+            best_true=self._evaluate(bx),
+        )  # fmt: skip
+        self.trace.trials.append(rec)
+        return rec
+
+    @property
+    def incumbent_set(self) -> ExplorationSet | None:
+        """The exploration set of the current incumbent (None before any trial)."""
+        if not self.trace.trials:
+            return None
+        return tuple(self.trace.trials[-1].best_set)
+
+    def observed_outcomes(self, s: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Raw intervention values (``n x k``) and mean outcomes (``n``) observed on ``s``."""
+        rows = [d for d in self.interventions if d.exploration_set == tuple(s)]
+        x = np.array([[d.x[v] for v in s] for d in rows]).reshape(len(rows), len(s))
+        y = np.array([float(d.units[self.scm.target].mean()) for d in rows])
+        return x, y
