@@ -108,7 +108,8 @@ def write_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) 
         t = summary["tasks"][name]
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("evaluations")
-        ax.set_ylabel(f"best {t['metric']} ({'↑' if t['higher_is_better'] else '↓'})")
+        label = t["metric"].replace("_", " ") if t["metric"].startswith("best") else f"best {t['metric']}"
+        ax.set_ylabel(f"{label} ({'↑' if t['higher_is_better'] else '↓'})")
         if not t["higher_is_better"] and np.all(np.array([v for r in rows if r["task"] == name for v in (r.get("trace") or []) if v is not None]) > 0):
             ax.set_yscale("log")
     for ax in list(axes.flat)[len(tasks):]:
@@ -164,7 +165,8 @@ def write_run_plot(summary: dict[str, Any], out: Path) -> Path | None:
     if summary.get("baseline_score") is not None:
         ax.axhline(summary["baseline_score"], ls="--", color="gray", label=summary.get("baseline_name"))
     ax.set_xlabel("evaluations")
-    ax.set_ylabel(f"best {summary.get('metric')}")
+    metric = str(summary.get("metric"))
+    ax.set_ylabel(metric.replace("_", " ") if metric.startswith("best") else f"best {metric}")
     ax.set_title(f"{summary.get('benchmark')}/{summary.get('task')}")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -233,7 +233,10 @@ def run_task(
             "sandbox_s": float(_snap(snap, "sandbox_s")),
             "wall_s": round(time.perf_counter() - t0, 3),
             "stop_reason": outcome.stop_reason,
-            "trace": outcome.trace,
+            # The harness's own best-so-far curve when the task re-measures one (e.g. noiseless
+            # values at the run's points); otherwise the agent's observed curve.
+            "trace": _harness_trace(verification) or outcome.trace,
+            "observed_trace": outcome.trace,
             "extra": outcome.extra,
             "verification": verification,
         }
@@ -248,6 +251,13 @@ def run_task(
         raise
     finally:
         _close_context(ctx)
+
+
+def _harness_trace(verification: dict[str, Any]) -> list[float | None] | None:
+    trace = (verification.get("details") or {}).get("trace")
+    if isinstance(trace, list) and trace and all(isinstance(v, int | float) for v in trace):
+        return [float(v) for v in trace]
+    return None
 
 
 def _snap(snap: dict[str, Any], key: str) -> float:
