@@ -86,6 +86,8 @@ class HostIsolation:
     """setpriv knows ``--pdeathsig`` (a uid change clears the parent-death signal)."""
     pids_cgroup: str | None = None
     """A writable pids-controller cgroup dir under which per-run cgroups can be made."""
+    memory_cgroup: tuple[str, str] | None = None
+    """(writable memory-controller cgroup dir, name of its peak-usage file), for peak memory."""
     pids_cgroup_error: str | None = None
 
 
@@ -140,6 +142,7 @@ def host_isolation() -> HostIsolation:
     return HostIsolation(
         is_root=is_root,
         pids_cgroup=cg,
+        memory_cgroup=_probe_memory_cgroup(),
         pids_cgroup_error=cg_err,
         bwrap=bwrap,
         bwrap_error=bwrap_err,
@@ -162,6 +165,41 @@ def _own_cgroup(controller: str | None) -> str | None:
                     return path
     except OSError:
         return None
+    return None
+
+
+def _probe_memory_cgroup() -> tuple[str, str] | None:
+    """A memory-controller cgroup dir where we may create children, and its peak file.
+
+    Peak memory must come from a cgroup: ``wait4``'s ``ru_maxrss`` of our direct child
+    carries the *parent's* resident set across fork+exec (Linux keeps ``maxrss`` over
+    exec), so a parent holding torch would report ~1 GB for ``python -c pass``.
+    """
+    candidates: list[tuple[str, str]] = []
+    v1 = _own_cgroup("memory")
+    if v1 is not None and os.path.isdir("/sys/fs/cgroup/memory"):
+        candidates.append(
+            (os.path.normpath(f"/sys/fs/cgroup/memory/{v1}"), "memory.max_usage_in_bytes")
+        )
+    v2 = _own_cgroup(None)
+    for mnt in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+        ctl = f"{mnt}{v2}/cgroup.subtree_control" if v2 is not None else ""
+        if v2 is not None and os.path.isfile(ctl):
+            with contextlib.suppress(OSError), open(ctl) as f:
+                if "memory" in f.read().split():
+                    candidates.append((os.path.normpath(f"{mnt}{v2}"), "memory.peak"))
+    for base, peak in candidates:
+        probe = os.path.join(base, f"optiforge-probe-mem-{os.getpid()}")
+        try:
+            os.mkdir(probe)
+            try:
+                ok = os.path.isfile(os.path.join(probe, peak))
+            finally:
+                os.rmdir(probe)
+            if ok:
+                return base, peak
+        except OSError:
+            continue
     return None
 
 
@@ -596,6 +634,7 @@ class LocalSandbox:
         ]
 
         cgroup = self._make_cgroup(token)
+        memcg = self._make_memory_cgroup(token)
         # No preexec_fn: it forces fork() instead of vfork(), and forking a parent that
         # holds torch (600 MB RSS) cost ~40 ms per run. Instead a tiny shell "gate"
         # starts first and blocks on stdin; we move it into the cgroup and set its
@@ -616,12 +655,20 @@ class LocalSandbox:
             )
         except OSError as e:
             _remove_cgroup(cgroup)
+            _remove_cgroup(memcg)
             raise SandboxError(f"could not start {argv[0]!r}: {e}") from e
         assert proc.stdin is not None
         try:
             if cgroup is not None:
                 with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
                     f.write(str(proc.pid))
+            if memcg is not None:
+                try:
+                    with open(os.path.join(memcg, "cgroup.procs"), "w") as f:
+                        f.write(str(proc.pid))
+                except OSError:
+                    _remove_cgroup(memcg)
+                    memcg = None
             for which, value in limits:
                 hard = value + 1 if which == resource.RLIMIT_CPU else value
                 resource.prlimit(proc.pid, which, (value, hard))
@@ -632,6 +679,7 @@ class LocalSandbox:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             _remove_cgroup(cgroup)
+            _remove_cgroup(memcg)
             if isinstance(e, OSError):
                 raise SandboxError(f"could not confine the command before release: {e}") from e
             raise
@@ -656,8 +704,16 @@ class LocalSandbox:
             swept = _kill_cgroup(cgroup) if cgroup else 0
             if self.isolation == "none" or timed_out:
                 swept += sweep_marked(f"{MARKER_VAR}={token}".encode())
+            peak_bytes = (
+                _read_int(os.path.join(memcg, self.host.memory_cgroup[1]))
+                if memcg and self.host.memory_cgroup
+                else None
+            )
         finally:
             _remove_cgroup(cgroup)
+            if memcg is not None:
+                _empty_memory_cgroup(memcg)
+                _remove_cgroup(memcg)
 
         rc = os.waitstatus_to_exitcode(status)
         killed_by: str | None = None
@@ -680,6 +736,11 @@ class LocalSandbox:
         if cgroup is None and self.use_pids_cgroup and self.host.pids_cgroup_error:
             prot.notes.append(f"no pids cgroup: {self.host.pids_cgroup_error}")
         prot.notes.extend(cnotes)
+        if peak_bytes is None:
+            prot.notes.append(
+                "peak_rss_mb is wait4's ru_maxrss (no memory cgroup): it includes the "
+                "parent's resident set at spawn time"
+            )
         if swept:
             prot.notes.append(f"killed {swept} escaped descendant(s) by environment marker")
         result = ExecResult(
@@ -687,7 +748,7 @@ class LocalSandbox:
             stdout=out.decode("utf-8", errors="replace"),
             stderr=stderr,
             duration_s=duration,
-            peak_rss_mb=ru.ru_maxrss / 1024.0,
+            peak_rss_mb=peak_bytes / 2**20 if peak_bytes is not None else ru.ru_maxrss / 1024.0,
             timed_out=timed_out,
             files=collected,
             protections=prot,
@@ -787,6 +848,17 @@ class LocalSandbox:
             return None
         return path
 
+    def _make_memory_cgroup(self, token: str) -> str | None:
+        """A per-run memory cgroup (accounting only: no limit is set here), or None."""
+        if self.host.memory_cgroup is None:
+            return None
+        path = os.path.join(self.host.memory_cgroup[0], f"optiforge-mem-{token}")
+        try:
+            os.mkdir(path)
+        except OSError:
+            return None
+        return path
+
     @staticmethod
     def _reap(proc: subprocess.Popen[bytes]) -> tuple[int, Any]:
         """wait4 the child: its exit status and rusage (ru_maxrss covers reaped descendants)."""
@@ -840,6 +912,27 @@ def _kill_cgroup(path: str, rounds: int = 20) -> int:
                 killed += 1
         time.sleep(0.01)
     return killed
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _empty_memory_cgroup(path: str) -> None:
+    """Move any task still listed back to the parent cgroup (normally none: all exited)."""
+    parent = os.path.dirname(path)
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            pids = f.read().split()
+    except OSError:
+        return
+    for pid in pids:
+        with contextlib.suppress(OSError), open(os.path.join(parent, "cgroup.procs"), "w") as f:
+            f.write(pid)
 
 
 def _remove_cgroup(path: str | None) -> None:
