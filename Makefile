@@ -6,6 +6,8 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.optiforge-installed
 PYTEST_ARGS ?=
+# two workers: CI and the reference machine have 2 cores
+PYTEST_WORKERS ?= 2
 
 .PHONY: install run test lint bench clean
 
@@ -24,7 +26,7 @@ run: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/optiforge run kernel-discovery --bench hdbo/levy4_in_25 --budget 30 --out runs/main-job-$$(date +%Y%m%d-%H%M%S)
 
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check optiforge tests benchmarks
