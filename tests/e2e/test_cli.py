@@ -115,3 +115,15 @@ def test_run_killed_then_resumed(tmp_path: Path) -> None:
     assert set(done_before) <= set(ids)
     kinds = [json.loads(line)["kind"] for line in (out_dir / "events.jsonl").read_text().splitlines()]
     assert "run_resumed" in kinds and kinds[-1] == "run_finished"
+
+
+def test_llm_ping_through_local_server(openai_server) -> None:  # type: ignore[no-untyped-def]
+    openai_server.script(["pong"])
+    env_key = {"OPENAI_API_KEY": "sk-test"}
+    out = subprocess.run(
+        [*CLI, "llm", "ping", "--model", "openai/test-model", "--api-base", openai_server.url],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env_key, "COLUMNS": "200"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "ok" in out.stdout and "tokens in" in out.stdout and "unknown" in out.stdout  # no price for a local model
+    assert openai_server.count == 1
