@@ -15,6 +15,7 @@ BUILTIN_AGENTS: dict[str, str] = {
     "kernel-discovery": "optiforge.agents.kernel_discovery:SPEC",
     "hawkeye": "optiforge.agents.hawkeye:SPEC",
     "autorem": "optiforge.agents.autorem:SPEC",
+    "agent-cbo": "optiforge.agents.agent_cbo:SPEC",
 }
 
 

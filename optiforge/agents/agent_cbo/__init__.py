@@ -13,7 +13,8 @@ One LangGraph graph, nodes in order::
 - ``cbo_step``: one intervention of cost-aware causal BO on the committed graph
   (``solvers.cbo.CBOSession``).
 - ``calibration``: scores every single-edge edit on uncertain pairs by the change of an
-  interventional BIC (observational + interventional units, intervened mechanisms cut).
+  interventional BIC (observational + interventional units, intervened mechanisms cut)
+  plus the LLM beliefs' log-odds (a structure prior; zero offline).
 - ``residual_repair``: picks at most ``max_edits_per_round`` edits (LLM proposals first,
   then the best-scoring data edits above the margin).
 - ``commit_gate``: deterministic; accepts an edit only if it keeps the graph acyclic,
@@ -29,7 +30,7 @@ the node closures for the length of one ``solve`` (a resumed run starts again).
 from __future__ import annotations
 
 import time
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 import networkx as nx
 import numpy as np
@@ -37,12 +38,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.agent_cbo.gate import CommitGate, GateDecision, routing_equivalent
 from optiforge.agents.agent_cbo.structure import (
-    Edit,
     EdgeBelief,
     EdgeBeliefs,
+    Edit,
     InterventionalBIC,
     PCResult,
     Structure,
+    belief_log_odds,
     build_structure,
     candidate_edits,
     clean_beliefs,
@@ -76,6 +78,10 @@ class AgentCBOConfig(BaseModel):
     """Minimum interventional-BIC gain (nats) of an accepted edit."""
     prior_tolerance: float = Field(default=0.25, ge=0)
     """Allowed relative rise of the do-prior MSE on observed interventions."""
+    score_basis: Literal["cubic", "spline"] = "cubic"
+    """Additive terms of the interventional BIC (see ``InterventionalBIC``)."""
+    prior_weight: float = Field(default=1.0, ge=0)
+    """Weight of the LLM beliefs' log-odds in an edit's score (the structure prior)."""
     llm_recheck_every: int = Field(default=5, ge=1)
     """A rejected LLM proposal is re-sent to the gate every this many rounds."""
     max_set_size: int | None = 2
@@ -86,6 +92,11 @@ class AgentCBOConfig(BaseModel):
     """Candidate points per axis of two-variable sets."""
     units_per_trial: int = Field(default=100, ge=1)
     """Units per intervention (their mean is the observation)."""
+    stuck_patience: int | None = Field(default=None, ge=1)
+    """``CBOConfig.stuck_patience`` (exploratory EI after this many stale acquisitions);
+    the known-graph baseline uses the same default so the comparison stays paired."""
+    stuck_margin: float = Field(default=2.0, ge=0)
+    """``CBOConfig.stuck_margin``."""
 
 
 # ------------------------------------------------------------------ graph
@@ -114,6 +125,7 @@ def _cbo_config(task: Any, config: AgentCBOConfig, n_trials: int | None) -> CBOC
         n_trials=n_trials or task.n_trials, budget_cost=task.budget_cost, n_obs=config.n_obs,
         units_per_trial=config.units_per_trial, grid_1d=config.grid_1d,
         grid_2d=config.grid_2d, max_set_size=config.max_set_size,
+        stuck_patience=config.stuck_patience, stuck_margin=config.stuck_margin,
     )  # fmt: skip
 
 
@@ -192,28 +204,31 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
         return InterventionalBIC(
             {v: np.concatenate(c) for v, c in cols.items()},
             {v: np.concatenate(f) for v, f in flags.items()},
+            basis=config.score_basis,
         )
 
     def calibration(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         st = Structure.model_validate(state["structure"])
-        g = to_graph(st.nodes, [tuple(e) for e in state["committed"]])
+        g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
         scorer = _scorer()
         live["scorer"] = scorer
         edits = candidate_edits(g, st.uncertain, target)
-        deltas = {e.label(): scorer.delta(g, e) for e in edits}
+        beliefs = [EdgeBelief.model_validate(b) for b in state.get("beliefs", [])]
+        live["beliefs"] = beliefs
+        deltas = {e.label(): scorer.delta(g, e) + config.prior_weight * belief_log_odds(e, g, beliefs)
+                  for e in edits}  # fmt: skip
         return {"deltas": deltas}
 
     def residual_repair(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         st = Structure.model_validate(state["structure"])
-        g = to_graph(st.nodes, [tuple(e) for e in state["committed"]])
+        g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
         rnd = state.get("round", 0)
         tried = dict(state.get("llm_tried", {}))
         chosen: list[Edit] = []
         for op, edge, _conf in st.proposals:  # the LLM's residual claims come first
             e = Edit(op=op, edge=tuple(edge), source="llm")  # type: ignore[arg-type]
-            applicable = (
-                (op == "add" and not g.has_edge(*edge))
-                or (op != "add" and g.has_edge(*edge))
+            applicable = (op == "add" and not g.has_edge(*edge)) or (
+                op != "add" and g.has_edge(*edge)
             )
             last = tried.get(e.label())
             if applicable and (last is None or rnd - last >= config.llm_recheck_every):
@@ -236,10 +251,11 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
         session: CBOSession = live["session"]
         scorer: InterventionalBIC = live["scorer"]
         st = Structure.model_validate(state["structure"])
-        g = to_graph(st.nodes, [tuple(e) for e in state["committed"]])
+        g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
         gate = CommitGate(
             manipulable=manipulable, target=target, observed=list(session.obs),
-            backbone=st.backbone, max_set_size=config.max_set_size, margin=config.score_margin,
+            backbone=st.backbone, protected_adjacent=st.protected_adjacent,
+            max_set_size=config.max_set_size, margin=config.score_margin,
             prior_tolerance=config.prior_tolerance, prior_for=session.prior_for,
             observed_outcomes=session.observed_outcomes,
             incumbent_set=lambda: session.incumbent_set, scm_for_sets=scm,
@@ -254,7 +270,12 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
             if not valid:  # an earlier edit this round already changed this pair
                 continue
             cand = edit.apply(g)
-            delta = scorer.delta(g, edit) if nx.is_directed_acyclic_graph(cand) else -np.inf
+            delta = (
+                scorer.delta(g, edit)
+                + config.prior_weight * belief_log_odds(edit, g, live["beliefs"])
+                if nx.is_directed_acyclic_graph(cand)
+                else -np.inf
+            )
             dec = gate.check(g, edit, delta, state.get("round", 0))
             ctx.tracer.event("cbo_edit", **dec.model_dump())
             decisions.append(dec.model_dump())
@@ -291,7 +312,7 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
 
 
 def _outcome(trace: CBOTrace, stop: str, wall: float, extra: dict[str, Any]) -> AgentOutcome:
-    best = [t.best_true for t in trace.trials]
+    best: list[float | None] = [t.best_true for t in trace.trials]
     return AgentOutcome(
         best_candidate=trace.model_dump(), claimed_value=best[-1] if best else None,
         trace=best, n_evaluations=len(trace.trials), stop_reason=stop,
@@ -342,7 +363,9 @@ def solve(task: Any, ctx: RunContext, config: BaseModel, budget: int | None,
 def known_graph_baseline(task: Any, ctx: RunContext, budget: int | None) -> AgentOutcome:
     """CBO with the task's true exploration sets and graph (the paper's upper reference)."""
     t0 = time.perf_counter()
-    cfg = CBOConfig(n_trials=budget or task.n_trials, budget_cost=task.budget_cost)
+    d = AgentCBOConfig()
+    cfg = CBOConfig(n_trials=budget or task.n_trials, budget_cost=task.budget_cost,
+                    stuck_patience=d.stuck_patience, stuck_margin=d.stuck_margin)  # fmt: skip
     tr = run_cbo(task.scm, exploration_sets=task.exploration_sets, config=cfg, seed=ctx.seed)
     return _outcome(tr, "baseline", time.perf_counter() - t0, {"proposer": "known-graph"})
 

@@ -68,9 +68,7 @@ def language_prior_messages(
 def clean_beliefs(beliefs: Iterable[EdgeBelief], nodes: Iterable[str]) -> list[EdgeBelief]:
     """Drop beliefs naming unknown variables or self-loops (an LLM may invent names)."""
     known = set(nodes)
-    return [
-        b for b in beliefs if b.cause in known and b.effect in known and b.cause != b.effect
-    ]
+    return [b for b in beliefs if b.cause in known and b.effect in known and b.cause != b.effect]
 
 
 # ------------------------------------------------------------------ PC discovery
@@ -137,6 +135,9 @@ class Structure(BaseModel):
     target: str
     backbone: list[Edge]
     """Protected edges: no edit may remove or reverse them."""
+    protected_adjacent: list[Edge] = Field(default_factory=list)
+    """PC-undirected edges the LLM oriented: the adjacency is protected (no removal), the
+    LLM's orientation is only the starting point (a reversal may pass the gate)."""
     initial: list[Edge]
     """The first committed graph (backbone + residual edges oriented)."""
     uncertain: list[Edge]
@@ -184,13 +185,14 @@ def build_structure(
             prov[f"{a}->{b}"] = "PC-oriented and LLM-confirmed"
         else:
             residual_dir.append((a, b))
+    adjacent: list[Edge] = []
     for a, b in pc_result.undirected:
         if (a, b) in present and (b, a) not in present:
-            backbone.append((a, b))
-            prov[f"{a}->{b}"] = "PC-adjacent, LLM-oriented"
+            adjacent.append((a, b))
+            prov[f"{a}->{b}"] = "PC-adjacent, LLM-oriented (orientation editable)"
         elif (b, a) in present and (a, b) not in present:
-            backbone.append((b, a))
-            prov[f"{b}->{a}"] = "PC-adjacent, LLM-oriented"
+            adjacent.append((b, a))
+            prov[f"{b}->{a}"] = "PC-adjacent, LLM-oriented (orientation editable)"
         else:
             residual_undir.append((a, b))
     proposals: list[tuple[str, Edge, float]] = []
@@ -201,17 +203,32 @@ def build_structure(
         elif (b, a) in residual_dir and a != target:
             proposals.append(("reverse", (b, a), c))
     for (a, b), c in absent.items():
-        if (a, b) in residual_dir:
-            proposals.append(("remove", (a, b), c))
-    initial = _orient(nodes, target, manipulable, [*backbone, *residual_dir], residual_undir,
-                      max_set_size)  # fmt: skip
+        # Offered whenever the committed graph has the edge (data may have added it).
+        proposals.append(("remove", (a, b), c))
+    initial = _orient(nodes, target, manipulable, [*backbone, *adjacent, *residual_dir],
+                      residual_undir, max_set_size)  # fmt: skip
     protected = {frozenset(e) for e in backbone}
     uncertain = [
         _pair(a, b, nodes) for a, b in combinations(nodes, 2) if frozenset((a, b)) not in protected
     ]
     proposals.sort(key=lambda p: -p[2])
-    return Structure(nodes=nodes, target=target, backbone=backbone, initial=initial,
-                     uncertain=uncertain, proposals=proposals, provenance=prov)  # fmt: skip
+    return Structure(nodes=nodes, target=target, backbone=backbone, protected_adjacent=adjacent,
+                     initial=initial, uncertain=uncertain, proposals=proposals,
+                     provenance=prov)  # fmt: skip
+
+
+def belief_log_odds(edit: Edit, g: nx.DiGraph, beliefs: Sequence[EdgeBelief]) -> float:
+    """Structure-prior change of ``edit``: sum of ``log(c / (1 - c))`` over the beliefs it
+    satisfies minus those it violates (0 without beliefs: the discovery-only agent)."""
+    h = edit.apply(g)
+    total = 0.0
+    for b in beliefs:
+        c = min(max(b.confidence, 1e-3), 1 - 1e-3)
+        lo = float(np.log(c / (1 - c)))
+        before, after = g.has_edge(b.cause, b.effect), h.has_edge(b.cause, b.effect)
+        if before != after:
+            total += lo if after == b.present else -lo
+    return total
 
 
 def _orient(
@@ -231,11 +248,15 @@ def _orient(
 
     man = [v for v in manipulable if v in nodes]
     best: tuple[int, list[Edge]] | None = None
-    options = product((0, 1), repeat=len(undirected)) if len(undirected) <= 10 else [
-        (0,) * len(undirected)
-    ]
+    options = (
+        product((0, 1), repeat=len(undirected))
+        if len(undirected) <= 10
+        else [(0,) * len(undirected)]
+    )
     for flips in options:
-        edges = list(fixed) + [(b, a) if f else (a, b) for (a, b), f in zip(undirected, flips, strict=True)]
+        edges = list(fixed) + [
+            (b, a) if f else (a, b) for (a, b), f in zip(undirected, flips, strict=True)
+        ]
         g = to_graph(nodes, edges)
         if not nx.is_directed_acyclic_graph(g):
             continue
@@ -309,9 +330,12 @@ def candidate_edits(g: nx.DiGraph, uncertain: Sequence[Edge], target: str) -> li
 class InterventionalBIC:
     """BIC of a DAG on observational plus interventional units (decomposable, cached).
 
-    Each node ``v`` is an additive cubic polynomial of its standardised parents plus
-    Gaussian noise, fitted by least squares on the rows where ``v`` was *not* intervened
-    (Hauser & Buhlmann's interventional likelihood: intervened mechanisms are cut).
+    Each node ``v`` is an additive function of its parents plus Gaussian noise, fitted by
+    least squares on the rows where ``v`` was *not* intervened (Hauser & Buhlmann's
+    interventional likelihood: intervened mechanisms are cut). The additive terms are a
+    cubic polynomial of each standardised parent (``basis="cubic"``) or a cubic B-spline
+    with uniform knots (``basis="spline"``, scikit-learn ``SplineTransformer``; uniform
+    because intervened columns repeat a few values, which collapses quantile knots).
     Score = log-likelihood - 0.5 * n_params * log(n_rows); higher is better.
 
     Args:
@@ -319,11 +343,27 @@ class InterventionalBIC:
         intervened: variable -> ``n`` booleans (True where that variable was set by do()).
     """
 
-    def __init__(self, columns: Mapping[str, np.ndarray], intervened: Mapping[str, np.ndarray]):
-        self._std = {}
+    def __init__(
+        self,
+        columns: Mapping[str, np.ndarray],
+        intervened: Mapping[str, np.ndarray],
+        basis: Literal["cubic", "spline"] = "cubic",
+        n_knots: int = 5,
+    ) -> None:
+        self._feats: dict[str, np.ndarray] = {}  # v -> n x b basis expansion of v
+        self._std: dict[str, np.ndarray] = {}
         for v, a in columns.items():
             a = np.asarray(a, dtype=float)
-            self._std[v] = (a - a.mean()) / (a.std() + 1e-9)
+            z = (a - a.mean()) / (a.std() + 1e-9)
+            self._std[v] = z
+            if basis == "cubic":
+                self._feats[v] = np.stack([z, z**2 / 2, z**3 / 6], axis=1)
+            else:
+                from sklearn.preprocessing import SplineTransformer
+
+                spl = SplineTransformer(n_knots=n_knots, degree=3, knots="uniform",
+                                        include_bias=False)  # fmt: skip
+                self._feats[v] = spl.fit_transform(z[:, None])
         self._free = {v: ~np.asarray(intervened[v], dtype=bool) for v in columns}
         self._cache: dict[tuple[str, frozenset[str]], float] = {}
 
@@ -337,15 +377,14 @@ class InterventionalBIC:
             if n < 5:
                 self._cache[key] = 0.0
             else:
-                cols = [np.ones(n)]
-                for p in sorted(key[1]):
-                    z = self._std[p][rows]
-                    cols += [z, z**2 / 2, z**3 / 6]
-                feats = np.stack(cols, axis=1)  # n x (1 + 3|pa|)
+                cols = [np.ones((n, 1))] + [self._feats[p][rows] for p in sorted(key[1])]
+                feats = np.concatenate(cols, axis=1)  # n x (1 + b |pa|)
                 coef, *_ = np.linalg.lstsq(feats, y, rcond=None)
                 var = max(float(np.mean((y - feats @ coef) ** 2)), 1e-6)
                 loglik = -0.5 * n * (np.log(2 * np.pi * var) + 1)
-                self._cache[key] = loglik - 0.5 * (feats.shape[1] + 1) * np.log(n)
+                # Free parameters: the column rank (spline columns can be collinear).
+                k = int(np.linalg.matrix_rank(feats)) + 1
+                self._cache[key] = loglik - 0.5 * k * np.log(n)
         return self._cache[key]
 
     def score(self, g: nx.DiGraph) -> float:
@@ -357,5 +396,7 @@ class InterventionalBIC:
         h = edit.apply(g)
         touched = set(edit.edge)
         return float(
-            sum(self.local(v, h.predecessors(v)) - self.local(v, g.predecessors(v)) for v in touched)
+            sum(
+                self.local(v, h.predecessors(v)) - self.local(v, g.predecessors(v)) for v in touched
+            )
         )

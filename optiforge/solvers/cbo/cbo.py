@@ -64,6 +64,12 @@ class CBOConfig(BaseModel):
     """Largest exploration set considered when the sets come from the graph."""
     gformula_prior: bool = False
     """Use the g-formula do-prior where back-door adjustment fails (see ``fit_do_prior``)."""
+    stuck_patience: int | None = None
+    """After this many acquisitions without the incumbent's posterior mean improving,
+    acquire with EI over ``best - stuck_margin`` (a more exploratory target) until it
+    improves again; None: plain EI throughout."""
+    stuck_margin: float = Field(default=1.0, ge=0)
+    """That margin, in units of the observational sd of the target."""
 
 
 class TrialRecord(BaseModel):
@@ -393,31 +399,64 @@ def _run_cbo(
             "the budget does not cover a single intervention",
             limit="evaluations", cap=config.budget_cost or 0.0,
         )  # fmt: skip
+    stuck = _StuckTracker(config)
     while True:
         best_f = min(float(_post_mean(m, m.train_inputs[0]).min()) for m in models.values())
-        scored: list[tuple[float, ExplorationSet, np.ndarray]] = []
-        for s in sets:
-            if not _affordable(config, spent, scm.cost(s), len(trace.trials)):
-                continue
-            tc = torch.as_tensor(cands[s])
-            if s not in models:  # the budget ran out during the initial design
-                continue
-            lei = _log_ei(models[s], tc, best_f)
-            # EI per unit cost; cost 0 sets are treated as cost 1e-9 (always preferred).
-            score = lei - math.log(max(scm.cost(s), 1e-9))
-            # An intervention already run is not repeated: its units' mean is known, and
-            # noisy EI otherwise keeps re-sampling the incumbent instead of exploring.
-            for u_done in xs[s]:
-                score[np.all(np.isclose(cands[s], u_done), axis=1)] = -np.inf
-            if not np.isfinite(score).any():
-                continue
+        choice = _acquire(models, sets, cands, xs, scm.cost, best_f - stuck.margin(best_f),
+                          lambda s: _affordable(config, spent, scm.cost(s), len(trace.trials)))  # fmt: skip
+        if choice is None:
+            break
+        observe(choice[0], choice[1], "acquire")
+    return trace
+
+
+class _StuckTracker:
+    """Counts acquisitions since the incumbent's posterior mean last improved."""
+
+    def __init__(self, config: CBOConfig) -> None:
+        self.patience, self.size = config.stuck_patience, config.stuck_margin
+        self.best = math.inf
+        self.since = 0
+
+    def margin(self, best_f: float) -> float:
+        """EI target shift for this acquisition (0 unless stuck)."""
+        if best_f < self.best - 1e-3:
+            self.best, self.since = best_f, 0
+        else:
+            self.since += 1
+        if self.patience is not None and self.since >= self.patience:
+            return self.size
+        return 0.0
+
+
+def _acquire(
+    models: dict[ExplorationSet, SingleTaskGP],
+    sets: Sequence[ExplorationSet],
+    cands: dict[ExplorationSet, np.ndarray],
+    xs: dict[ExplorationSet, list[np.ndarray]],
+    cost: Callable[[ExplorationSet], float],
+    best_f: float,
+    affordable: Callable[[ExplorationSet], bool],
+) -> tuple[ExplorationSet, np.ndarray] | None:
+    """The (set, unit-cube x) maximising log EI(x; best_f) - log cost(set); None if none."""
+    scored: list[tuple[float, ExplorationSet, np.ndarray]] = []
+    for s in sets:
+        if s not in models or not affordable(s):  # no model: budget ran out in the design
+            continue
+        lei = _log_ei(models[s], torch.as_tensor(cands[s]), best_f)
+        # EI per unit cost; cost 0 sets are treated as cost 1e-9 (always preferred).
+        score = lei - math.log(max(cost(s), 1e-9))
+        # An intervention already run is not repeated: its units' mean is known, and
+        # noisy EI otherwise keeps re-sampling the incumbent instead of exploring.
+        for u_done in xs[s]:
+            score[np.all(np.isclose(cands[s], u_done), axis=1)] = -np.inf
+        if np.isfinite(score).any():
             i = int(np.argmax(score))
             scored.append((float(score[i]), s, cands[s][i]))
-        if not scored:
-            break
-        _, s, u = max(scored, key=lambda t: t[0])
-        observe(s, u, "acquire")
-    return trace
+    if not scored:
+        return None
+    _, s, u = max(scored, key=lambda t: t[0])
+    return s, u
 
 
 def _incumbent(

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 import networkx as nx
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+from threadpoolctl import threadpool_limits
 
 from optiforge.errors import InvalidTask, SolverError
 

@@ -11,14 +11,12 @@ unit of every observed variable is kept (``interventions``) for structure scorin
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import networkx as nx
 import numpy as np
-import torch
 from botorch.models import SingleTaskGP
 
 from optiforge.errors import BudgetExceeded, InvalidTask
@@ -26,15 +24,16 @@ from optiforge.solvers.cbo.cbo import (
     CBOConfig,
     CBOTrace,
     TrialRecord,
+    _acquire,
     _affordable,
     _bounds,
     _causal_gp,
     _check_budget,
     _Evaluator,
     _incumbent,
-    _log_ei,
     _one_thread,
     _post_mean,
+    _StuckTracker,
     candidate_grid,
 )
 from optiforge.solvers.cbo.do_prior import DoPrior, fit_do_prior, prior_spec
@@ -86,6 +85,7 @@ class CBOSession:
         self._ys: dict[ExplorationSet, list[float]] = {}
         self._prior_cache: dict[tuple[ExplorationSet, object], DoPrior] = {}
         self._models: dict[ExplorationSet, SingleTaskGP] = {}
+        self._stuck = _StuckTracker(self.config)
         self.sets: list[ExplorationSet] = []
         self.priors: dict[ExplorationSet, DoPrior] = {}
         self.graph = nx.DiGraph()
@@ -159,23 +159,15 @@ class CBOSession:
                 )  # fmt: skip
             return None
         best_f = min(float(_post_mean(m, m.train_inputs[0]).min()) for m in self._models.values())
-        scored: list[tuple[float, ExplorationSet, np.ndarray]] = []
-        for s, model in self._models.items():
-            if not _affordable(cfg, self.spent, self.scm.cost(s), n_done):
-                continue
-            cand = candidate_grid(len(s), cfg, self.seed)
-            score = _log_ei(model, torch.as_tensor(cand), best_f) - math.log(
-                max(self.scm.cost(s), 1e-9)
-            )
-            for u_done in self._xs[s]:  # no repeated intervention (as in run_cbo)
-                score[np.all(np.isclose(cand, u_done), axis=1)] = -np.inf
-            if np.isfinite(score).any():
-                i = int(np.argmax(score))
-                scored.append((float(score[i]), s, cand[i]))
-        if not scored:
+        cands = {s: candidate_grid(len(s), cfg, self.seed) for s in self._models}
+        choice = _acquire(
+            self._models, list(self._models), cands, self._xs, self.scm.cost,
+            best_f - self._stuck.margin(best_f),
+            lambda s: _affordable(cfg, self.spent, self.scm.cost(s), n_done),
+        )  # fmt: skip
+        if choice is None:
             return None
-        _, s, u = max(scored, key=lambda t: t[0])
-        return self._observe(s, u, "acquire")
+        return self._observe(choice[0], choice[1], "acquire")
 
     def _observe(
         self, s: ExplorationSet, u: np.ndarray, kind: Literal["init", "acquire"]

@@ -169,6 +169,16 @@ class CBOBenchmark:
         self.n_trials = n_trials
         self._truth: dict[str, GroundTruth] | None = None
 
+    def notes(self, split: str, settings: Any = None) -> list[str]:
+        """Report notes: each task's true optimum y* and tolerance (regret = value - y*)."""
+        lines = [
+            "Values are true E[Y|do] of the final incumbent (MC, re-measured by the task); "
+            "simple regret = value - y*; a run is at the optimum within 5% of the E[Y|do] range."
+        ]
+        for t in self.tasks(split):
+            lines.append(f"{t.name}: y* = {t.true_optimum.value:.4g}, tolerance {t.tolerance:.3g}")
+        return lines
+
     def tasks(self, split: str = "dev") -> list[CBOTask]:
         """All tasks of ``split``."""
         if split not in SPLIT_NAMES:
