@@ -13,6 +13,13 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_CODE_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+def extract_code_block(text: str | None) -> str:
+    """The first fenced (python) code block of a reply, else the whole reply."""
+    m = _CODE_FENCE.search(text or "")
+    return m.group(1) if m else (text or "")
 
 
 class SchemaParseError(Exception):

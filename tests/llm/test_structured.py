@@ -47,3 +47,12 @@ def test_instruction_goes_into_system_message() -> None:
     assert '"size"' in out[0]["content"] and msgs[0]["content"] == "You are terse."
     out2 = with_schema_instruction([{"role": "user", "content": "go"}], Cfg)
     assert out2[0]["role"] == "system" and len(out2) == 2
+
+
+def test_extract_code_block() -> None:
+    from optiforge.llm.structured import extract_code_block
+
+    assert extract_code_block("Here:\n```python\ndef f(x):\n    return x\n```\nDone") == "def f(x):\n    return x\n"
+    assert extract_code_block("```\nprint(1)\n```") == "print(1)\n"
+    assert extract_code_block("no fence at all") == "no fence at all"
+    assert extract_code_block(None) == ""

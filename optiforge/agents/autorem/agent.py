@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 import sqlite3
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -52,8 +51,8 @@ from optiforge.errors import (
 )
 from optiforge.evals.suites.autoro.benchmark import AutoROTask
 from optiforge.evals.suites.autoro.instances import ROInstance, parse_instance
+from optiforge.llm.structured import extract_code_block
 
-_CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 CHECKPOINTS = "autorem_checkpoints.sqlite"
 
 SYSTEM_PROMPT = (
@@ -183,8 +182,7 @@ def repair_message(reasons: list[str]) -> dict[str, Any]:
 
 def extract_code(text: str) -> str:
     """The first fenced code block, else the whole reply."""
-    m = _CODE_BLOCK.search(text or "")
-    return m.group(1) if m else (text or "")
+    return extract_code_block(text)
 
 
 # ----------------------------------------------------------------------------- graph

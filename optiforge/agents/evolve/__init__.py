@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,8 +29,7 @@ from optiforge.agents.base import (
 from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score, Task
-
-_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
+from optiforge.llm.structured import extract_code_block
 
 
 class EvolveConfig(BaseModel):
@@ -137,8 +135,7 @@ class LLMCodeProposer:
                 },
             ]
             reply = ctx.llm.complete(messages)
-            match = _CODE_BLOCK.search(reply.text or "")
-            code = match.group(1) if match else (reply.text or "")
+            code = extract_code_block(reply.text)
             out.append(
                 Proposal(
                     payload={"code": code}, parent_ids=[ev.id for ev in shown], origin="llm",

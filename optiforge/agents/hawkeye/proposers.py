@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from optiforge.agents.base import Evaluated, Proposal, RunContext
 from optiforge.agents.hawkeye.strategies import Strategy, choose_strategies
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.suites.kernelarena.templates import TEMPLATES, read_params, render
-
-_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
+from optiforge.llm.structured import extract_code_block
 
 
 def prior_preference(facts: Any) -> dict[str, Any]:
@@ -148,8 +146,7 @@ class LLMKernelProposer:
             strategy = chosen[(round_ - 1 + j) % len(chosen)]
             reply = ctx.llm.complete(self.prompt(problem, population, strategy, ctx))
             text = reply.text or ""
-            match = _CODE_BLOCK.search(text)
-            code = match.group(1) if match else text
+            code = extract_code_block(text)
             out.append(Proposal(payload={"code": code, "strategy": strategy.name, "params": read_params(code) or {}},
                                 parent_ids=[population[0].id] if population else [], origin="llm",
                                 rationale=text[:200]))  # fmt: skip
