@@ -137,6 +137,10 @@ class AutoROBenchmark:
 
     n_per_split: int = 30
     seed: int = 0
+    description: str = (
+        "AutoRO-Bench: robust-optimization reformulation (box, ellipsoidal, budget, polyhedral, "
+        "intersections) plus 22 applications; accuracy = robust-feasible and optimal"
+    )
     rel_tol: float = DEFAULT_REL_TOL
     abs_tol: float = DEFAULT_ABS_TOL
     feas_tol: float = DEFAULT_FEAS_TOL

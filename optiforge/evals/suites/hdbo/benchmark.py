@@ -397,6 +397,10 @@ class HDBOBenchmark:
 
     name = "hdbo"
     splits = SPLITS
+    description = (
+        "High-dimensional BO: embedded Levy/Hartmann/Branin, Ackley/Rosenbrock/Styblinski-Tang, "
+        "60-d rover, synthetic LassoBench; best value after the budget"
+    )
 
     def __init__(self, protocol: str = "ci") -> None:
         if protocol not in PROTOCOLS:
