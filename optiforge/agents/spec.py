@@ -33,8 +33,9 @@ class AgentOutcome(BaseModel):
 Solve = Callable[[Task, RunContext, BaseModel, int | None, bool], AgentOutcome]
 """``solve(task, ctx, config, budget, resume) -> AgentOutcome``."""
 
-Baseline = Callable[[Task, RunContext, int | None], AgentOutcome]
-"""``baseline(task, ctx, budget) -> AgentOutcome`` (same budget as the agent)."""
+Baseline = Callable[..., AgentOutcome]
+"""``baseline(task, ctx, budget[, config]) -> AgentOutcome`` (same budget as the agent; a
+4th parameter, when declared, receives the agent's validated config)."""
 
 
 @dataclass(frozen=True)

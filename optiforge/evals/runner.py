@@ -198,17 +198,18 @@ def run_task(
             )
 
         ctx.progress = with_spend
-    budget = settings.budget or spec.default_budget
+    # --budget, else the task's own (e.g. a CBO task's trial count), else the agent's.
+    budget = settings.budget or getattr(task, "default_budget", None) or spec.default_budget
     try:
         if method == spec.name:
             outcome = spec.solve(task, ctx, config, budget, resume)
         else:
-            outcome = spec.baselines[method](task, ctx, budget)
+            outcome = _call_baseline(spec.baselines[method], task, ctx, budget, config)
         value, passed, verification = _verify(task, outcome, ctx)
         baseline_name, baseline_score = None, None
         if with_baseline and method == spec.name and spec.primary_baseline:
             baseline_name = spec.primary_baseline
-            b_out = spec.baselines[baseline_name](task, ctx, budget)
+            b_out = _call_baseline(spec.baselines[baseline_name], task, ctx, budget, config)
             baseline_score, _, _ = _verify(task, b_out, ctx)
         snap = ctx.budget.snapshot() if ctx.budget is not None else {}
         summary = {
@@ -251,6 +252,19 @@ def run_task(
         raise
     finally:
         _close_context(ctx)
+
+
+def _call_baseline(
+    fn: Any, task: Any, ctx: RunContext, budget: int | None, config: Any
+) -> AgentOutcome:
+    """Baselines take ``(task, ctx, budget)``, or also the agent's config as a 4th argument."""
+    import inspect
+
+    try:
+        n = len(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        n = 3
+    return fn(task, ctx, budget, config) if n >= 4 else fn(task, ctx, budget)
 
 
 def _harness_trace(verification: dict[str, Any]) -> list[float | None] | None:

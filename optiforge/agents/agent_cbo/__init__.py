@@ -23,14 +23,21 @@ One LangGraph graph, nodes in order::
   tracer event and is returned in ``AgentOutcome.extra["edits"]``.
 
 The offline agent (no LLM) is the ``discovery-only`` baseline of the paper. Graph state
-is serializable (edge lists, decisions, trial records); the numerical session lives in
-the node closures for the length of one ``solve`` (a resumed run starts again).
+is serializable (edge lists, decisions, trial records, and per trial the units and RNG
+state the numerical session needs); the session itself lives in the node closures and is
+rebuilt from the state (``CBOSession.restore``) when a node finds none. With
+``ctx.run_dir`` set, ``solve`` checkpoints every node to ``agent_cbo_checkpoints.sqlite``
+(``durability="sync"``) and ``resume=True`` continues from the last checkpoint: finished
+interventions are neither repeated nor re-drawn, and the continuation makes the same
+choices as an uninterrupted run of the same seed.
 """
 
 from __future__ import annotations
 
+import operator
+import sqlite3
 import time
-from typing import Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import networkx as nx
 import numpy as np
@@ -54,7 +61,7 @@ from optiforge.agents.agent_cbo.structure import (
 )
 from optiforge.agents.base import RunContext
 from optiforge.agents.spec import AgentOutcome, AgentSpec
-from optiforge.errors import BudgetExceeded, InvalidTask, LLMError
+from optiforge.errors import BudgetExceeded, ConfigError, InvalidTask, LLMError
 from optiforge.solvers.cbo import CBOConfig, CBOTrace, run_bo, run_cbo
 from optiforge.solvers.cbo.session import CBOSession
 
@@ -92,10 +99,12 @@ class AgentCBOConfig(BaseModel):
     """Candidate points per axis of two-variable sets."""
     units_per_trial: int = Field(default=100, ge=1)
     """Units per intervention (their mean is the observation)."""
-    stuck_patience: int | None = Field(default=None, ge=1)
+    stuck_patience: int | None = Field(default=3, ge=1)
     """``CBOConfig.stuck_patience`` (exploratory EI after this many stale acquisitions);
-    the known-graph baseline uses the same default so the comparison stays paired."""
-    stuck_margin: float = Field(default=2.0, ge=0)
+    the known-graph baseline uses the same default so the comparison stays paired, and it
+    equals the suite's known-graph reference (``reference.reference_config``: 21/21 dev
+    runs within tolerance against 18/21 with plain EI)."""
+    stuck_margin: float = Field(default=1.0, ge=0)
     """``CBOConfig.stuck_margin``."""
 
 
@@ -116,6 +125,11 @@ class AgentCBOState(TypedDict, total=False):
     decisions: list[dict[str, Any]]
     llm_tried: dict[str, int]
     trials: list[dict[str, Any]]
+    trial_logs: Annotated[list[dict[str, Any]], operator.add]
+    """Per trial ``CBOSession.trial_log()`` (appended: a node returns only the new one)."""
+    session_graph: dict[str, Any]
+    """The graph the session optimises on (``nodes``, ``edges``) and its trace's
+    ``exploration_sets``: the committed graph may differ by routing-irrelevant edits."""
     done: bool
     stop_reason: str
 
@@ -129,7 +143,35 @@ def _cbo_config(task: Any, config: AgentCBOConfig, n_trials: int | None) -> CBOC
     )  # fmt: skip
 
 
-def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tuple[Any, dict]:
+CHECKPOINTS = "agent_cbo_checkpoints.sqlite"
+THREAD_ID = "agent_cbo"
+
+
+def _session_graph(session: CBOSession) -> dict[str, Any]:
+    return {
+        "nodes": list(session.graph.nodes), "edges": [list(e) for e in session.graph.edges],
+        "exploration_sets": [list(e) for e in session.trace.exploration_sets],
+    }  # fmt: skip
+
+
+def restore_session(task: Any, config: AgentCBOConfig, n_trials: int | None, seed: int,
+                    state: AgentCBOState) -> CBOSession:  # fmt: skip
+    """The numerical session as it was when ``state`` was checkpointed."""
+    sg = state.get("session_graph")
+    if sg is None:
+        raise InvalidTask("agent-cbo state has no session yet (discovery did not finish)")
+    g = nx.DiGraph()
+    g.add_nodes_from(sg["nodes"])
+    g.add_edges_from((a, b) for a, b in sg["edges"])
+    return CBOSession.restore(
+        task.scm, g, _cbo_config(task, config, n_trials), seed, state.get("trials", []),
+        state.get("trial_logs", []), sg["exploration_sets"],
+    )  # fmt: skip
+
+
+def build_graph(
+    task: Any, config: AgentCBOConfig, n_trials: int | None, checkpointer: Any | None = None
+) -> tuple[Any, dict]:
     """Compile the agent's StateGraph for ``task``; returns (graph, live handles)."""
     from langgraph.graph import END, START, StateGraph
     from langgraph.runtime import Runtime
@@ -138,6 +180,13 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
     target = task.target
     manipulable = list(task.domains)
     live: dict[str, Any] = {}
+
+    def get_session(state: AgentCBOState, ctx: RunContext) -> CBOSession:
+        # A resumed run enters a node with no live session: rebuild it from the state.
+        if "session" not in live:
+            live["session"] = restore_session(task, config, n_trials, ctx.seed, state)
+            ctx.tracer.event("cbo_resume", n_trials_restored=len(state.get("trials", [])))
+        return live["session"]
 
     def language_prior(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx = runtime.context
@@ -176,11 +225,11 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
         return {
             "pc": pc_res.model_dump(), "structure": st.model_dump(),
             "committed": [list(e) for e in g.edges], "round": 0, "decisions": [],
-            "llm_tried": {}, "trials": [],
+            "llm_tried": {}, "trials": [], "session_graph": _session_graph(session),
         }  # fmt: skip
 
     def cbo_step(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        session: CBOSession = live["session"]
+        session = get_session(state, runtime.context)
         rec = None if session.done else session.step()
         if rec is None:
             return {"done": True, "stop_reason": "intervention budget spent"}
@@ -190,10 +239,10 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
                                       "max_evaluations": session.config.n_trials,
                                       "best": rec.best_true})  # fmt: skip
         return {"trials": [*state.get("trials", []), rec.model_dump()],
+                "trial_logs": [session.trial_log()],
                 "round": state.get("round", 0) + 1}  # fmt: skip
 
-    def _scorer() -> InterventionalBIC:
-        session: CBOSession = live["session"]
+    def _scorer(session: CBOSession) -> InterventionalBIC:
         names = list(session.obs)
         cols = {v: [session.obs[v]] for v in names}
         flags = {v: [np.zeros(len(session.obs[v]), dtype=bool)] for v in names}
@@ -210,11 +259,10 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
     def calibration(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         st = Structure.model_validate(state["structure"])
         g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
-        scorer = _scorer()
+        scorer = _scorer(get_session(state, runtime.context))
         live["scorer"] = scorer
         edits = candidate_edits(g, st.uncertain, target)
         beliefs = [EdgeBelief.model_validate(b) for b in state.get("beliefs", [])]
-        live["beliefs"] = beliefs
         deltas = {e.label(): scorer.delta(g, e) + config.prior_weight * belief_log_odds(e, g, beliefs)
                   for e in edits}  # fmt: skip
         return {"deltas": deltas}
@@ -248,8 +296,11 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
 
     def commit_gate(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx = runtime.context
-        session: CBOSession = live["session"]
+        session = get_session(state, ctx)
+        if "scorer" not in live:  # resumed between calibration and here
+            live["scorer"] = _scorer(session)
         scorer: InterventionalBIC = live["scorer"]
+        beliefs = [EdgeBelief.model_validate(b) for b in state.get("beliefs", [])]
         st = Structure.model_validate(state["structure"])
         g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
         gate = CommitGate(
@@ -271,8 +322,7 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
                 continue
             cand = edit.apply(g)
             delta = (
-                scorer.delta(g, edit)
-                + config.prior_weight * belief_log_odds(edit, g, live["beliefs"])
+                scorer.delta(g, edit) + config.prior_weight * belief_log_odds(edit, g, beliefs)
                 if nx.is_directed_acyclic_graph(cand)
                 else -np.inf
             )
@@ -284,7 +334,8 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
                 changed = changed or dec.routing_relevant
         if changed:
             session.set_graph(g)
-        return {"committed": [list(e) for e in g.edges], "decisions": decisions, "pending": []}
+        return {"committed": [list(e) for e in g.edges], "decisions": decisions, "pending": [],
+                "session_graph": _session_graph(session)}  # fmt: skip
 
     def after_step(state: AgentCBOState) -> str:
         return END if state.get("done") else "calibration"
@@ -305,7 +356,7 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> tupl
     builder.add_edge("calibration", "residual_repair")
     builder.add_edge("residual_repair", "commit_gate")
     builder.add_edge("commit_gate", "cbo_step")
-    return builder.compile(), live
+    return builder.compile(checkpointer=checkpointer), live
 
 
 # ------------------------------------------------------------------ solve and baselines
@@ -324,15 +375,59 @@ def _outcome(trace: CBOTrace, stop: str, wall: float, extra: dict[str, Any]) -> 
 
 
 def run_agent(
-    task: Any, ctx: RunContext, config: AgentCBOConfig, n_trials: int | None = None
+    task: Any,
+    ctx: RunContext,
+    config: AgentCBOConfig,
+    n_trials: int | None = None,
+    *,
+    durable: bool = False,
+    resume: bool = False,
 ) -> AgentOutcome:
-    """Run the agent graph on a CBO task (LLM beliefs when ``ctx.llm`` is set)."""
+    """Run the agent graph on a CBO task (LLM beliefs when ``ctx.llm`` is set).
+
+    durable: checkpoint every node to ``ctx.run_dir / CHECKPOINTS`` (needs ``run_dir``);
+    resume: continue the checkpointed run there instead of refusing to overwrite it.
+    """
     if not hasattr(task, "scm") or not hasattr(task, "domains"):
         raise InvalidTask(f"agent-cbo needs a cbo-suite task, got {type(task).__name__}")
+    if (durable or resume) and ctx.run_dir is None:
+        raise ConfigError("agent-cbo: checkpointing and resume need a run directory")
     t0 = time.perf_counter()
-    graph, live = build_graph(task, config, n_trials)
     budget_trials = n_trials or task.n_trials
-    final = graph.invoke({}, context=ctx, config={"recursion_limit": 8 * budget_trials + 20})
+    cfg: dict[str, Any] = {"configurable": {"thread_id": THREAD_ID},
+                           "recursion_limit": 8 * budget_trials + 20}  # fmt: skip
+    conn = None
+    try:
+        checkpointer = None
+        if durable or resume:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            assert ctx.run_dir is not None
+            ctx.run_dir.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(ctx.run_dir / CHECKPOINTS), check_same_thread=False)
+            checkpointer = SqliteSaver(conn)
+        graph, live = build_graph(task, config, n_trials, checkpointer)
+        start: AgentCBOState | None = {}
+        snapshot: Any = None
+        kw: dict[str, Any] = {}
+        if checkpointer is not None:
+            # "sync": every finished node is on disk before the next starts.
+            kw["durability"] = "sync"
+            snapshot = graph.get_state(cfg)
+            if snapshot.values:
+                if not resume:
+                    raise ConfigError(
+                        f"{ctx.run_dir} already holds an agent-cbo run; pass resume=True (--resume)"
+                    )
+                start = None  # continue from the last checkpoint
+        if snapshot is not None and start is None and not snapshot.next:  # run had finished
+            final = dict(snapshot.values)
+            live["session"] = restore_session(task, config, n_trials, ctx.seed, final)
+        else:
+            final = graph.invoke(start, cfg, context=ctx, **kw)
+    finally:
+        if conn is not None:
+            conn.close()
     session: CBOSession = live["session"]
     if not session.trace.trials:
         raise InvalidTask("agent-cbo ran no intervention")
@@ -353,17 +448,20 @@ def run_agent(
 
 def solve(task: Any, ctx: RunContext, config: BaseModel, budget: int | None,
           resume: bool) -> AgentOutcome:  # fmt: skip
-    """``AgentSpec.solve``: ``budget`` is the number of interventions (cost budget: the task's)."""
+    """``AgentSpec.solve``: ``budget`` is the number of interventions (cost budget: the task's).
+
+    With ``ctx.run_dir`` set every node is checkpointed; ``resume`` continues from there.
+    """
     assert isinstance(config, AgentCBOConfig)
-    if resume:
-        ctx.tracer.event("cbo_resume", note="agent-cbo restarts a resumed run from scratch")
-    return run_agent(task, ctx, config, budget)
+    if resume and ctx.run_dir is None:
+        raise ConfigError("agent-cbo: resume needs a run directory")
+    return run_agent(task, ctx, config, budget, durable=ctx.run_dir is not None, resume=resume)
 
 
-def known_graph_baseline(task: Any, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def known_graph_baseline(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
     """CBO with the task's true exploration sets and graph (the paper's upper reference)."""
     t0 = time.perf_counter()
-    d = AgentCBOConfig()
+    d = config if isinstance(config, AgentCBOConfig) else AgentCBOConfig()
     cfg = CBOConfig(n_trials=budget or task.n_trials, budget_cost=task.budget_cost,
                     stuck_patience=d.stuck_patience, stuck_margin=d.stuck_margin)  # fmt: skip
     tr = run_cbo(task.scm, exploration_sets=task.exploration_sets, config=cfg, seed=ctx.seed)
@@ -378,11 +476,12 @@ def plain_bo_baseline(task: Any, ctx: RunContext, budget: int | None) -> AgentOu
     return _outcome(tr, "baseline", time.perf_counter() - t0, {"proposer": "plain-bo"})
 
 
-def discovery_only_baseline(task: Any, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def discovery_only_baseline(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
     """The agent without LLM beliefs (PC priors only): what the language prior is measured against."""
     from dataclasses import replace
 
-    return run_agent(task, replace(ctx, llm=None), AgentCBOConfig(), budget)
+    cfg = config if isinstance(config, AgentCBOConfig) else AgentCBOConfig()
+    return run_agent(task, replace(ctx, llm=None), cfg, budget)
 
 
 SPEC = AgentSpec(

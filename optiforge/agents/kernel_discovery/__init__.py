@@ -17,13 +17,21 @@ Proposers:
 
 Functional duplicates (kernels whose fitted, normalised Gram matrices agree on the data)
 are counted per refresh and kept out of the carried population.
+
+Selection margin: a refresh keeps the incumbent kernel (the previous refresh's choice,
+RBF-ARD at round 0) unless the search's best beats the incumbent's LOO-CRPS by more than
+``selection_margin * |incumbent|`` (selection on 10-25 points overfits).
+
+Resume: with a run directory, the BO loop appends each evaluation to
+``bo_evaluations.jsonl`` and each refresh's search checkpoints under
+``thread_id=refresh<round>``; ``--resume`` reloads the evaluations (the objective is not
+called again for them), replays finished refreshes from their checkpoints and continues.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,8 +42,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from optiforge.agents.base import Evaluated, Proposal, RunContext, SearchConfig, run_search
 from optiforge.agents.kernel_discovery import grammar
 from optiforge.agents.spec import AgentOutcome, AgentSpec
-from optiforge.errors import InvalidCandidate
+from optiforge.errors import ConfigError, InvalidCandidate
 from optiforge.evals.protocol import Score
+from optiforge.llm.structured import extract_code_block
 
 CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, no imports) defining:
 
@@ -52,8 +61,6 @@ CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, n
 The kernel must be symmetric and positive semi-definite for any inputs, finite with finite
 gradients, and must not depend on which batch it is called with. Do not include a signal
 variance (the GP has one). Reply with exactly one ```python code block."""
-
-_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 
 
 class KernelDiscoveryConfig(BaseModel):
@@ -96,6 +103,12 @@ class KernelDiscoveryConfig(BaseModel):
     """Max |difference| of normalised fitted Gram matrices for two kernels to be duplicates."""
     acq_restarts: int = Field(default=2, ge=1)
     acq_raw_samples: int = Field(default=64, ge=8)
+    selection_margin: float = Field(default=0.0, ge=0.0)
+    """Relative LOO-CRPS improvement over the incumbent kernel a new kernel needs to replace it."""
+
+
+BO_EVALUATIONS = "bo_evaluations.jsonl"
+"""The BO loop's evaluation log in the run directory (what ``--resume`` reloads)."""
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -370,8 +383,7 @@ class LLMKernelProposer:
         src = ""
         for attempt in range(self.config.max_code_reasks + 1):
             reply = ctx.llm.complete(messages)
-            m = _CODE_BLOCK.search(reply.text or "")
-            src = m.group(1) if m else (reply.text or "")
+            src = extract_code_block(reply.text)
             reason = validate_source(
                 src, int(problem.X.shape[1]), ctx, problem.task.max_hyperparameters
             )
@@ -460,26 +472,34 @@ def _discover(
     resume: bool,
     proposer: Any,
 ) -> AgentOutcome:
-    from optiforge.solvers.bo import AcqConfig
+    from optiforge.solvers.bo import AcqConfig, BOLoop
 
     seeds = [
         {"expression": grammar.canonical(e)}
         for e in dict.fromkeys(["RBF_ARD", *config.seed_kernels])
     ]
     carried: list[dict[str, Any]] = []
+    incumbent: dict[str, Any] = {"expression": "RBF_ARD"}
     refreshes: list[dict[str, Any]] = []
     events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
     progress, ctx.progress = ctx.progress, None  # the kernel searches' rounds are not BO progress
     total = budget or task.budget
+    resume_path = ctx.run_dir / BO_EVALUATIONS if ctx.run_dir else None
+    if resume_path is not None and resume_path.exists() and not resume:
+        raise ConfigError(
+            f"{ctx.run_dir} already holds BO evaluations; pass resume=True (--resume)"
+        )
 
     def provider(Xu: torch.Tensor, y: torch.Tensor, rnd: int) -> Any:
-        nonlocal carried
-        start = seeds + [p for p in carried if p not in seeds]
+        nonlocal carried, incumbent
+        # The incumbent is always re-scored on the new data: the margin compares like with like.
+        start = list(dict.fromkeys(map(_key, [*seeds, incumbent, *carried])))
+        start_payloads = [json.loads(k) for k in start]
         problem = KernelSearchProblem(
             task,
             Xu.detach().clone(),
             y.detach().clone(),
-            start,
+            start_payloads,
             config,
             seed=ctx.seed,
             events_path=events,
@@ -492,11 +512,23 @@ def _discover(
         res = run_search(problem, proposer, ctx, search, thread_id=f"refresh{rnd}", resume=resume)
         clusters = functional_clusters(res.history, config.dedup_tol)
         distinct = [c[0] for c in clusters]
-        carried = [ev.payload for ev in distinct[: config.carry_over]]
         ref = next(
             (e for e in res.history if e.payload.get("expression") == "RBF_ARD" and e.passed), None
         )
+        inc = next(
+            (e for e in res.history if e.payload == incumbent and e.passed and e.value is not None),
+            None,
+        )
         best = res.best
+        chosen = select_kernel(best, inc, config.selection_margin)
+        # Payloads, not identity: res.best and the history entries are separate objects.
+        kept = chosen is not None and best is not None and chosen.payload != best.payload
+        if chosen is not None:
+            incumbent = chosen.payload
+        # The chosen kernel heads the carried set (the final comparison refits carried[0]).
+        rest = [ev.payload for ev in distinct if chosen is None or ev.payload != chosen.payload]
+        head = [chosen.payload] if chosen is not None else []
+        carried = (head + rest)[: max(config.carry_over, len(head))]
         info = {
             "round": rnd,
             "n_data": int(Xu.shape[0]),
@@ -504,8 +536,11 @@ def _discover(
             "invalid": res.n_invalid,
             "syntactic_duplicates": res.n_duplicates,
             "functional_duplicates": sum(len(c) - 1 for c in clusters),
-            "best": describe(best) if best else None,
-            "best_loo_crps": best.value if best else None,
+            "best": describe(chosen) if chosen else None,
+            "best_loo_crps": chosen.value if chosen else None,
+            "search_best": describe(best) if best else None,
+            "search_best_loo_crps": best.value if best else None,
+            "kept_incumbent": kept,
             "rbf_ard_loo_crps": ref.value if ref else None,
             "stop": res.stop_reason,
         }
@@ -513,18 +548,22 @@ def _discover(
         ctx.tracer.event("kernel_refresh", **info)
         if progress is not None:
             progress({"evaluations": int(Xu.shape[0]), "best": None})
-        if best is None:
+        if chosen is None:
             return grammar.build_kernel("RBF_ARD")
-        return _spec_of(best.payload)
+        return _spec_of(chosen.payload)
 
-    trace = task.run_bo(
-        provider,
-        seed=ctx.seed,
+    # BOLoop directly rather than task.run_bo: same settings, plus the resumable evaluation log.
+    trace = BOLoop(
+        task.problem(ctx.seed),
         budget=total,
+        n_init=task.n_init,
+        kernel_provider=provider,
         refresh_every=config.refresh_every,
+        seed=ctx.seed,
         acq_config=AcqConfig(num_restarts=config.acq_restarts, raw_samples=config.acq_raw_samples),
         name="kernel-discovery",
-    )
+        resume_path=resume_path,
+    ).run()
     ctx.progress = progress
     if progress is not None:
         progress({"evaluations": int(trace.y.numel()), "best": trace.best_value})
@@ -550,6 +589,21 @@ def _discover(
             "n_fallbacks": trace.n_fallbacks,
         },
     )
+
+
+def _key(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, sort_keys=True)
+
+
+def select_kernel(
+    best: Evaluated | None, incumbent: Evaluated | None, margin: float
+) -> Evaluated | None:
+    """The search's best unless it beats the incumbent's LOO-CRPS by no more than ``margin * |inc|``."""
+    if incumbent is None or best is None or best.value is None or incumbent.value is None:
+        return best or incumbent
+    if best.value < incumbent.value - margin * abs(incumbent.value):
+        return best
+    return incumbent
 
 
 def _spec_of(payload: dict[str, Any]) -> Any:

@@ -7,14 +7,29 @@ unchanged with any ``KernelSpec`` written for 2-D `n x d` inputs.
 
 ``budget`` counts *every* objective evaluation, the initial design included; the loop
 never calls the objective more often (the counter raises ``BudgetExceeded`` otherwise).
+
+Resume: with ``resume_path`` the loop appends every evaluation (unit-cube points, values,
+round, kernel) to a JSONL file, fsynced, as soon as the objective returns; a later loop
+given the same file reloads those evaluations instead of calling the objective again and
+continues. With a ``resume_path`` each round's randomness (acquisition raw samples and MC
+base samples, fallback points) is seeded from ``(seed, round)``, so a resumed run proposes
+the same points as an uninterrupted one (without one, the loop keeps its single seeded
+stream, so its results are unchanged from before resume existed); kernel refreshes before the resume point are
+replayed on the reloaded data (providers are expected to be cheap to replay, e.g.
+checkpointed searches). A problem that draws observation noise from a stream may define
+``replay_noise(sizes: list[int])``; it is called with the batch sizes of the reloaded
+evaluations so the stream continues where the interrupted run left it.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import torch
@@ -222,6 +237,48 @@ class ExactGPModel(Model):
         return post
 
 
+def _round_seed(seed: int, rnd: int) -> int:
+    """Seed of round ``rnd``'s randomness: independent of what ran before (resumable)."""
+    return (seed * 1_000_003 + 7919 * (rnd + 1)) % (2**63 - 1)
+
+
+class _ExactGPFactory:
+    """Model factory over a kernel provider; ``replay`` re-runs past refreshes on resume."""
+
+    def __init__(
+        self, kernel_provider: KernelProvider, refresh_every: int, gp_restarts: int, seed: int
+    ) -> None:
+        self.provider, self.refresh_every = kernel_provider, refresh_every
+        self.gp_restarts, self.seed = gp_restarts, seed
+        self.used: list[str] = []
+        self.current: KernelSpec | None = None
+        self.per_round_seed = False
+        """Reseed torch each round (set by a resumable ``BOLoop``)."""
+
+    def _refresh(self, Xu: Tensor, target: Tensor, rnd: int) -> None:
+        # The provider sees y for minimisation (standardised), not the negated target.
+        self.current = self.provider(Xu, -target, rnd)
+
+    def replay(self, Xu: Tensor, y: Tensor, n_init: int, q: int, rounds: int) -> None:
+        """Re-run the refreshes of rounds ``< rounds`` on their data (`n_init + r*q` rows)."""
+        for r in range(0, rounds, self.refresh_every):
+            n = n_init + r * q
+            self._refresh(Xu[:n], -standardize(y[:n]), r)
+
+    def __call__(self, Xu: Tensor, target: Tensor, rnd: int) -> Model:
+        if self.current is None or rnd % self.refresh_every == 0:
+            self._refresh(Xu, target, rnd)
+        spec = self.current
+        assert spec is not None
+        self.used.append(spec.expression)
+        if self.per_round_seed:
+            # Reseed after the provider: however much randomness it used (a resumed, partly
+            # checkpointed search uses less), the fit and the acquisition see the same stream.
+            torch.manual_seed(_round_seed(self.seed, rnd))
+        gp = ExactGP(spec, n_restarts=self.gp_restarts, seed=self.seed + rnd).fit(Xu, target)
+        return ExactGPModel(gp)
+
+
 def exact_gp_factory(
     kernel_provider: KernelProvider, *, refresh_every: int = 1, gp_restarts: int = 1, seed: int = 0
 ) -> tuple[ModelFactory, list[str]]:
@@ -229,19 +286,8 @@ def exact_gp_factory(
 
     Returns the factory and the list it appends each round's kernel expression to.
     """
-    used: list[str] = []
-    current: dict[str, KernelSpec] = {}
-
-    def factory(Xu: Tensor, target: Tensor, rnd: int) -> Model:
-        if "k" not in current or rnd % refresh_every == 0:
-            # The provider sees y for minimisation (standardised), not the negated target.
-            current["k"] = kernel_provider(Xu, -target, rnd)
-        spec = current["k"]
-        used.append(spec.expression)
-        gp = ExactGP(spec, n_restarts=gp_restarts, seed=seed + rnd).fit(Xu, target)
-        return ExactGPModel(gp)
-
-    return factory, used
+    f = _ExactGPFactory(kernel_provider, refresh_every, gp_restarts, seed)
+    return f, f.used
 
 
 @dataclass
@@ -261,6 +307,9 @@ class BOLoop:
         kernel_provider: returns the kernel for a round; called at round 0 and every
             ``refresh_every`` rounds (hyperparameters are refitted every round).
         model_factory: alternative to ``kernel_provider`` (e.g. BoTorch's SingleTaskGP).
+        resume_path: JSONL file of this run's evaluations: appended to after every
+            evaluation and, when it exists, reloaded so the run continues where it stopped
+            (the objective is not called again for the points it holds).
     """
 
     def __init__(
@@ -278,6 +327,7 @@ class BOLoop:
         acq: str = "qLogEI",
         acq_config: AcqConfig | None = None,
         name: str = "bo",
+        resume_path: str | Path | None = None,
     ) -> None:
         if acq != "qLogEI":
             raise NotImplementedError(f"acquisition {acq!r}: only qLogEI is implemented")
@@ -287,6 +337,7 @@ class BOLoop:
             raise SolverError("give exactly one of kernel_provider or model_factory")
         self.problem, self.budget, self.n_init, self.q = problem, budget, n_init, batch_size
         self.seed, self.name = seed, name
+        self.resume_path = Path(resume_path) if resume_path is not None else None
         self.acq_config = acq_config or AcqConfig()
         self._kernels: list[str] = []
         if kernel_provider is not None:
@@ -295,6 +346,49 @@ class BOLoop:
             )
         assert model_factory is not None
         self.model_factory = model_factory
+        if isinstance(model_factory, _ExactGPFactory):
+            model_factory.per_round_seed = self.resume_path is not None
+
+    def _header(self, D: int) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "budget": self.budget,
+            "n_init": self.n_init,
+            "batch_size": self.q,
+            "dim": D,
+        }
+
+    def _load(self, D: int) -> list[dict[str, Any]]:
+        """Evaluation rows of an earlier run of this loop (header checked); [] when none."""
+        if self.resume_path is None or not self.resume_path.exists():
+            return []
+        lines = self.resume_path.read_text().splitlines()
+        rows: list[dict[str, Any]] = []
+        for i, line in enumerate(lines):
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                if i == len(lines) - 1:
+                    break  # a write cut off by the kill: that evaluation is redone
+                raise SolverError(f"{self.resume_path}: line {i + 1} is not JSON") from err
+        if not rows:
+            return []
+        header = rows[0].get("header")
+        if header != self._header(D):
+            raise SolverError(
+                f"{self.resume_path} belongs to another BO run ({header} != {self._header(D)})"
+            )
+        return rows[1:]
+
+    def _append(self, row: dict[str, Any]) -> None:
+        if self.resume_path is None:
+            return
+        self.resume_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.resume_path.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())  # on disk before the next (possibly expensive) evaluation
 
     def run(self) -> Trace:
         """Initial Sobol design, then rounds of fit -> qLogEI -> evaluate until the budget is spent."""
@@ -302,17 +396,46 @@ class BOLoop:
         torch.manual_seed(self.seed)
         obj = CountedObjective(self.problem, self.budget)
         D = obj.dim
-        Xu = sobol(self.n_init, D, self.seed)
-        y = obj(Xu)
+        rows = self._load(D)
+        if not rows:
+            if self.resume_path is not None and not self.resume_path.exists():
+                self._append({"header": self._header(D)})
+            Xu = sobol(self.n_init, D, self.seed)
+            y = obj(Xu)
+            self._append({"round": -1, "x": Xu.tolist(), "y": y.tolist()})
+            rows = []
+        else:
+            # Reload: the counter is charged for the stored evaluations, the objective is not called.
+            Xs = [torch.tensor(r["x"], dtype=_DT).reshape(-1, D) for r in rows]
+            ys = [torch.tensor(r["y"], dtype=_DT).reshape(-1) for r in rows]
+            for Xr, yr in zip(Xs, ys, strict=True):
+                obj.used += yr.numel()
+                obj.X.append(obj.to_problem(Xr.clamp(0, 1)))
+                obj.y.append(yr)
+            Xu, y = torch.cat(Xs), torch.cat(ys)
+            replay_noise = getattr(self.problem, "replay_noise", None)
+            if callable(replay_noise):
+                replay_noise([int(yr.numel()) for yr in ys])
+            rows = rows[1:]  # BO rounds after the initial design
         bounds = torch.stack([torch.zeros(D, dtype=_DT), torch.ones(D, dtype=_DT)])
-        rnd, fallbacks = 0, 0
-        gen = torch.Generator().manual_seed(self.seed + 7919)
+        rnd = len(rows)
+        fallbacks = sum(1 for r in rows if r.get("fallback"))
+        if rows and isinstance(self.model_factory, _ExactGPFactory):
+            self.model_factory.used.extend(str(r["kernel"]) for r in rows if r.get("kernel"))
+            self.model_factory.replay(Xu, y, self.n_init, self.q, rnd)
         cfg = self.acq_config
+        per_round = self.resume_path is not None
+        gen = torch.Generator().manual_seed(self.seed + 7919)
         while obj.left > 0:
             q = min(self.q, obj.left)
             target = -standardize(y)  # BoTorch maximises
+            fallback = False
+            n_kernels = len(self._kernels)
             try:
                 model = self.model_factory(Xu, target, rnd)
+                if per_round:
+                    # Raw samples and MC base samples seeded per round: resumable.
+                    torch.manual_seed(_round_seed(self.seed, rnd) + 1)
                 acqf = qLogExpectedImprovement(model, best_f=target.max())
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # optimizer-convergence chatter, not errors
@@ -328,12 +451,26 @@ class BOLoop:
             except (SolverError, RuntimeError, ValueError) as e:
                 # Honest fallback: a random point, counted in the trace.
                 fallbacks += 1
+                fallback = True
                 warnings.warn(
                     f"BO round {rnd}: model/acquisition failed ({e}); using a random point",
                     stacklevel=2,
                 )
+                if per_round:
+                    gen = torch.Generator().manual_seed(_round_seed(self.seed, rnd) + 2)
                 cand = torch.rand(q, D, generator=gen, dtype=_DT)
             y_new = obj(cand)
+            used = self._kernels
+            self._append(
+                {
+                    "round": rnd,
+                    "x": cand.to(_DT).tolist(),
+                    "y": y_new.tolist(),
+                    "fallback": fallback,
+                    # None when the model failed before a kernel was chosen this round.
+                    "kernel": used[-1] if len(used) > n_kernels else None,
+                }
+            )
             Xu = torch.cat([Xu, cand.to(_DT)])
             y = torch.cat([y, y_new])
             rnd += 1

@@ -7,13 +7,19 @@ optimises needs the same machinery one trial at a time: ``step()`` runs one inte
 (MIS of the new graph) and their do-priors. Interventional data is kept per intervened
 set across swaps, so a set that leaves and comes back keeps its observations, and every
 unit of every observed variable is kept (``interventions``) for structure scoring.
+
+Resume: ``trial_log()`` returns a serializable record of the last trial (its unit-cube
+point, every unit, and the RNG and stuck-tracker state after it); ``CBOSession.restore``
+rebuilds an identical session from those records without calling the SCM again, so a
+checkpointed agent continues with the same random stream and the same GP data.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import networkx as nx
 import numpy as np
@@ -194,6 +200,62 @@ class CBOSession:
         )  # fmt: skip
         self.trace.trials.append(rec)
         return rec
+
+    # -------------------------------------------------------------- resume
+
+    def trial_log(self) -> dict[str, Any]:
+        """Serializable record of the last trial, enough for ``restore`` to replay it."""
+        if not self.interventions:
+            raise InvalidTask("no trial to log yet")
+        d = self.interventions[-1]
+        return {
+            "set": list(d.exploration_set),
+            "u": self._xs[d.exploration_set][-1].tolist(),
+            "units": {v: np.asarray(a, dtype=float).tolist() for v, a in d.units.items()},
+            # PCG64's state holds 128-bit ints, which msgpack (LangGraph's serde) cannot
+            # encode: JSON text keeps them exact.
+            "rng": json.dumps(self.rng.bit_generator.state),
+            "stuck": [self._stuck.best, self._stuck.since],
+        }
+
+    @classmethod
+    def restore(
+        cls,
+        scm: SCM,
+        graph: nx.DiGraph,
+        config: CBOConfig,
+        seed: int,
+        trials: Sequence[dict[str, Any]],
+        logs: Sequence[dict[str, Any]],
+        exploration_sets: Sequence[Sequence[str]] | None = None,
+    ) -> CBOSession:
+        """Rebuild a session from its ``trace.trials`` dumps and ``trial_log`` records.
+
+        The observational sample is redrawn from ``seed`` (the same draw as the original
+        session); interventional data comes from the logs, never from the SCM.
+        """
+        if len(trials) != len(logs):
+            raise InvalidTask(f"restore got {len(trials)} trials but {len(logs)} trial logs")
+        sess = cls(scm, None, config, seed)
+        for raw, entry in zip(trials, logs, strict=True):
+            rec = TrialRecord.model_validate(raw)
+            s = tuple(entry["set"])
+            units = {v: np.asarray(a, dtype=float) for v, a in entry["units"].items()}
+            sess.interventions.append(InterventionData(s, dict(rec.x), units))
+            sess._xs.setdefault(s, []).append(np.asarray(entry["u"], dtype=float))
+            sess._ys.setdefault(s, []).append(rec.y)
+            sess.spent += rec.cost  # same order of additions: the same float as before
+            sess.trace.trials.append(rec)
+        if logs:
+            sess.rng.bit_generator.state = json.loads(logs[-1]["rng"])
+            sess._stuck.best, sess._stuck.since = (
+                float(logs[-1]["stuck"][0]),
+                int(logs[-1]["stuck"][1]),
+            )
+        sess.set_graph(graph)
+        if exploration_sets is not None:
+            sess.trace.exploration_sets = [list(e) for e in exploration_sets]
+        return sess
 
     @property
     def incumbent_set(self) -> ExplorationSet | None:

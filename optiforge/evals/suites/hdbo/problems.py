@@ -77,6 +77,15 @@ class HDBOProblem:
             y = y + self.noise_std * torch.randn(y.shape, generator=self._gen, dtype=_DT)
         return y
 
+    def replay_noise(self, sizes: list[int]) -> None:
+        """Advance the noise stream past calls of these batch sizes (a resumed BO loop
+        reloads those evaluations instead of making them); same shapes, same order, so the
+        generator ends where the original calls left it."""
+        if self.noise_std <= 0:
+            return
+        for n in sizes:
+            torch.randn((n,), generator=self._gen, dtype=_DT)
+
 
 def embedded(
     function: str,
