@@ -88,11 +88,17 @@ def main() -> None:
         one = measure(1, args.evaluations, spins, args.batch)
         two = measure(2, args.evaluations, spins, args.batch)
         rows.append((one, two))
-        print(f"repeat {r + 1}: 1 worker {one:7.2f} eval/s | 2 workers {two:7.2f} eval/s | ratio {two / one:.2f}x")
+        print(
+            f"repeat {r + 1}: 1 worker {one:7.2f} eval/s | 2 workers {two:7.2f} eval/s | ratio {two / one:.2f}x"
+        )
     best_one = max(r[0] for r in rows)
     best_two = max(r[1] for r in rows)
-    print(f"\n| workers | evaluations/s |\n|---|---|\n| 1 | {best_one:.2f} |\n| 2 | {best_two:.2f} |")
-    print(f"ratio 2 vs 1 workers: {best_two / best_one:.2f}x (target >= 1.7x; evaluator {args.work_ms:.0f} ms CPU each)")
+    print(
+        f"\n| workers | evaluations/s |\n|---|---|\n| 1 | {best_one:.2f} |\n| 2 | {best_two:.2f} |"
+    )
+    print(
+        f"ratio 2 vs 1 workers: {best_two / best_one:.2f}x (target >= 1.7x; evaluator {args.work_ms:.0f} ms CPU each)"
+    )
 
 
 if __name__ == "__main__":

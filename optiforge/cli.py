@@ -393,7 +393,12 @@ def eval_cmd(
     bench: Annotated[
         str | None, typer.Option("--bench", "-b", help="Suite name (default: the agent's).")
     ] = None,
-    split: Annotated[str, typer.Option(help="Split: dev, test, heldout (and suite-specific ones, e.g. autoro's app).")] = "dev",
+    split: Annotated[
+        str,
+        typer.Option(
+            help="Split: dev, test, heldout (and suite-specific ones, e.g. autoro's app)."
+        ),
+    ] = "dev",
     seeds: Annotated[int, typer.Option(help="Seeds per task.")] = 3,
     budget: Annotated[int | None, typer.Option(help="Evaluations per run.")] = None,
     model: ModelOpt = "offline",

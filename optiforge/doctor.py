@@ -41,8 +41,12 @@ def _gpu() -> Check:
 
 def _docker() -> Check:
     if not _has("docker"):
-        return Check(name="docker engine", ok=False, detail="docker SDK not installed",
-                     consequence="--sandbox docker unavailable; local sandbox is used")
+        return Check(
+            name="docker engine",
+            ok=False,
+            detail="docker SDK not installed",
+            consequence="--sandbox docker unavailable; local sandbox is used",
+        )
     try:
         import docker
 
@@ -64,7 +68,9 @@ def _isolation() -> list[Check]:
 
     info = probe_isolation()
     mode = info.get("local_isolation", "none")
-    net = {"bwrap": "bubblewrap network namespace", "unshare": "unshare -n network namespace"}.get(mode)
+    net = {"bwrap": "bubblewrap network namespace", "unshare": "unshare -n network namespace"}.get(
+        mode
+    )
     return [
         Check(
             name="network isolation",
@@ -103,8 +109,12 @@ def _self_check() -> Check:
 def _ray() -> Check:
     if _has("ray"):
         return Check(name="ray", ok=True, detail="installed (RayExecutor available)")
-    return Check(name="ray", ok=False, detail="not installed",
-                 consequence="only ProcessExecutor; pip install 'optiforge[ray]' to spread work")
+    return Check(
+        name="ray",
+        ok=False,
+        detail="not installed",
+        consequence="only ProcessExecutor; pip install 'optiforge[ray]' to spread work",
+    )
 
 
 def _embeddings() -> Check:
@@ -119,7 +129,9 @@ def _embeddings() -> Check:
 
 
 def _keys() -> Check:
-    found = [k for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY") if os.environ.get(k)]
+    found = [
+        k for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY") if os.environ.get(k)
+    ]
     if found:
         return Check(name="LLM API keys", ok=True, detail=", ".join(found))
     return Check(
@@ -133,16 +145,27 @@ def _keys() -> Check:
 def run_checks() -> list[Check]:
     """All checks, cheapest first."""
     checks = [
-        Check(name="python", ok=sys.version_info >= (3, 11), detail=sys.version.split()[0],
-              consequence="optiforge needs Python >= 3.11"),
-        Check(name="triton", ok=_has("triton"), detail="installed" if _has("triton") else "missing",
-              consequence="no Triton kernels"),
+        Check(
+            name="python",
+            ok=sys.version_info >= (3, 11),
+            detail=sys.version.split()[0],
+            consequence="optiforge needs Python >= 3.11",
+        ),
+        Check(
+            name="triton",
+            ok=_has("triton"),
+            detail="installed" if _has("triton") else "missing",
+            consequence="no Triton kernels",
+        ),
         _gpu(),
         *_isolation(),
         _self_check(),
-        Check(name="bubblewrap", ok=shutil.which("bwrap") is not None,
-              detail=shutil.which("bwrap") or "not found",
-              consequence="apt-get install bubblewrap for read-only root + no-network sandboxes"),
+        Check(
+            name="bubblewrap",
+            ok=shutil.which("bwrap") is not None,
+            detail=shutil.which("bwrap") or "not found",
+            consequence="apt-get install bubblewrap for read-only root + no-network sandboxes",
+        ),
         _docker(),
         _ray(),
         _embeddings(),

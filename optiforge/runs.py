@@ -166,7 +166,9 @@ class RunRecorder:
         """Make ``root/<new id>/`` (or ``run_dir``) and write its manifest."""
         target = Path(run_dir) if run_dir else Path(root) / new_run_id(kind)
         if (target / MANIFEST).exists():
-            raise RunRecordError(f"{target} already holds a run; use --resume {target} or a new --out")
+            raise RunRecordError(
+                f"{target} already holds a run; use --resume {target} or a new --out"
+            )
         rec = cls(target)
         manifest = {
             "id": rec.id,

@@ -26,7 +26,9 @@ pytest_plugins = ["optiforge.testing.pytest_plugin"]
 
 
 @pytest.fixture(autouse=True)
-def _private_memory(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _private_memory(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No test writes to the user's ~/.optiforge/memory.db (tests may override this)."""
     db = tmp_path_factory.getbasetemp() / "default-memory.db"
     monkeypatch.setenv("OPTIFORGE_MEMORY", f"sqlite:///{db}")

@@ -162,7 +162,9 @@ class SearchProblem(Protocol):
         """A picklable callable scoring one materialized payload (runs in executor workers)."""
         ...
 
-    def reflect(self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext) -> list[str]:
+    def reflect(
+        self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
+    ) -> list[str]:
         """Lessons from one round (may be empty); the loop stores them in memory."""
         ...
 
@@ -227,8 +229,10 @@ class SearchResult(BaseModel):
         out: list[float | None] = []
         best: float | None = None
         for ev in self.history:
-            if ev.passed and ev.value is not None and (
-                best is None or (ev.value > best if higher_is_better else ev.value < best)
+            if (
+                ev.passed
+                and ev.value is not None
+                and (best is None or (ev.value > best if higher_is_better else ev.value < best))
             ):
                 best = ev.value
             out.append(best)
@@ -318,11 +322,19 @@ def build_search_graph(
                 props = proposer.propose(problem, population, n, rnd, ctx)
         except BudgetExceeded as err:
             ctx.tracer.event("search_stop", reason=f"budget: {err.limit}", round=rnd)
-            return {"proposals": [], "done": True, "stop_reason": f"budget exhausted ({err.limit}): {err}"}
+            return {
+                "proposals": [],
+                "done": True,
+                "stop_reason": f"budget exhausted ({err.limit}): {err}",
+            }
         except LLMError as err:
             # A provider failure after retries ends the search with what it has.
             ctx.tracer.event("search_stop", reason="llm_error", error=str(err), round=rnd)
-            return {"proposals": [], "done": True, "stop_reason": f"LLM error: {type(err).__name__}: {err}"}
+            return {
+                "proposals": [],
+                "done": True,
+                "stop_reason": f"LLM error: {type(err).__name__}: {err}",
+            }
         props = props[:remaining] if rnd > 0 else props
         ctx.tracer.event("proposed", round=rnd, n=len(props), proposer=proposer.name)
         return {"proposals": [p.model_dump(mode="json") for p in props]}
@@ -343,9 +355,14 @@ def build_search_graph(
             except InvalidCandidate as err:
                 n_invalid += 1
                 ev = Evaluated(
-                    id=cid, key=payload_key(prop.payload), payload=prop.payload,
-                    parent_ids=prop.parent_ids, origin=prop.origin, rationale=prop.rationale,
-                    round=rnd, error=f"invalid: {err}",
+                    id=cid,
+                    key=payload_key(prop.payload),
+                    payload=prop.payload,
+                    parent_ids=prop.parent_ids,
+                    origin=prop.origin,
+                    rationale=prop.rationale,
+                    round=rnd,
+                    error=f"invalid: {err}",
                 )
                 ctx.tracer.event("candidate_invalid", id=cid, reason=str(err), round=rnd)
                 batch.append(ev.model_dump(mode="json"))
@@ -358,8 +375,13 @@ def build_search_graph(
             seen.add(key)
             batch.append(
                 Evaluated(
-                    id=cid, key=key, payload=payload, parent_ids=prop.parent_ids,
-                    origin=prop.origin, rationale=prop.rationale, round=rnd,
+                    id=cid,
+                    key=key,
+                    payload=payload,
+                    parent_ids=prop.parent_ids,
+                    origin=prop.origin,
+                    rationale=prop.rationale,
+                    round=rnd,
                 ).model_dump(mode="json")
             )
         return {"batch": batch, "seen": sorted(seen), "n_duplicates": n_dup, "n_invalid": n_invalid}
@@ -380,11 +402,20 @@ def build_search_graph(
                 log.append(rec)
                 results[b["id"]] = rec
                 sandbox_s = float(rec["metrics"].get("sandbox_s", 0.0))
-                if ctx.budget is not None and sandbox_s > 0 and hasattr(ctx.budget, "charge_sandbox"):
+                if (
+                    ctx.budget is not None
+                    and sandbox_s > 0
+                    and hasattr(ctx.budget, "charge_sandbox")
+                ):
                     ctx.budget.charge_sandbox(sandbox_s)
                 ctx.tracer.event(
-                    "evaluation", id=b["id"], passed=rec["passed"], value=rec["value"],
-                    eval_s=rec["eval_s"], round=state.get("round", 0), error=rec["error"],
+                    "evaluation",
+                    id=b["id"],
+                    passed=rec["passed"],
+                    value=rec["value"],
+                    eval_s=rec["eval_s"],
+                    round=state.get("round", 0),
+                    error=rec["error"],
                 )
 
             _map(ctx.executor, evaluator, todo, on_result)
@@ -453,8 +484,12 @@ def build_search_graph(
                 }
             )
         ctx.tracer.event(
-            "round_done", round=rnd, best=best["value"] if best else None,
-            evaluations=state.get("n_evaluations", 0), done=done, reason=reason,
+            "round_done",
+            round=rnd,
+            best=best["value"] if best else None,
+            evaluations=state.get("n_evaluations", 0),
+            done=done,
+            reason=reason,
         )
         return {
             "population": population,
@@ -497,7 +532,9 @@ def _is_invalid(ev: dict[str, Any]) -> bool:
 def _merge_score(b: dict[str, Any], score: Score | BaseException, share_s: float) -> dict[str, Any]:
     rec = dict(b)
     if isinstance(score, BaseException):
-        rec.update(passed=False, value=None, error=f"evaluator crashed: {type(score).__name__}: {score}")
+        rec.update(
+            passed=False, value=None, error=f"evaluator crashed: {type(score).__name__}: {score}"
+        )
         rec["eval_s"] = share_s
         return rec
     value = float(score.value) if score.value is not None else None
@@ -507,7 +544,9 @@ def _merge_score(b: dict[str, Any], score: Score | BaseException, share_s: float
         value=value if finite else None,
         metrics={k: float(v) for k, v in score.metrics.items()},
         details=json.loads(json.dumps(score.details, default=str)),
-        error=None if (score.passed and finite) else str(score.details.get("reason", "did not pass")),
+        error=None
+        if (score.passed and finite)
+        else str(score.details.get("reason", "did not pass")),
         eval_s=float(score.metrics.get("eval_s", share_s)),
     )
     return rec
@@ -588,9 +627,15 @@ def _remember(ctx: RunContext, problem: SearchProblem, evaluated: list[dict[str,
         metrics = dict(ev.get("metrics") or {})
         ctx.memory.add_candidate(
             Candidate(
-                id=mem_id, agent=ctx.agent, task=task, code=code, config=config,
-                parent_ids=[p for p in parents if _exists(ctx, p)], metrics=metrics,
-                score=ev.get("value"), status=status,
+                id=mem_id,
+                agent=ctx.agent,
+                task=task,
+                code=code,
+                config=config,
+                parent_ids=[p for p in parents if _exists(ctx, p)],
+                metrics=metrics,
+                score=ev.get("value"),
+                status=status,
                 tags=[t for t in (ev.get("origin"), f"round-{ev.get('round', 0)}") if t],
             )
         )
@@ -609,10 +654,14 @@ def _mem_id(ctx: RunContext, cid: str) -> str:
 
 
 def _task_id(task: Task) -> str:
-    return f"{getattr(task, 'suite', '?')}/{getattr(task, 'name', '?')}@{getattr(task, 'split', '?')}"
+    return (
+        f"{getattr(task, 'suite', '?')}/{getattr(task, 'name', '?')}@{getattr(task, 'split', '?')}"
+    )
 
 
-def _store_lessons(ctx: RunContext, problem: SearchProblem, lessons: list[str], batch: list[Evaluated]) -> None:
+def _store_lessons(
+    ctx: RunContext, problem: SearchProblem, lessons: list[str], batch: list[Evaluated]
+) -> None:
     from optiforge.memory import Experience
 
     task = _task_id(problem.task)
@@ -620,8 +669,11 @@ def _store_lessons(ctx: RunContext, problem: SearchProblem, lessons: list[str], 
     for lesson in lessons:
         ctx.memory.add_experience(
             Experience(
-                agent=ctx.agent, task_signature=task, trajectory_summary=summary,
-                outcome=f"round {batch[0].round if batch else 0}", lesson=lesson,
+                agent=ctx.agent,
+                task_signature=task,
+                trajectory_summary=summary,
+                outcome=f"round {batch[0].round if batch else 0}",
+                lesson=lesson,
                 tags=[ctx.agent, getattr(problem.task, "suite", "task")],
             )
         )
@@ -652,7 +704,9 @@ def run_search(
         raise ConfigError("resume needs a run directory")
     try:
         prefix = "" if thread_id == "search" else f"{thread_id}."
-        graph = build_search_graph(problem, proposer, config, checkpointer=checkpointer, id_prefix=prefix)
+        graph = build_search_graph(
+            problem, proposer, config, checkpointer=checkpointer, id_prefix=prefix
+        )
         cfg: dict[str, Any] = {
             "configurable": {"thread_id": thread_id},
             "recursion_limit": 10 * config.max_rounds + 50,

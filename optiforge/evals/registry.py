@@ -27,7 +27,9 @@ class BenchmarkInfo:
 def get_benchmark(name: str) -> Any:
     """An instance of the suite called ``name``."""
     if name not in BUILTIN_BENCHMARKS:
-        raise ConfigError(f"unknown benchmark {name!r} (known: {', '.join(sorted(BUILTIN_BENCHMARKS))})")
+        raise ConfigError(
+            f"unknown benchmark {name!r} (known: {', '.join(sorted(BUILTIN_BENCHMARKS))})"
+        )
     module, _, attr = BUILTIN_BENCHMARKS[name].partition(":")
     return getattr(importlib.import_module(module), attr)()
 

@@ -40,7 +40,9 @@ def eval_tables(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for name, t in summary["tasks"].items():
         arrow = "↑" if t["higher_is_better"] else "↓"
-        rows.append([name, f"{t['metric']} {arrow}", *[_cell(t["methods"].get(m)) for m in methods]])
+        rows.append(
+            [name, f"{t['metric']} {arrow}", *[_cell(t["methods"].get(m)) for m in methods]]
+        )
     ranks = summary.get("average_rank", {})
     rows.append(["**average rank**", "", *[_fmt(ranks.get(m), 3) for m in methods]])
     return header, rows
@@ -61,14 +63,25 @@ def write_markdown(summary: dict[str, Any], out: Path) -> Path:
         "",
     ]
     for m, w in summary.get("agent_vs_baselines", {}).items():
-        lines.append(f"- {summary['agent']} better than {m} on {w['agent_better_on']} of {w['of_tasks']} tasks")
+        lines.append(
+            f"- {summary['agent']} better than {m} on {w['agent_better_on']} of {w['of_tasks']} tasks"
+        )
     if summary.get("errors"):
         lines += ["", f"{len(summary['errors'])} runs failed:"]
-        lines += [f"- {e.get('task')} / {e.get('method')} / seed {e.get('seed')}: {e['error']}" for e in summary["errors"][:20]]
+        lines += [
+            f"- {e.get('task')} / {e.get('method')} / seed {e.get('seed')}: {e['error']}"
+            for e in summary["errors"][:20]
+        ]
     notes = summary.get("notes") or []
     if notes:
         lines += ["", *[f"> {n}" for n in notes]]
-    lines += ["", "![convergence](convergence.png)", "", "![agent vs baseline](agent_vs_baselines.png)", ""]
+    lines += [
+        "",
+        "![convergence](convergence.png)",
+        "",
+        "![agent vs baseline](agent_vs_baselines.png)",
+        "",
+    ]
     path = out / "summary.md"
     path.write_text("\n".join(lines))
     return path
@@ -108,11 +121,26 @@ def write_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) 
         t = summary["tasks"][name]
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("evaluations")
-        label = t["metric"].replace("_", " ") if t["metric"].startswith("best") else f"best {t['metric']}"
+        label = (
+            t["metric"].replace("_", " ")
+            if t["metric"].startswith("best")
+            else f"best {t['metric']}"
+        )
         ax.set_ylabel(f"{label} ({'↑' if t['higher_is_better'] else '↓'})")
-        if not t["higher_is_better"] and np.all(np.array([v for r in rows if r["task"] == name for v in (r.get("trace") or []) if v is not None]) > 0):
+        if not t["higher_is_better"] and np.all(
+            np.array(
+                [
+                    v
+                    for r in rows
+                    if r["task"] == name
+                    for v in (r.get("trace") or [])
+                    if v is not None
+                ]
+            )
+            > 0
+        ):
             ax.set_yscale("log")
-    for ax in list(axes.flat)[len(tasks):]:
+    for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
@@ -131,7 +159,11 @@ def write_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) 
         for name in tasks:
             entry = summary["tasks"][name]["methods"].get(m) or {}
             mean, ci = entry.get("mean"), entry.get("ci95")
-            vals = [e.get("mean") for e in summary["tasks"][name]["methods"].values() if e.get("mean") is not None]
+            vals = [
+                e.get("mean")
+                for e in summary["tasks"][name]["methods"].values()
+                if e.get("mean") is not None
+            ]
             scale = max((abs(v) for v in vals), default=1.0) or 1.0
             ys.append(np.nan if mean is None else mean / scale)
             errs.append(0.0 if ci is None else ci / scale)
@@ -163,7 +195,9 @@ def write_run_plot(summary: dict[str, Any], out: Path) -> Path | None:
     ys = [v for v in trace if v is not None]
     ax.step(xs, ys, where="post", label=summary.get("method", "agent"))
     if summary.get("baseline_score") is not None:
-        ax.axhline(summary["baseline_score"], ls="--", color="gray", label=summary.get("baseline_name"))
+        ax.axhline(
+            summary["baseline_score"], ls="--", color="gray", label=summary.get("baseline_name")
+        )
     ax.set_xlabel("evaluations")
     metric = str(summary.get("metric"))
     ax.set_ylabel(metric.replace("_", " ") if metric.startswith("best") else f"best {metric}")
@@ -184,7 +218,8 @@ def _img(path: Path) -> str:
 def _table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c.replace('**', ''))}</td>" for c in r) + "</tr>" for r in rows
+        "<tr>" + "".join(f"<td>{html.escape(c.replace('**', ''))}</td>" for c in r) + "</tr>"
+        for r in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -201,10 +236,16 @@ def render_report(directory: str | Path) -> Path:
     if not summary_path.is_file():
         raise RunRecordError(f"{d} has no summary.json (is it a finished run or eval directory?)")
     summary = json.loads(summary_path.read_text())
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>optiforge report</title><style>{_CSS}</style></head><body>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>optiforge report</title><style>{_CSS}</style></head><body>"
+    ]
     if "tasks" in summary and "methods" in summary:
-        parts.append(f"<h1>{html.escape(summary['agent'])} on {html.escape(summary['benchmark'])} ({html.escape(summary['split'])})</h1>")
-        parts.append("<p class='note'>Mean ± 95% t-interval over seeds. Every value is re-measured by the harness.</p>")
+        parts.append(
+            f"<h1>{html.escape(summary['agent'])} on {html.escape(summary['benchmark'])} ({html.escape(summary['split'])})</h1>"
+        )
+        parts.append(
+            "<p class='note'>Mean ± 95% t-interval over seeds. Every value is re-measured by the harness.</p>"
+        )
         header, rows = eval_tables(summary)
         parts.append(_table(header, rows))
         for n in summary.get("notes") or []:
@@ -215,13 +256,36 @@ def render_report(directory: str | Path) -> Path:
             if (d / png).exists():
                 parts.append(_img(d / png))
     else:
-        parts.append(f"<h1>{html.escape(str(summary.get('agent')))} on {html.escape(str(summary.get('benchmark')))}/{html.escape(str(summary.get('task')))}</h1>")
-        keys = ["method", "split", "seed", "model", "metric", "higher_is_better", "best_score", "verified",
-                "claimed_score", "baseline_name", "baseline_score", "n_evaluations", "llm_calls", "tokens",
-                "cost_usd", "sandbox_s", "wall_s", "stop_reason"]
+        parts.append(
+            f"<h1>{html.escape(str(summary.get('agent')))} on {html.escape(str(summary.get('benchmark')))}/{html.escape(str(summary.get('task')))}</h1>"
+        )
+        keys = [
+            "method",
+            "split",
+            "seed",
+            "model",
+            "metric",
+            "higher_is_better",
+            "best_score",
+            "verified",
+            "claimed_score",
+            "baseline_name",
+            "baseline_score",
+            "n_evaluations",
+            "llm_calls",
+            "tokens",
+            "cost_usd",
+            "sandbox_s",
+            "wall_s",
+            "stop_reason",
+        ]
         parts.append(_table(["field", "value"], [[k, _fmt(summary.get(k))] for k in keys]))
         if summary.get("extra"):
-            parts.append("<h2>details</h2><pre>" + html.escape(json.dumps(summary["extra"], indent=2, default=str)) + "</pre>")
+            parts.append(
+                "<h2>details</h2><pre>"
+                + html.escape(json.dumps(summary["extra"], indent=2, default=str))
+                + "</pre>"
+            )
         png = d / "convergence.png"
         if not png.exists():
             write_run_plot(summary, d)

@@ -732,7 +732,9 @@ class Store:
         if not query.strip():
             return []
         if method == "auto":
-            method = "embedding" if self.embedder is not None and kind in EMBEDDED_KINDS else "lexical"
+            method = (
+                "embedding" if self.embedder is not None and kind in EMBEDDED_KINDS else "lexical"
+            )
         if method == "embedding" and kind not in EMBEDDED_KINDS:
             raise MemoryStoreError(f"{kind} records are searched lexically only (method='lexical')")
         want = frozenset(tags or ())

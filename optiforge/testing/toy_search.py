@@ -54,7 +54,12 @@ class ToyEvaluator:
 class ToyProblem:
     """The search problem; ``reject_negative_a`` exercises materialization failures."""
 
-    def __init__(self, log_path: str | Path | None = None, delay_s: float = 0.0, reject_negative_a: bool = False):
+    def __init__(
+        self,
+        log_path: str | Path | None = None,
+        delay_s: float = 0.0,
+        reject_negative_a: bool = False,
+    ):
         self.task = ToyTask()
         self.higher_is_better = False
         self.log_path = str(log_path) if log_path else None
@@ -75,7 +80,9 @@ class ToyProblem:
     def evaluator(self) -> ToyEvaluator:
         return ToyEvaluator(self.log_path, self.delay_s)
 
-    def reflect(self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext) -> list[str]:
+    def reflect(
+        self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
+    ) -> list[str]:
         return []
 
 
@@ -87,7 +94,9 @@ class GaussianProposer:
     def __init__(self, step: float = 0.7) -> None:
         self.step = step
 
-    def propose(self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext) -> list[Proposal]:
+    def propose(
+        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    ) -> list[Proposal]:
         rng = ctx.rng("gaussian", round_)
         out = []
         for i in range(n):
@@ -95,7 +104,10 @@ class GaussianProposer:
             base = parent.payload if parent else {"a": 0.0, "b": 0.0}
             out.append(
                 Proposal(
-                    payload={"a": base["a"] + float(rng.normal(0, self.step)), "b": base["b"] + float(rng.normal(0, self.step))},
+                    payload={
+                        "a": base["a"] + float(rng.normal(0, self.step)),
+                        "b": base["b"] + float(rng.normal(0, self.step)),
+                    },
                     parent_ids=[parent.id] if parent else [],
                     origin="mutation",
                 )
@@ -108,20 +120,35 @@ class JSONLLMProposer:
 
     name = "llm"
 
-    def propose(self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext) -> list[Proposal]:
+    def propose(
+        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    ) -> list[Proposal]:
         from pydantic import BaseModel
 
         class Point(BaseModel):
             a: float
             b: float
 
-        shown = "\n".join(f"a={p.payload['a']}, b={p.payload['b']}: loss {p.value}" for p in population[:3])
+        shown = "\n".join(
+            f"a={p.payload['a']}, b={p.payload['b']}: loss {p.value}" for p in population[:3]
+        )
         out = []
         for _ in range(n):
             reply = ctx.llm.complete(
-                [{"role": "user", "content": f"Minimise a loss over (a, b). Best so far:\n{shown}\nPropose a better point as JSON."}],
+                [
+                    {
+                        "role": "user",
+                        "content": f"Minimise a loss over (a, b). Best so far:\n{shown}\nPropose a better point as JSON.",
+                    }
+                ],
                 schema=Point,
             )
             pt = reply.parsed
-            out.append(Proposal(payload={"a": pt.a, "b": pt.b}, parent_ids=[p.id for p in population[:1]], origin="llm"))
+            out.append(
+                Proposal(
+                    payload={"a": pt.a, "b": pt.b},
+                    parent_ids=[p.id for p in population[:1]],
+                    origin="llm",
+                )
+            )
         return out

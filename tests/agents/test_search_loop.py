@@ -25,7 +25,12 @@ SEED_LOSS = 10.0  # (0-3)^2 + (0+1)^2
 
 def test_heuristic_search_improves_over_seed(tmp_path: Path) -> None:
     ctx = RunContext(seed=1, run_dir=tmp_path / "run", tracer=ListTracer())
-    res = run_search(ToyProblem(), GaussianProposer(), ctx, SearchConfig(max_evaluations=30, proposals_per_round=5))
+    res = run_search(
+        ToyProblem(),
+        GaussianProposer(),
+        ctx,
+        SearchConfig(max_evaluations=30, proposals_per_round=5),
+    )
     assert res.history[0].value == pytest.approx(SEED_LOSS)
     assert res.best is not None and res.best.value < SEED_LOSS / 4
     assert res.n_evaluations == 30
@@ -40,12 +45,20 @@ def test_heuristic_search_improves_over_seed(tmp_path: Path) -> None:
 
 
 def test_scripted_llm_search_improves_and_is_charged(tmp_path: Path) -> None:
-    replies = ['{"a": 1.0, "b": -0.5}', '{"a": 2.5, "b": -1.0}', '{"a": 3.0, "b": -1.0}', "not json", '{"a": 2.9, "b": -0.9}']
+    replies = [
+        '{"a": 1.0, "b": -0.5}',
+        '{"a": 2.5, "b": -1.0}',
+        '{"a": 3.0, "b": -1.0}',
+        "not json",
+        '{"a": 2.9, "b": -0.9}',
+    ]
     llm = ScriptedLLM(replies)
     budget = Budget(max_calls=10)
     llm.budget = budget
     ctx = RunContext(llm=llm, budget=budget, run_dir=tmp_path / "run")
-    res = run_search(ToyProblem(), JSONLLMProposer(), ctx, SearchConfig(max_evaluations=5, proposals_per_round=1))
+    res = run_search(
+        ToyProblem(), JSONLLMProposer(), ctx, SearchConfig(max_evaluations=5, proposals_per_round=1)
+    )
     assert res.best is not None and res.best.value == pytest.approx(0.0)
     assert res.best.origin == "llm"
     assert budget.calls == len(replies)  # the invalid JSON reply was re-asked, and charged
@@ -56,7 +69,12 @@ def test_llm_budget_exhaustion_stops_cleanly(tmp_path: Path) -> None:
     budget = Budget(max_calls=2)
     llm.budget = budget
     ctx = RunContext(llm=llm, budget=budget, run_dir=tmp_path / "run")
-    res = run_search(ToyProblem(), JSONLLMProposer(), ctx, SearchConfig(max_evaluations=20, proposals_per_round=1))
+    res = run_search(
+        ToyProblem(),
+        JSONLLMProposer(),
+        ctx,
+        SearchConfig(max_evaluations=20, proposals_per_round=1),
+    )
     assert "budget" in res.stop_reason
     assert budget.calls == 2
     assert res.n_evaluations <= 3  # seed + what the two calls produced (duplicates are skipped)
@@ -71,7 +89,12 @@ def test_invalid_and_duplicate_candidates_are_counted(tmp_path: Path) -> None:
             return props
 
     ctx = RunContext(run_dir=tmp_path / "run")
-    res = run_search(ToyProblem(reject_negative_a=True), Repeater(), ctx, SearchConfig(max_evaluations=10, proposals_per_round=4))
+    res = run_search(
+        ToyProblem(reject_negative_a=True),
+        Repeater(),
+        ctx,
+        SearchConfig(max_evaluations=10, proposals_per_round=4),
+    )
     assert res.n_invalid >= 1 and res.n_duplicates >= 1
     # Invalid and duplicate proposals cost no evaluation; once only 2 evaluations are left,
     # every round's two fresh proposals are the wasted ones, and the loop stops on its own.
@@ -85,7 +108,12 @@ def test_candidates_are_written_to_memory_with_lineage(tmp_path: Path) -> None:
 
     store = Store(f"sqlite:///{tmp_path / 'mem.db'}", embedder=None)
     ctx = RunContext(memory=store, run_dir=tmp_path / "run", agent="toy-agent")
-    res = run_search(ToyProblem(), GaussianProposer(), ctx, SearchConfig(max_evaluations=9, proposals_per_round=4))
+    res = run_search(
+        ToyProblem(),
+        GaussianProposer(),
+        ctx,
+        SearchConfig(max_evaluations=9, proposals_per_round=4),
+    )
     cands = store.candidates(agent="toy-agent")
     assert len(cands) == res.n_evaluations
     children = [c for c in cands if c.parent_ids]
@@ -101,7 +129,12 @@ def test_process_executor_fans_out(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     with ProcessExecutor(2) as ex:
         ctx = RunContext(executor=ex, run_dir=tmp_path / "run")
-        res = run_search(ToyProblem(log_path=log, delay_s=0.3), GaussianProposer(), ctx, SearchConfig(max_evaluations=9, proposals_per_round=4))
+        res = run_search(
+            ToyProblem(log_path=log, delay_s=0.3),
+            GaussianProposer(),
+            ctx,
+            SearchConfig(max_evaluations=9, proposals_per_round=4),
+        )
     pids = {json.loads(line)["pid"] for line in log.read_text().splitlines()}
     assert res.n_evaluations == 9
     assert len(pids) == 2 and os.getpid() not in pids
@@ -144,7 +177,12 @@ def test_resume_after_kill_does_not_repeat_finished_evaluations(tmp_path: Path) 
     proc.wait()
     before = [json.loads(x) for x in log.read_text().splitlines()]
     assert 6 <= len(before) < 16
-    out = subprocess.run([sys.executable, str(script), str(run_dir), str(log), "1"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(script), str(run_dir), str(log), "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "DONE 16" in out.stdout
     after = [json.loads(x) for x in log.read_text().splitlines()]
@@ -157,12 +195,19 @@ def test_resume_after_kill_does_not_repeat_finished_evaluations(tmp_path: Path) 
 
     # An uninterrupted run with the same seed evaluates the same candidates.
     log2 = tmp_path / "calls2.jsonl"
-    out2 = subprocess.run([sys.executable, str(script), str(tmp_path / "run2"), str(log2), "0"], capture_output=True, text=True, timeout=120)
+    out2 = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "run2"), str(log2), "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out2.returncode == 0
     ref = {(json.loads(x)["a"], json.loads(x)["b"]) for x in log2.read_text().splitlines()}
     assert set(points) == ref
 
 
 def test_search_without_run_dir_runs_in_memory() -> None:
-    res = run_search(ToyProblem(), GaussianProposer(), RunContext(seed=3), SearchConfig(max_evaluations=6))
+    res = run_search(
+        ToyProblem(), GaussianProposer(), RunContext(seed=3), SearchConfig(max_evaluations=6)
+    )
     assert res.n_evaluations == 6 and res.best is not None

@@ -13,9 +13,13 @@ import pytest
 CLI = [sys.executable, "-m", "optiforge.cli"]
 
 
-def optiforge(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def optiforge(
+    *args: str, timeout: float = 300, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env
+    )
 
 
 def test_help_and_lists() -> None:
@@ -34,16 +38,30 @@ def test_doctor_reports_capabilities() -> None:
     checks = {c["name"]: c for c in json.loads(out.stdout)}
     assert {"gpu", "docker engine", "network isolation", "ray", "embedding model"} <= set(checks)
     for c in checks.values():
-        assert c["ok"] or c["consequence"], f"{c['name']} is missing but says nothing about what that means"
+        assert c["ok"] or c["consequence"], (
+            f"{c['name']} is missing but says nothing about what that means"
+        )
 
 
 def test_sandbox_exec_json() -> None:
-    out = optiforge("sandbox", "exec", "--json", "--timeout", "10", "--", "python", "-c", "print(6*7)")
+    out = optiforge(
+        "sandbox", "exec", "--json", "--timeout", "10", "--", "python", "-c", "print(6*7)"
+    )
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
-    assert set(res) >= {"returncode", "timed_out", "duration_s", "peak_rss_mb", "stdout", "stderr", "protections"}
+    assert set(res) >= {
+        "returncode",
+        "timed_out",
+        "duration_s",
+        "peak_rss_mb",
+        "stdout",
+        "stderr",
+        "protections",
+    }
     assert res["stdout"].strip() == "42" and res["returncode"] == 0 and res["timed_out"] is False
-    out = optiforge("sandbox", "exec", "--json", "--timeout", "1", "--", "python", "-c", "while True: pass")
+    out = optiforge(
+        "sandbox", "exec", "--json", "--timeout", "1", "--", "python", "-c", "while True: pass"
+    )
     res = json.loads(out.stdout)
     assert res["timed_out"] is True and out.returncode != 0
 
@@ -69,7 +87,18 @@ def test_bad_input_is_one_line_error(args: tuple[str, ...], needle: str) -> None
 
 def test_run_then_report(tmp_path: Path) -> None:
     out_dir = tmp_path / "run"
-    out = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "5", "--out", str(out_dir), "--memory", "none")
+    out = optiforge(
+        "run",
+        "evolve",
+        "--bench",
+        "funcfit/quadratic",
+        "--budget",
+        "5",
+        "--out",
+        str(out_dir),
+        "--memory",
+        "none",
+    )
     assert out.returncode == 0, out.stderr
     summary = json.loads((out_dir / "summary.json").read_text())
     assert summary["n_evaluations"] == 5 and summary["best_score"] is not None
@@ -81,7 +110,9 @@ def test_run_then_report(tmp_path: Path) -> None:
     html = (out_dir / "report.html").read_text()
     assert "data:image/png;base64," in html and "best_score" in html
     # the sandboxed evaluations are in the run's event log
-    kinds = [json.loads(line)["kind"] for line in (out_dir / "events.jsonl").read_text().splitlines()]
+    kinds = [
+        json.loads(line)["kind"] for line in (out_dir / "events.jsonl").read_text().splitlines()
+    ]
     assert kinds.count("sandbox_run") >= 5 and kinds.count("evaluation") == 5
 
 
@@ -93,12 +124,28 @@ def test_run_killed_then_resumed(tmp_path: Path) -> None:
     out_dir = tmp_path / "run"
     env = {**os.environ, "COLUMNS": "200"}
     proc = subprocess.Popen(
-        [*CLI, "run", "evolve", "--bench", "funcfit/sine", "--budget", "14", "--out", str(out_dir), "--memory", "none"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        [
+            *CLI,
+            "run",
+            "evolve",
+            "--bench",
+            "funcfit/sine",
+            "--budget",
+            "14",
+            "--out",
+            str(out_dir),
+            "--memory",
+            "none",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     evals = out_dir / "evaluations.jsonl"
     deadline = time.time() + 120
-    while time.time() < deadline and not (evals.exists() and len(evals.read_text().splitlines()) >= 4):
+    while time.time() < deadline and not (
+        evals.exists() and len(evals.read_text().splitlines()) >= 4
+    ):
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -113,7 +160,9 @@ def test_run_killed_then_resumed(tmp_path: Path) -> None:
     ids = [json.loads(line)["id"] for line in evals.read_text().splitlines()]
     assert len(ids) - len(set(ids)) <= 1  # at most the evaluation in flight at the kill
     assert set(done_before) <= set(ids)
-    kinds = [json.loads(line)["kind"] for line in (out_dir / "events.jsonl").read_text().splitlines()]
+    kinds = [
+        json.loads(line)["kind"] for line in (out_dir / "events.jsonl").read_text().splitlines()
+    ]
     assert "run_resumed" in kinds and kinds[-1] == "run_finished"
 
 
@@ -122,8 +171,13 @@ def test_llm_ping_through_local_server(openai_server) -> None:  # type: ignore[n
     env_key = {"OPENAI_API_KEY": "sk-test"}
     out = subprocess.run(
         [*CLI, "llm", "ping", "--model", "openai/test-model", "--api-base", openai_server.url],
-        capture_output=True, text=True, timeout=120, env={**os.environ, **env_key, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env_key, "COLUMNS": "200"},
     )
     assert out.returncode == 0, out.stderr
-    assert "ok" in out.stdout and "tokens in" in out.stdout and "unknown" in out.stdout  # no price for a local model
+    assert (
+        "ok" in out.stdout and "tokens in" in out.stdout and "unknown" in out.stdout
+    )  # no price for a local model
     assert openai_server.count == 1

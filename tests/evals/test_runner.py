@@ -35,38 +35,86 @@ def test_average_ranks_with_ties_and_directions() -> None:
 
 def test_summarize_per_task_statistics() -> None:
     rows = [
-        {"task": "t", "method": "agent", "seed": s, "metric": "loss", "higher_is_better": False, "best_score": v}
+        {
+            "task": "t",
+            "method": "agent",
+            "seed": s,
+            "metric": "loss",
+            "higher_is_better": False,
+            "best_score": v,
+        }
         for s, v in enumerate([1.0, 3.0])
     ] + [
-        {"task": "t", "method": "base", "seed": s, "metric": "loss", "higher_is_better": False, "best_score": v}
+        {
+            "task": "t",
+            "method": "base",
+            "seed": s,
+            "metric": "loss",
+            "higher_is_better": False,
+            "best_score": v,
+        }
         for s, v in enumerate([4.0, None])
     ]
     s = summarize(rows, agent="agent", benchmark="b", split="dev", methods=["agent", "base"])
     a = s["tasks"]["t"]["methods"]["agent"]
-    assert a["mean"] == 2.0 and a["ci95"] == pytest.approx(12.706205 * math.sqrt(2.0) / math.sqrt(2), rel=1e-5)
+    assert a["mean"] == 2.0 and a["ci95"] == pytest.approx(
+        12.706205 * math.sqrt(2.0) / math.sqrt(2), rel=1e-5
+    )
     b = s["tasks"]["t"]["methods"]["base"]
     assert b["mean"] == 4.0 and b["n_failed"] == 1
     assert s["agent_vs_baselines"]["base"] == {"agent_better_on": 1, "of_tasks": 1}
 
 
 def _toy_solve(task, ctx, config, budget, resume):  # type: ignore[no-untyped-def]
-    res = run_search(ToyProblem(), GaussianProposer(), ctx, SearchConfig(max_evaluations=budget or 8), resume=resume)
-    return AgentOutcome(best_candidate=res.best.payload, claimed_value=-123.0, trace=res.trace(False), n_evaluations=res.n_evaluations, stop_reason=res.stop_reason)
+    res = run_search(
+        ToyProblem(),
+        GaussianProposer(),
+        ctx,
+        SearchConfig(max_evaluations=budget or 8),
+        resume=resume,
+    )
+    return AgentOutcome(
+        best_candidate=res.best.payload,
+        claimed_value=-123.0,
+        trace=res.trace(False),
+        n_evaluations=res.n_evaluations,
+        stop_reason=res.stop_reason,
+    )
 
 
 def _toy_seed_baseline(task, ctx, budget):  # type: ignore[no-untyped-def]
-    return AgentOutcome(best_candidate={"a": 0.0, "b": 0.0}, claimed_value=10.0, trace=[10.0], n_evaluations=1)
+    return AgentOutcome(
+        best_candidate={"a": 0.0, "b": 0.0}, claimed_value=10.0, trace=[10.0], n_evaluations=1
+    )
 
 
-TOY = AgentSpec(name="toy", description="toy", config_model=SearchConfig, solve=_toy_solve, baselines={"seed": _toy_seed_baseline})
+TOY = AgentSpec(
+    name="toy",
+    description="toy",
+    config_model=SearchConfig,
+    solve=_toy_solve,
+    baselines={"seed": _toy_seed_baseline},
+)
 
 
 def test_run_task_writes_summary_and_remeasures(tmp_path: Path) -> None:
     out = tmp_path / "run"
     summary = run_task(TOY, ToyTask(), RunSettings(budget=10, memory="none"), out)
     on_disk = json.loads((out / "summary.json").read_text())
-    for key in ("agent", "benchmark", "task", "metric", "higher_is_better", "best_score", "baseline_name",
-                "baseline_score", "n_evaluations", "llm_calls", "cost_usd", "wall_s"):
+    for key in (
+        "agent",
+        "benchmark",
+        "task",
+        "metric",
+        "higher_is_better",
+        "best_score",
+        "baseline_name",
+        "baseline_score",
+        "n_evaluations",
+        "llm_calls",
+        "cost_usd",
+        "wall_s",
+    ):
         assert key in on_disk
     # The agent claimed -123; the harness re-scored its candidate itself.
     assert summary["claimed_score"] == -123.0
@@ -77,7 +125,11 @@ def test_run_task_writes_summary_and_remeasures(tmp_path: Path) -> None:
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "finished" and manifest["seed"] == 0 and "versions" in manifest
     kinds = [json.loads(line)["kind"] for line in (out / "events.jsonl").read_text().splitlines()]
-    assert kinds.count("evaluation") == 10 and kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert (
+        kinds.count("evaluation") == 10
+        and kinds[0] == "run_started"
+        and kinds[-1] == "run_finished"
+    )
 
 
 def test_eval_on_funcfit_is_resumable(tmp_path: Path) -> None:
@@ -89,7 +141,9 @@ def test_eval_on_funcfit_is_resumable(tmp_path: Path) -> None:
     assert set(s1["tasks"]) == {"quadratic", "sine"}
     for t in s1["tasks"].values():
         agent, seed = t["methods"]["evolve"], t["methods"]["seed"]
-        assert agent["n_seeds"] == 2 and agent["mean"] <= seed["mean"] + 1e-12  # the seed is evaluated first
+        assert (
+            agent["n_seeds"] == 2 and agent["mean"] <= seed["mean"] + 1e-12
+        )  # the seed is evaluated first
     assert (out / "summary.md").read_text().count("|") > 10
     assert (out / "convergence.png").stat().st_size > 1000
     assert (out / "agent_vs_baselines.png").stat().st_size > 1000

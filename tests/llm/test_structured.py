@@ -52,7 +52,10 @@ def test_instruction_goes_into_system_message() -> None:
 def test_extract_code_block() -> None:
     from optiforge.llm.structured import extract_code_block
 
-    assert extract_code_block("Here:\n```python\ndef f(x):\n    return x\n```\nDone") == "def f(x):\n    return x\n"
+    assert (
+        extract_code_block("Here:\n```python\ndef f(x):\n    return x\n```\nDone")
+        == "def f(x):\n    return x\n"
+    )
     assert extract_code_block("```\nprint(1)\n```") == "print(1)\n"
     assert extract_code_block("no fence at all") == "no fence at all"
     assert extract_code_block(None) == ""

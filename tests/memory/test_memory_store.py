@@ -265,7 +265,9 @@ def test_cache_sees_other_writers_and_edits(db_url: str) -> None:
     assert reader.search("gamma", kind="candidate")[0].record.id == c
     writer.update_candidate(c, code="epsilon zeta")
     top_c = reader.search("epsilon zeta", kind="candidate", k=1)[0]
-    assert top_c.record.id == c and top_c.record.code == "epsilon zeta" and top_c.method == "lexical"
+    assert (
+        top_c.record.id == c and top_c.record.code == "epsilon zeta" and top_c.method == "lexical"
+    )
     assert reader.stats()["embedded"] == 2
 
 

@@ -458,7 +458,9 @@ def solve(task: Any, ctx: RunContext, config: BaseModel, budget: int | None,
     return run_agent(task, ctx, config, budget, durable=ctx.run_dir is not None, resume=resume)
 
 
-def known_graph_baseline(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
+def known_graph_baseline(
+    task: Any, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """CBO with the task's true exploration sets and graph (the paper's upper reference)."""
     t0 = time.perf_counter()
     d = config if isinstance(config, AgentCBOConfig) else AgentCBOConfig()
@@ -476,7 +478,9 @@ def plain_bo_baseline(task: Any, ctx: RunContext, budget: int | None) -> AgentOu
     return _outcome(tr, "baseline", time.perf_counter() - t0, {"proposer": "plain-bo"})
 
 
-def discovery_only_baseline(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
+def discovery_only_baseline(
+    task: Any, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """The agent without LLM beliefs (PC priors only): what the language prior is measured against."""
     from dataclasses import replace
 

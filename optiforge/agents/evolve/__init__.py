@@ -47,7 +47,9 @@ class EvolveConfig(BaseModel):
 class _TaskEvaluator:
     """Picklable evaluator: the task scores a payload in a fresh local sandbox."""
 
-    def __init__(self, task: Task, sandbox_backend: str = "local", events_path: str | None = None) -> None:
+    def __init__(
+        self, task: Task, sandbox_backend: str = "local", events_path: str | None = None
+    ) -> None:
         self.task = task
         self.backend = sandbox_backend
         self.events_path = events_path
@@ -64,7 +66,11 @@ class CodeProblem:
     """Search over Python programs defining ``function_name`` for a code-scored task."""
 
     def __init__(
-        self, task: Task, seed_code: str, function_name: str = "f", backend: str = "local",
+        self,
+        task: Task,
+        seed_code: str,
+        function_name: str = "f",
+        backend: str = "local",
         events_path: str | None = None,
     ):
         self.events_path = events_path
@@ -94,12 +100,12 @@ class CodeProblem:
     def evaluator(self) -> Callable[[dict[str, Any]], Score]:
         return _TaskEvaluator(self.task, self.backend, self.events_path)
 
-    def reflect(self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext) -> list[str]:
+    def reflect(
+        self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
+    ) -> list[str]:
         # Lessons are only recorded when something new was learned: a failure mode.
         failures = [ev for ev in batch if ev.error and not ev.error.startswith("invalid")]
-        return [
-            f"candidate failed on {self.task.name}: {ev.error[:200]}" for ev in failures[:2]
-        ]
+        return [f"candidate failed on {self.task.name}: {ev.error[:200]}" for ev in failures[:2]]
 
 
 class LLMCodeProposer:
@@ -111,7 +117,9 @@ class LLMCodeProposer:
         self.parents_shown = parents_shown
         self.function_name = function_name
 
-    def propose(self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext) -> list[Proposal]:
+    def propose(
+        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    ) -> list[Proposal]:
         if ctx.llm is None:
             raise InvalidCandidate("LLMCodeProposer needs an LLM")
         direction = "higher" if problem.higher_is_better else "lower"
@@ -123,7 +131,10 @@ class LLMCodeProposer:
         out: list[Proposal] = []
         for j in range(n):
             messages = [
-                {"role": "system", "content": "You improve Python programs. Reply with exactly one ```python code block."},
+                {
+                    "role": "system",
+                    "content": "You improve Python programs. Reply with exactly one ```python code block.",
+                },
                 {
                     "role": "user",
                     "content": (
@@ -138,7 +149,9 @@ class LLMCodeProposer:
             code = extract_code_block(reply.text)
             out.append(
                 Proposal(
-                    payload={"code": code}, parent_ids=[ev.id for ev in shown], origin="llm",
+                    payload={"code": code},
+                    parent_ids=[ev.id for ev in shown],
+                    origin="llm",
                     rationale=(reply.text or "")[:200],
                 )
             )
@@ -150,7 +163,9 @@ class MutationProposer:
 
     name = "mutation"
 
-    def propose(self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext) -> list[Proposal]:
+    def propose(
+        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    ) -> list[Proposal]:
         rng = ctx.rng("mutation", round_)
         if not population:
             return [Proposal(payload={"code": problem.seed_code}, origin="seed")]
@@ -171,14 +186,29 @@ _TERMS = ["x", "x**2", "x**3", "np.sin(x)", "np.cos(x)", "np.exp(-x)", "np.sin(2
 def mutate_code(code: str, rng: np.random.Generator) -> str:
     """One random mutation of a program: constant jitter, operator swap or a new term."""
     tree = ast.parse(code)
-    consts = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, int | float) and not isinstance(n.value, bool)]
-    binops = [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add | ast.Sub | ast.Mult)]
+    consts = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, int | float)
+        and not isinstance(n.value, bool)
+    ]
+    binops = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add | ast.Sub | ast.Mult)
+    ]
     returns = [n for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value is not None]
     choice = rng.random()
     if consts and choice < 0.55:
         node = consts[int(rng.integers(len(consts)))]
         v = float(node.value)
-        node.value = round(v + rng.normal(0, 0.5) if abs(v) < 1e-9 or rng.random() < 0.5 else v * (1 + rng.normal(0, 0.3)), 4)
+        node.value = round(
+            v + rng.normal(0, 0.5)
+            if abs(v) < 1e-9 or rng.random() < 0.5
+            else v * (1 + rng.normal(0, 0.3)),
+            4,
+        )
     elif binops and choice < 0.7:
         node = binops[int(rng.integers(len(binops)))]
         node.op = _OPS[int(rng.integers(len(_OPS)))]
@@ -186,20 +216,28 @@ def mutate_code(code: str, rng: np.random.Generator) -> str:
         ret = returns[0]
         term = ast.parse(_TERMS[int(rng.integers(len(_TERMS)))], mode="eval").body
         coef = ast.Constant(value=round(float(rng.normal(0, 1)), 3))
-        ret.value = ast.BinOp(left=ret.value, op=ast.Add(), right=ast.BinOp(left=coef, op=ast.Mult(), right=term))
+        ret.value = ast.BinOp(
+            left=ret.value, op=ast.Add(), right=ast.BinOp(left=coef, op=ast.Mult(), right=term)
+        )
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
-def solve(task: Task, ctx: RunContext, config: BaseModel, budget: int | None, resume: bool) -> AgentOutcome:
+def solve(
+    task: Task, ctx: RunContext, config: BaseModel, budget: int | None, resume: bool
+) -> AgentOutcome:
     """Run the evolver on a code-scored task (``funcfit`` and similar)."""
     assert isinstance(config, EvolveConfig)
     from optiforge.evals.suites.funcfit import SEED_CODE
 
     search = config.search.model_copy(update={"max_evaluations": budget} if budget else {})
     events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
-    problem = CodeProblem(task, getattr(task, "seed_code", SEED_CODE), config.function_name, events_path=events)
+    problem = CodeProblem(
+        task, getattr(task, "seed_code", SEED_CODE), config.function_name, events_path=events
+    )
     proposer = (
-        LLMCodeProposer(config.parents_shown, config.function_name) if ctx.llm is not None else MutationProposer()
+        LLMCodeProposer(config.parents_shown, config.function_name)
+        if ctx.llm is not None
+        else MutationProposer()
     )
     result = run_search(problem, proposer, ctx, search, resume=resume)
     best = result.best
@@ -225,8 +263,11 @@ def seed_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutco
     payload = {"code": getattr(task, "seed_code", SEED_CODE)}
     score = task.evaluate(payload, ctx.sandbox)
     return AgentOutcome(
-        best_candidate=payload, claimed_value=score.value,
-        trace=[score.value if score.passed else None], n_evaluations=1, stop_reason="baseline",
+        best_candidate=payload,
+        claimed_value=score.value,
+        trace=[score.value if score.passed else None],
+        n_evaluations=1,
+        stop_reason="baseline",
     )
 
 
@@ -246,7 +287,13 @@ def random_restart_baseline(task: Task, ctx: RunContext, budget: int | None) -> 
         if v is not None and (best is None or (v > best if task.higher_is_better else v < best)):
             best, best_payload = v, {"code": code}
         trace.append(best)
-    return AgentOutcome(best_candidate=best_payload, claimed_value=best, trace=trace, n_evaluations=n, stop_reason="baseline")
+    return AgentOutcome(
+        best_candidate=best_payload,
+        claimed_value=best,
+        trace=trace,
+        n_evaluations=n,
+        stop_reason="baseline",
+    )
 
 
 SPEC = AgentSpec(

@@ -18,7 +18,7 @@ from optiforge.errors import InvalidCandidate
 from optiforge.evals.registry import resolve_task
 from optiforge.evals.runner import run_task
 
-GOOD_KERNEL = '''
+GOOD_KERNEL = """
 NAME = "rq-times-exp"
 HYPERPARAMETERS = {"lengthscale": {"shape": "ard", "init": 1.0, "bounds": [0.01, 100.0]},
                    "alpha": {"shape": "scalar", "init": 1.0, "bounds": [0.01, 100.0]}}
@@ -27,22 +27,29 @@ def kernel(x1, x2, params):
     b = x2 / params["lengthscale"]
     d2 = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
     return (1.0 + d2 / (2.0 * params["alpha"])) ** (-params["alpha"])
-'''
+"""
 
-NOT_PSD_KERNEL = '''
+NOT_PSD_KERNEL = """
 NAME = "negative"
 HYPERPARAMETERS = {"lengthscale": {"shape": "scalar", "init": 1.0, "bounds": [0.01, 100.0]}}
 def kernel(x1, x2, params):
     d2 = ((x1[:, None, :] - x2[None, :, :]) ** 2).sum(-1)
     return -torch.exp(-0.5 * d2 / params["lengthscale"] ** 2)
-'''
+"""
 
 
 def test_grammar_parse_canonical_and_build() -> None:
-    assert grammar.canonical("Periodic * RBF + Linear") == grammar.canonical("Linear + RBF * Periodic")
-    assert grammar.parse("(RBF + Linear) * Periodic") == [("RBF", "Periodic"), ("Linear", "Periodic")]
+    assert grammar.canonical("Periodic * RBF + Linear") == grammar.canonical(
+        "Linear + RBF * Periodic"
+    )
+    assert grammar.parse("(RBF + Linear) * Periodic") == [
+        ("RBF", "Periodic"),
+        ("Linear", "Periodic"),
+    ]
     spec = grammar.build_kernel("RBF_ARD + Periodic")
-    assert spec.n_hyperparameters(5) == 1 + 5 + 1 + 1 + 1  # two variances, ARD ls, periodic ls + period
+    assert (
+        spec.n_hyperparameters(5) == 1 + 5 + 1 + 1 + 1
+    )  # two variances, ARD ls, periodic ls + period
     x = torch.rand(6, 5, dtype=torch.float64)
     K = spec(x, x, {k: v for k, v in spec.initial_params(5).items()})
     assert K.shape == (6, 6) and torch.allclose(K, K.T)
@@ -70,10 +77,18 @@ def test_functional_duplicates_found_by_fingerprint() -> None:
     task = resolve_task("hdbo/levy4_in_25@dev")
     X, y = task.kernel_data(0)
     X, y = X[:16], y[:16]
-    scores = {e: task.score_kernel(grammar.build_kernel(e), X, y) for e in ("RBF_ARD", "RBF_ARD * RBF_ARD", "Periodic")}
+    scores = {
+        e: task.score_kernel(grammar.build_kernel(e), X, y)
+        for e in ("RBF_ARD", "RBF_ARD * RBF_ARD", "Periodic")
+    }
     from optiforge.agents.base import Evaluated
 
-    evs = [Evaluated(id=e, key=e, payload={"expression": e}, passed=True, value=s.value, details=s.details) for e, s in scores.items()]
+    evs = [
+        Evaluated(
+            id=e, key=e, payload={"expression": e}, passed=True, value=s.value, details=s.details
+        )
+        for e, s in scores.items()
+    ]
     clusters = functional_clusters(evs, tol=2e-2)
     # RBF * RBF is RBF with rescaled lengthscales: the same function once fitted.
     assert sorted(len(c) for c in clusters) == [1, 2]
@@ -81,19 +96,29 @@ def test_functional_duplicates_found_by_fingerprint() -> None:
 
 def test_offline_run_through_the_runner(tmp_path: Path) -> None:
     task = resolve_task("hdbo/levy4_in_25@dev")
-    settings = RunSettings(budget=16, memory=f"sqlite:///{tmp_path / 'mem.db'}",
-                           agent={"refresh_every": 3, "kernel_evals_per_refresh": 4})
+    settings = RunSettings(
+        budget=16,
+        memory=f"sqlite:///{tmp_path / 'mem.db'}",
+        agent={"refresh_every": 3, "kernel_evals_per_refresh": 4},
+    )
     summary = run_task("kernel-discovery", task, settings, tmp_path / "run")
     assert summary["metric"] == "best_value" and summary["n_evaluations"] == 16
-    assert summary["verified"] and summary["best_score"] == pytest.approx(summary["verification"]["metrics"]["best_value"])
+    assert summary["verified"] and summary["best_score"] == pytest.approx(
+        summary["verification"]["metrics"]["best_value"]
+    )
     assert summary["baseline_name"] == "gp_rbf_ard" and summary["baseline_score"] is not None
     extra = summary["extra"]
     assert extra["proposer"] == "compositional" and len(extra["refreshes"]) == 2  # rounds 0 and 3
     for r in extra["refreshes"]:
-        assert r["rbf_ard_loo_crps"] is not None and r["best_loo_crps"] <= r["rbf_ard_loo_crps"] + 1e-12
+        assert (
+            r["rbf_ard_loo_crps"] is not None
+            and r["best_loo_crps"] <= r["rbf_ard_loo_crps"] + 1e-12
+        )
     assert set(extra["final_loo_crps"]) == {"RBF_ARD", "discovered", "discovered_kernel"}
     assert "functional_duplicates" in extra["kernel_evaluations"]
-    kinds = [json.loads(x)["kind"] for x in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    kinds = [
+        json.loads(x)["kind"] for x in (tmp_path / "run" / "events.jsonl").read_text().splitlines()
+    ]
     assert kinds.count("kernel_refresh") == 2
     from optiforge.memory import Store
 
@@ -104,24 +129,43 @@ def test_offline_run_through_the_runner(tmp_path: Path) -> None:
 
 
 def test_two_stage_llm_path_reasks_and_rejects(openai_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    form = json.dumps({"name": "rq-exp", "form": "k = (1 + r^2/(2a))^-a", "rationale": "heavier tails"})
+    form = json.dumps(
+        {"name": "rq-exp", "form": "k = (1 + r^2/(2a))^-a", "rationale": "heavier tails"}
+    )
     bad_form = json.dumps({"name": "neg", "form": "k = -exp(-r^2/2)", "rationale": "test"})
-    openai_server.script([
-        # refresh 0, proposal 1: a form, then a reply without code (re-asked), then valid code
-        form, "I think this kernel is great.", f"```python\n{GOOD_KERNEL}```",
-        # refresh 0, proposal 2: a non-PSD kernel, re-asked twice, still not PSD -> evaluation rejects it
-        bad_form, f"```python\n{NOT_PSD_KERNEL}```", f"```python\n{NOT_PSD_KERNEL}```", f"```python\n{NOT_PSD_KERNEL}```",
-    ])
+    openai_server.script(
+        [
+            # refresh 0, proposal 1: a form, then a reply without code (re-asked), then valid code
+            form,
+            "I think this kernel is great.",
+            f"```python\n{GOOD_KERNEL}```",
+            # refresh 0, proposal 2: a non-PSD kernel, re-asked twice, still not PSD -> evaluation rejects it
+            bad_form,
+            f"```python\n{NOT_PSD_KERNEL}```",
+            f"```python\n{NOT_PSD_KERNEL}```",
+            f"```python\n{NOT_PSD_KERNEL}```",
+        ]
+    )
     from optiforge.agents.kernel_discovery import SPEC
 
     task = resolve_task("hdbo/levy4_in_25@dev")
     settings = RunSettings(
-        model="openai/test-model", api_base=openai_server.url, budget=11, memory="none",
-        agent={"refresh_every": 5, "kernel_evals_per_refresh": 3, "proposals_per_round": 2, "seed_kernels": ["RBF_ARD"]},
+        model="openai/test-model",
+        api_base=openai_server.url,
+        budget=11,
+        memory="none",
+        agent={
+            "refresh_every": 5,
+            "kernel_evals_per_refresh": 3,
+            "proposals_per_round": 2,
+            "seed_kernels": ["RBF_ARD"],
+        },
     )
     from optiforge.llm import LiteLLM
 
-    llm = LiteLLM("openai/test-model", api_base=openai_server.url, api_key="sk-test", backoff_base_s=0.01)
+    llm = LiteLLM(
+        "openai/test-model", api_base=openai_server.url, api_key="sk-test", backoff_base_s=0.01
+    )
     summary = run_task(SPEC, task, settings, tmp_path / "run", llm=llm, with_baseline=False)
     assert openai_server.count == 7
     # the second code request carried the re-ask with the reason
@@ -132,5 +176,7 @@ def test_two_stage_llm_path_reasks_and_rejects(openai_server, tmp_path: Path) ->
     assert any("not PSD" in e["reason"] for e in rejected)
     evals = [e for e in events if e["kind"] == "evaluation"]
     assert any(e["passed"] is False and "not PSD" in (e["error"] or "") for e in evals)
-    assert any(e["passed"] for e in evals if e["id"].startswith("refresh0.r1"))  # the good LLM kernel
+    assert any(
+        e["passed"] for e in evals if e["id"].startswith("refresh0.r1")
+    )  # the good LLM kernel
     assert summary["llm_calls"] == 7 and summary["extra"]["proposer"] == "llm"

@@ -102,15 +102,27 @@ class FuncFitTask:
         try:
             out = json.loads(res.stdout.strip().splitlines()[-1])
         except (json.JSONDecodeError, IndexError):
-            return Score(value=math.inf, passed=False, metrics=metrics,
-                         details={"reason": "candidate printed no result"})
+            return Score(
+                value=math.inf,
+                passed=False,
+                metrics=metrics,
+                details={"reason": "candidate printed no result"},
+            )
         if not out.get("ok"):
-            return Score(value=math.inf, passed=False, metrics=metrics,
-                         details={"reason": out.get("error", "error")})
+            return Score(
+                value=math.inf,
+                passed=False,
+                metrics=metrics,
+                details={"reason": out.get("error", "error")},
+            )
         pred = np.asarray(out["y"], dtype=float)
         if pred.shape != self.xs.shape or not np.all(np.isfinite(pred)):
-            return Score(value=math.inf, passed=False, metrics=metrics,
-                         details={"reason": "f(x) returned non-finite values or the wrong shape"})
+            return Score(
+                value=math.inf,
+                passed=False,
+                metrics=metrics,
+                details={"reason": "f(x) returned non-finite values or the wrong shape"},
+            )
         mse = float(np.mean((pred - self.ys) ** 2))
         return Score(value=mse, passed=True, metrics=metrics)
 
@@ -124,7 +136,9 @@ class FuncFitBenchmark:
 
     def tasks(self, split: str = "dev") -> list[FuncFitTask]:
         if split not in self.splits:
-            raise ConfigError(f"funcfit has no split {split!r} (choose from {', '.join(self.splits)})")
+            raise ConfigError(
+                f"funcfit has no split {split!r} (choose from {', '.join(self.splits)})"
+            )
         return [
             FuncFitTask(name=n, split=s, target=t, domain=d)
             for n, (t, d, s) in _TARGETS.items()
