@@ -35,7 +35,6 @@ choices as an uninterrupted run of the same seed.
 from __future__ import annotations
 
 import operator
-import sqlite3
 import time
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -59,7 +58,7 @@ from optiforge.agents.agent_cbo.structure import (
     run_pc,
     to_graph,
 )
-from optiforge.agents.base import RunContext
+from optiforge.agents.base import RunContext, open_checkpointer
 from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.errors import BudgetExceeded, ConfigError, InvalidTask, LLMError
 from optiforge.solvers.cbo import CBOConfig, CBOTrace, run_bo, run_cbo
@@ -400,12 +399,8 @@ def run_agent(
     try:
         checkpointer = None
         if durable or resume:
-            from langgraph.checkpoint.sqlite import SqliteSaver
-
             assert ctx.run_dir is not None
-            ctx.run_dir.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(ctx.run_dir / CHECKPOINTS), check_same_thread=False)
-            checkpointer = SqliteSaver(conn)
+            conn, checkpointer = open_checkpointer(ctx.run_dir / CHECKPOINTS)
         graph, live = build_graph(task, config, n_trials, checkpointer)
         start: AgentCBOState | None = {}
         snapshot: Any = None

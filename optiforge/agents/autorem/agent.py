@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -40,7 +39,7 @@ from optiforge.agents.autorem.experience import (
     retrieve_entries,
     to_experience,
 )
-from optiforge.agents.base import RunContext
+from optiforge.agents.base import RunContext, open_checkpointer
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import (
     BudgetExceeded,
@@ -419,11 +418,7 @@ def run_instance(
     checkpointer = None
     thread = thread_id or f"autorem-{task.name}"
     if ctx.run_dir is not None:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        ctx.run_dir.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(ctx.run_dir / CHECKPOINTS), check_same_thread=False)
-        checkpointer = SqliteSaver(conn)
+        conn, checkpointer = open_checkpointer(ctx.run_dir / CHECKPOINTS)
     try:
         graph = build_graph(task, config, checkpointer=checkpointer)
         cfg: dict[str, Any] = {"configurable": {"thread_id": thread}, "recursion_limit": 100}
