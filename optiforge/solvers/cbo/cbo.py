@@ -320,15 +320,7 @@ def _run_cbo(
     seed: int = 0,
     causal_prior: bool = True,
 ) -> CBOTrace:
-    """Causal BO on ``scm`` assuming causal ``graph`` (default: the true one).
-
-    Args:
-        graph: the DAG used for exploration sets and do-priors (any candidate DAG over the
-            SCM's variables; the SCM itself still generates the data).
-        exploration_sets: default: minimal intervention sets of ``graph`` (up to
-            ``config.max_set_size``) over the SCM's manipulable variables.
-        causal_prior: False replaces the do-prior by the observational mean (ablation).
-    """
+    """The body of ``run_cbo`` (which adds the one-thread torch setting around it)."""
     config = config or CBOConfig()
     _check_budget(config)
     g = scm.graph if graph is None else graph
@@ -477,7 +469,7 @@ def _incumbent(
 def _run_bo(
     scm: SCM, *, config: CBOConfig | None = None, seed: int = 0, n_init: int = 2
 ) -> CBOTrace:
-    """Plain BO: one standard GP over all manipulable variables jointly, same budget rules."""
+    """The body of ``run_bo`` (which adds the one-thread torch setting around it)."""
     config = config or CBOConfig()
     _check_budget(config)
     s = tuple(scm.manipulable)
