@@ -12,11 +12,16 @@ One LangGraph graph, nodes in order::
   the beliefs into a protected backbone (PC and LLM agree) and residual uncertain pairs.
 - ``cbo_step``: one intervention of cost-aware causal BO on the committed graph
   (``solvers.cbo.CBOSession``).
-- ``calibration``: scores every single-edge edit on uncertain pairs by the change of an
-  interventional BIC (observational + interventional units, intervened mechanisms cut)
-  plus the LLM beliefs' log-odds (a structure prior; zero offline).
-- ``residual_repair``: picks at most ``max_edits_per_round`` edits (LLM proposals first,
-  then the best-scoring data edits above the margin).
+- ``calibration`` (the Calibration agent): scores every single-edge edit on uncertain
+  pairs by the change of an interventional BIC (observational + interventional units,
+  intervened mechanisms cut) plus the LLM beliefs' log-odds (a structure prior; zero
+  offline). Every ``llm_every`` rounds the LLM first revises its beliefs on uncertain
+  pairs against the interventional evidence (``subagents.Calibration``).
+- ``residual_repair`` (the Residual Repair agent): picks at most ``max_edits_per_round``
+  edits: the language prior's proposals first, then (every ``llm_every`` rounds) the
+  candidate edits the LLM chooses (``subagents.RepairPlan``), then the best-scoring data
+  edits above the margin. An LLM choice that is not a local edit of an uncertain pair is
+  rejected here, with its reason, and never reaches the gate.
 - ``commit_gate``: deterministic; accepts an edit only if it keeps the graph acyclic,
   keeps the backbone, gains the score margin, and, when it changes the optimizer's routing
   (exploration sets or do-priors), passes routing-proxy checks. Every decision is a
@@ -42,6 +47,7 @@ import networkx as nx
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from optiforge.agents.agent_cbo import subagents
 from optiforge.agents.agent_cbo.gate import CommitGate, GateDecision, routing_equivalent
 from optiforge.agents.agent_cbo.structure import (
     EdgeBelief,
@@ -90,6 +96,12 @@ class AgentCBOConfig(BaseModel):
     """Weight of the LLM beliefs' log-odds in an edit's score (the structure prior)."""
     llm_recheck_every: int = Field(default=5, ge=1)
     """A rejected LLM proposal is re-sent to the gate every this many rounds."""
+    llm_every: int = Field(default=5, ge=0)
+    """The Calibration and Residual Repair agents consult the LLM every this many rounds
+    (from round ``llm_every`` on; 0: the language prior is the only LLM call). Between
+    consultations, and offline, both work from the data score alone."""
+    repair_candidates_shown: int = Field(default=40, ge=1)
+    """The repair prompt lists at most this many candidate edits (best data score first)."""
     max_set_size: int | None = 2
     """Largest exploration set (MIS) considered."""
     grid_1d: int = Field(default=201, ge=5)
@@ -121,6 +133,9 @@ class AgentCBOState(TypedDict, total=False):
     round: int
     pending: list[dict[str, Any]]
     deltas: dict[str, float]
+    """Edit label -> data score + prior log-odds (what the gate compares to the margin)."""
+    data_deltas: dict[str, float]
+    """Edit label -> interventional-BIC change alone (what the repair prompt shows)."""
     decisions: list[dict[str, Any]]
     llm_tried: dict[str, int]
     trials: list[dict[str, Any]]
@@ -237,9 +252,12 @@ def build_graph(
             runtime.context.progress({"evaluations": rec.index + 1,
                                       "max_evaluations": session.config.n_trials,
                                       "best": rec.best_true})  # fmt: skip
-        return {"trials": [*state.get("trials", []), rec.model_dump()],
-                "trial_logs": [session.trial_log()],
-                "round": state.get("round", 0) + 1}  # fmt: skip
+        out: dict[str, Any] = {"trials": [*state.get("trials", []), rec.model_dump()],
+                               "trial_logs": [session.trial_log()],
+                               "round": state.get("round", 0) + 1}  # fmt: skip
+        if session.done:  # no structure round after the last intervention
+            out.update(done=True, stop_reason="intervention budget spent")
+        return out
 
     def _scorer(session: CBOSession) -> InterventionalBIC:
         names = list(session.obs)
@@ -255,24 +273,70 @@ def build_graph(
             basis=config.score_basis,
         )
 
+    def _llm_due(state: AgentCBOState, ctx: RunContext) -> bool:
+        rnd = state.get("round", 0)
+        return (
+            ctx.llm is not None
+            and config.llm_every > 0
+            and rnd > 0
+            and (rnd % config.llm_every == 0)
+        )
+
+    def _evidence(session: CBOSession) -> list[subagents.SetEvidence]:
+        return subagents.intervention_evidence(
+            session.obs, [(d.x, d.units) for d in session.interventions]
+        )
+
+    def _ask(ctx: RunContext, node: str, msgs: list[dict[str, str]], schema: type[BaseModel]
+             ) -> BaseModel | None:  # fmt: skip
+        """One sub-agent LLM call; a failure is an event and leaves the round to the data."""
+        assert ctx.llm is not None
+        try:
+            reply = ctx.llm.complete(msgs, schema=schema)
+        except (LLMError, BudgetExceeded) as err:
+            ctx.tracer.event(f"cbo_{node}_llm", error=f"{type(err).__name__}: {err}")
+            return None
+        assert isinstance(reply.parsed, schema)
+        return reply.parsed
+
     def calibration(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
         st = Structure.model_validate(state["structure"])
         g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
-        scorer = _scorer(get_session(state, runtime.context))
+        session = get_session(state, ctx)
+        scorer = _scorer(session)
         live["scorer"] = scorer
         edits = candidate_edits(g, st.uncertain, target)
         beliefs = [EdgeBelief.model_validate(b) for b in state.get("beliefs", [])]
-        deltas = {e.label(): scorer.delta(g, e) + config.prior_weight * belief_log_odds(e, g, beliefs)
+        out: dict[str, Any] = {}
+        if _llm_due(state, ctx):
+            msgs = subagents.calibration_messages(
+                task.variables, target, list(g.edges), st.backbone, st.uncertain, beliefs,
+                _evidence(session),
+            )  # fmt: skip
+            reply = _ask(ctx, "calibration", msgs, subagents.Calibration)
+            if isinstance(reply, subagents.Calibration):
+                beliefs, notes = subagents.merge_calibration(
+                    beliefs, reply.revised, st.uncertain, st.nodes
+                )
+                ctx.tracer.event("cbo_calibration", round=state.get("round", 0), changes=notes)
+                out["beliefs"] = [b.model_dump() for b in beliefs]
+        data = {e.label(): scorer.delta(g, e) for e in edits}
+        deltas = {e.label(): data[e.label()] + config.prior_weight * belief_log_odds(e, g, beliefs)
                   for e in edits}  # fmt: skip
-        return {"deltas": deltas}
+        return {**out, "deltas": deltas, "data_deltas": data}
 
     def residual_repair(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
         st = Structure.model_validate(state["structure"])
         g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
         rnd = state.get("round", 0)
+        k = config.max_edits_per_round
         tried = dict(state.get("llm_tried", {}))
         chosen: list[Edit] = []
         for op, edge, _conf in st.proposals:  # the LLM's residual claims come first
+            if len(chosen) >= k:
+                break
             e = Edit(op=op, edge=tuple(edge), source="llm")  # type: ignore[arg-type]
             applicable = (op == "add" and not g.has_edge(*edge)) or (
                 op != "add" and g.has_edge(*edge)
@@ -281,17 +345,42 @@ def build_graph(
             if applicable and (last is None or rnd - last >= config.llm_recheck_every):
                 chosen.append(e)
                 tried[e.label()] = rnd
-            if len(chosen) >= config.max_edits_per_round:
-                break
         deltas = state.get("deltas", {})
+        candidates = candidate_edits(g, st.uncertain, target)
+        decisions = list(state.get("decisions", []))
+        if k > len(chosen) and _llm_due(state, ctx):
+            data = state.get("data_deltas", {})
+            shown = sorted(candidates, key=lambda e: -data.get(e.label(), 0.0))
+            msgs = subagents.repair_messages(
+                task.variables, target, list(g.edges), st.backbone,
+                _evidence(get_session(state, ctx)),
+                shown[: config.repair_candidates_shown], data, k - len(chosen),
+            )  # fmt: skip
+            plan = _ask(ctx, "repair", msgs, subagents.RepairPlan)
+            if isinstance(plan, subagents.RepairPlan):
+                picked, dropped = subagents.plan_edits(plan, candidates, k - len(chosen))
+                have = {c.label() for c in chosen}
+                chosen += [e for e in picked if e.label() not in have]
+                for why in dropped:  # rejected before the gate: recorded all the same
+                    label, reason = why.split(": ", 1)
+                    dec = GateDecision(
+                        round=rnd, edit=label, source="llm", accepted=False,
+                        routing_relevant=False, score_delta=0.0, reasons=[reason],
+                        sets_before=[], sets_after=[],
+                    )  # fmt: skip
+                    ctx.tracer.event("cbo_edit", **dec.model_dump())
+                    decisions.append(dec.model_dump())
+                ctx.tracer.event("cbo_repair", round=rnd, picked=[e.label() for e in picked],
+                                 dropped=dropped)  # fmt: skip
         labels = {c.label() for c in chosen}
         data_edits = [
-            e for e in candidate_edits(g, st.uncertain, target)
+            e for e in candidates
             if deltas.get(e.label(), -np.inf) >= config.score_margin and e.label() not in labels
         ]  # fmt: skip
         data_edits.sort(key=lambda e: -deltas[e.label()])
-        chosen += data_edits[: max(0, config.max_edits_per_round - len(chosen))]
-        return {"pending": [c.model_dump() for c in chosen], "llm_tried": tried}
+        chosen += data_edits[: max(0, k - len(chosen))]
+        return {"pending": [c.model_dump() for c in chosen], "llm_tried": tried,
+                "decisions": decisions}  # fmt: skip
 
     def commit_gate(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx = runtime.context

@@ -12,7 +12,8 @@ from optiforge.config import RunSettings
 from optiforge.evals.suites.cbo import CBOBenchmark, CBOTask
 from optiforge.runs import ListTracer
 from optiforge.solvers.cbo import CBOTrace
-from optiforge.testing import ScriptedLLM
+from optiforge.testing import FunctionLLM, ScriptedLLM
+from optiforge.testing.cbo import BeliefGraphLLM, true_graph_llm
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +31,30 @@ WRONG = EdgeBeliefs(
 )
 
 
+def _wrong_llm() -> BeliefGraphLLM:
+    """Believes X -> Z, X -> Y and no Z -> Y, and says so through every sub-agent."""
+    return BeliefGraphLLM([("X", "Z"), ("X", "Y")], absent=[("Z", "Y")], confidence=0.9)
+
+
 def test_gate_rejects_wrong_llm_edge_and_run_converges(toy: CBOTask) -> None:
     tracer = ListTracer()
-    llm = ScriptedLLM([WRONG])
+    llm = _wrong_llm()
     # Seed 1 of 0-2: the run reaches tolerance in 19 trials (seed 2: 16); on seed 0 the
     # gate behaves the same but CBO stalls in ToyGraph's local optimum Z ~ +3.1.
     out = run_agent(toy, RunContext(llm=llm, tracer=tracer, seed=1), AgentCBOConfig(), 20)
-    assert llm.remaining == 0 and out.extra["proposer"] == "llm"
+    # The language prior, then calibration at rounds 5, 10 and 15; at round 5 the prior's
+    # two proposals fill the round's bound of 2 edits, so repair is asked at 10 and 15.
+    assert llm.schemas == ["EdgeBeliefs", "Calibration"] + ["Calibration", "RepairPlan"] * 2
+    assert out.extra["proposer"] == "llm"
+    # Calibration kept restating the wrong belief on the uncertain pair Z-Y.
+    assert any(
+        b["cause"] == "Z" and b["effect"] == "Y" and not b["present"] for b in out.extra["beliefs"]
+    )
+    assert tracer.of("cbo_calibration") and tracer.of("cbo_repair")
     edits = out.extra["edits"]
     removal = [d for d in edits if d["source"] == "llm" and d["edit"] == "remove Z->Y"]
-    assert removal and not any(d["accepted"] for d in removal)
+    # Sent by the language prior's proposals and by the repair agent, rejected each time.
+    assert len(removal) >= 2 and not any(d["accepted"] for d in removal)
     routing = [r for d in removal for r in d["reasons"] if "holding the incumbent" in r]
     assert routing, [d["reasons"] for d in removal]
     # Every gate decision is also a tracer event, with its reasons.
@@ -50,6 +65,64 @@ def test_gate_rejects_wrong_llm_edge_and_run_converges(toy: CBOTask) -> None:
     score = toy.evaluate(CBOTrace.model_validate(out.best_candidate))
     assert score.passed
     assert score.metrics["simple_regret"] <= toy.tolerance
+
+
+def test_repair_choices_outside_the_uncertain_structure_are_rejected(toy: CBOTask) -> None:
+    """A repair plan naming an unknown variable or more edits than the bound: each such
+    choice is rejected with its reason before the gate, and recorded; one that would remove
+    a protected adjacency reaches the gate and is rejected there."""
+    from optiforge.agents.agent_cbo.subagents import Calibration, RepairChoice, RepairPlan
+
+    def answer(messages, tools, schema):  # noqa: ANN001, ANN202
+        if schema is EdgeBeliefs:  # confirm the truth: X->Z and Z->Y become the backbone
+            return EdgeBeliefs(edges=[EdgeBelief(cause="X", effect="Z", confidence=0.9),
+                                      EdgeBelief(cause="Z", effect="Y", confidence=0.9)])  # fmt: skip
+        if schema is Calibration:  # a revision naming an unknown variable is dropped
+            return Calibration(revised=[EdgeBelief(cause="Q", effect="Y", confidence=0.9)])
+        return RepairPlan(edits=[
+            RepairChoice(op="remove", cause="X", effect="Z"),  # protected adjacency
+            RepairChoice(op="add", cause="Q", effect="Y"),  # unknown variable
+            RepairChoice(op="add", cause="X", effect="Y"),  # a real candidate
+        ])  # fmt: skip
+
+    tracer = ListTracer()
+    llm = FunctionLLM(answer)
+    cfg = AgentCBOConfig(llm_every=2, max_edits_per_round=1)
+    out = run_agent(toy, RunContext(llm=llm, tracer=tracer, seed=0), cfg, 3)
+    assert len(llm.calls) == 3  # prior; calibration + repair at round 2
+    early = [d for d in out.extra["edits"] if d["sets_before"] == [] and d["source"] == "llm"]
+    reasons = {d["edit"]: d["reasons"][0] for d in early}
+    assert reasons == {"add Q->Y": "not a local edit of an uncertain pair",
+                       "add X->Y": "over the bound of 1 edits per round"}  # fmt: skip
+    # PC finds X - Z (unoriented), the prior orients it: a protected adjacency.
+    gated = [d for d in out.extra["edits"] if d["edit"] == "remove X->Z"]
+    assert len(gated) == 1 and not gated[0]["accepted"]
+    assert "removes protected adjacency X-Z" in gated[0]["reasons"]
+    assert {(b["cause"], b["effect"]) for b in out.extra["beliefs"]} == {("X", "Z"), ("Z", "Y")}
+    notes = tracer.of("cbo_calibration")[0]["changes"]
+    assert notes == ["dropped 1 revision(s) on unknown or protected pairs"]
+
+
+def test_calibration_can_be_switched_off(toy: CBOTask) -> None:
+    llm = ScriptedLLM([WRONG])
+    out = run_agent(toy, RunContext(llm=llm, tracer=ListTracer(), seed=0),
+                    AgentCBOConfig(llm_every=0), 12)  # fmt: skip
+    assert llm.remaining == 0 and out.n_evaluations == 12
+
+
+def test_intervention_evidence_marks_descendants() -> None:
+    import numpy as np
+
+    from optiforge.agents.agent_cbo.subagents import intervention_evidence
+
+    rng = np.random.default_rng(0)
+    obs = {"X": rng.normal(size=500), "Z": rng.normal(size=500), "Y": rng.normal(size=500)}
+    # do(X = 2): Z (a child) moves by 2 sd, Y does not.
+    units = {"X": np.full(100, 2.0), "Z": 2.0 + rng.normal(size=100), "Y": rng.normal(size=100)}
+    (ev,) = intervention_evidence(obs, [({"X": 2.0}, units)])
+    assert ev.intervened == ["X"] and ev.n_trials == 1
+    assert set(ev.responded) == {"Z"} and ev.responded["Z"] > 10
+    assert ev.unaffected == ["Y"]
 
 
 def test_offline_agent_through_runner(toy: CBOTask, tmp_path: Path) -> None:
@@ -88,30 +161,18 @@ def test_spec_registration() -> None:
     assert spec.offline_equivalent == "discovery-only"
 
 
-def _true_beliefs(task: CBOTask) -> EdgeBeliefs:
-    obs = set(task.variables)
-    return EdgeBeliefs(
-        edges=[
-            EdgeBelief(cause=a, effect=b, confidence=0.9)
-            for a, b in task.scm.graph.edges
-            if a in obs and b in obs
-        ]
-    )
-
-
 def test_correct_prior_needs_fewer_interventions_than_discovery_only() -> None:
     """Synthetic2, seed 2: PC (Fisher-z) returns the wrong collider A -> C <- E and misses
     B -> D, C -> D, C -> E; the discovery-only agent gets within tolerance only at trial
-    27, the correct prior at trial 16. Measured over seeds 0-2
-    with the default exploratory stuck rule, this is the clearest of few differences
-    (seed 0: 22 vs 22, seed 1: neither within 30)."""
+    27, the agent with the true graph as its LLM's beliefs (through the language prior,
+    calibration and repair) at trial 16."""
     from optiforge.evals.suites.cbo.reference import trials_to_tolerance
 
     task = next(t for t in CBOBenchmark().tasks("dev") if t.name == "synthetic2")
     y_star, tol = task.true_optimum.value, task.tolerance
     needed = {}
     for mode in ("discovery-only", "correct-prior"):
-        llm = ScriptedLLM([_true_beliefs(task)]) if mode == "correct-prior" else None
+        llm = true_graph_llm(task) if mode == "correct-prior" else None
         out = run_agent(task, RunContext(llm=llm, tracer=ListTracer(), seed=2), AgentCBOConfig())
         trace = CBOTrace.model_validate(out.best_candidate)
         needed[mode] = trials_to_tolerance(trace, y_star, tol)
@@ -133,7 +194,7 @@ def test_language_prior_over_http(openai_server, toy: CBOTask) -> None:  # noqa:
     openai_server.script([beliefs.model_dump_json()])
     llm = LiteLLM("openai/test-model", api_base=openai_server.url, api_key="sk-test", timeout_s=30)
     out = run_agent(toy, RunContext(llm=llm, tracer=ListTracer(), seed=0), AgentCBOConfig(), 2)
-    assert openai_server.count == 1
+    assert openai_server.count == 1  # two rounds: before the first calibration call
     prompt = openai_server.requests[0]["messages"][-1]["content"]
     assert "X: an upstream driver" in prompt and "Outcome: Y" in prompt
     assert [(b["cause"], b["effect"]) for b in out.extra["beliefs"]] == [("X", "Z"), ("Z", "Y")]
