@@ -479,6 +479,11 @@ def eval_cmd(
     console.print(table)
     for n in summary.get("notes") or []:
         console.print(f"[dim]{n}[/]")
+    sections = [ln for ln in summary.get("report_sections") or [] if not ln.startswith("![")]
+    if sections:  # the suite's own metrics tables
+        from rich.markdown import Markdown
+
+        console.print(Markdown("\n".join(sections)))
     if summary.get("errors"):
         console.print(f"[yellow]{len(summary['errors'])} runs failed; see {out_dir}/summary.md[/]")
     console.print(

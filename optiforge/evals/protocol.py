@@ -56,7 +56,14 @@ class Task(Protocol):
 
 @runtime_checkable
 class Benchmark(Protocol):
-    """A named collection of tasks with splits."""
+    """A named collection of tasks with splits.
+
+    Optional hooks the eval runner calls when a suite defines them: ``notes(split,
+    settings) -> list[str]`` (lines under the results table), ``suite_metrics(rows) ->
+    dict`` (stored as ``summary["suite_metrics"]``), ``report_sections(summary) ->
+    list[str]`` (markdown appended to ``summary.md``) and ``report_plots(summary, rows,
+    out) -> list[Path]`` (extra PNGs in the eval directory).
+    """
 
     name: str
     splits: tuple[str, ...]

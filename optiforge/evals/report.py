@@ -48,8 +48,9 @@ def eval_tables(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def write_markdown(summary: dict[str, Any], out: Path) -> Path:
-    """``summary.md`` for an eval directory."""
+def write_markdown(summary: dict[str, Any], out: Path, sections: list[str] | None = None) -> Path:
+    """``summary.md`` for an eval directory; ``sections``: a suite's own markdown lines
+    (``Benchmark.report_sections``), placed after the notes."""
     header, rows = eval_tables(summary)
     lines = [
         f"# {summary['agent']} on {summary['benchmark']} ({summary['split']})",
@@ -75,6 +76,8 @@ def write_markdown(summary: dict[str, Any], out: Path) -> Path:
     notes = summary.get("notes") or []
     if notes:
         lines += ["", *[f"> {n}" for n in notes]]
+    if sections:
+        lines += ["", *sections]
     lines += [
         "",
         "![convergence](convergence.png)",
@@ -252,7 +255,7 @@ def render_report(directory: str | Path) -> Path:
             parts.append(f"<p class='note'>{html.escape(n)}</p>")
         if summary.get("errors"):
             parts.append(f"<p>{len(summary['errors'])} runs failed.</p>")
-        for png in ("convergence.png", "agent_vs_baselines.png"):
+        for png in ("convergence.png", "agent_vs_baselines.png", "cost_convergence.png"):
             if (d / png).exists():
                 parts.append(_img(d / png))
     else:

@@ -413,11 +413,17 @@ def run_eval(
     metrics_fn = getattr(benchmark, "suite_metrics", None)
     if callable(metrics_fn):
         summary["suite_metrics"] = metrics_fn(rows)
+    sections_fn = getattr(benchmark, "report_sections", None)
+    if callable(sections_fn):
+        summary["report_sections"] = list(sections_fn(summary))
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
     from optiforge.evals.report import write_markdown, write_plots
 
     write_plots(summary, rows, out)
-    write_markdown(summary, out)
+    plots_fn = getattr(benchmark, "report_plots", None)
+    if callable(plots_fn):
+        plots_fn(summary, rows, out)
+    write_markdown(summary, out, summary.get("report_sections"))
     return summary
 
 

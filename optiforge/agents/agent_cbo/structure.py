@@ -335,7 +335,10 @@ class InterventionalBIC:
     interventional likelihood: intervened mechanisms are cut). The additive terms are a
     cubic polynomial of each standardised parent (``basis="cubic"``) or a cubic B-spline
     with uniform knots (``basis="spline"``, scikit-learn ``SplineTransformer``; uniform
-    because intervened columns repeat a few values, which collapses quantile knots).
+    because intervened columns repeat a few values, which collapses quantile knots), or
+    that spline on each parent's ranks (``basis="rank"``): any function of a parent is a
+    function of its rank, and outlying parent values (Z = exp(-X) under do(X = -4.6)) no
+    longer distort the fit into crediting a spurious parent.
     Score = log-likelihood - 0.5 * n_params * log(n_rows); higher is better.
 
     Args:
@@ -347,7 +350,7 @@ class InterventionalBIC:
         self,
         columns: Mapping[str, np.ndarray],
         intervened: Mapping[str, np.ndarray],
-        basis: Literal["cubic", "spline"] = "cubic",
+        basis: Literal["cubic", "spline", "rank"] = "cubic",
         n_knots: int = 5,
     ) -> None:
         self._feats: dict[str, np.ndarray] = {}  # v -> n x b basis expansion of v
@@ -358,6 +361,14 @@ class InterventionalBIC:
             self._std[v] = z
             if basis == "cubic":
                 self._feats[v] = np.stack([z, z**2 / 2, z**3 / 6], axis=1)
+            elif basis == "rank":
+                from scipy.stats import rankdata
+                from sklearn.preprocessing import SplineTransformer
+
+                r = (rankdata(a) - 0.5) / a.size  # in (0, 1); ties share the average rank
+                spl = SplineTransformer(n_knots=n_knots, degree=3, knots="uniform",
+                                        include_bias=False)  # fmt: skip
+                self._feats[v] = spl.fit_transform(r[:, None])
             else:
                 from sklearn.preprocessing import SplineTransformer
 

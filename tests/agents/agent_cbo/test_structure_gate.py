@@ -130,6 +130,28 @@ def test_local_score_matches_independent_least_squares() -> None:
     assert bic.delta(g, Edit(op="add", edge=("X", "Y"))) > 50  # a real edge is found
 
 
+def test_rank_basis_is_not_fooled_by_an_outlying_parent() -> None:
+    """Z = exp(-X) + e, Y = cos Z + e, with do(X = -4.6) rows (Z ~ 100): with a cubic in
+    standardised Z the misfit of Y's mechanism makes the spurious X -> Y look like a gain;
+    a spline in the ranks of Z fits cos Z and does not."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(size=300), np.full(100, -4.6), np.full(100, 2.0)])
+    z = np.exp(-x) + 0.3 * rng.normal(size=x.size)
+    y = np.cos(z) + 0.3 * rng.normal(size=x.size)
+    flags = {
+        "X": np.arange(x.size) >= 300,
+        "Z": np.zeros(x.size, bool),
+        "Y": np.zeros(x.size, bool),
+    }
+    cols = {"X": x, "Z": z, "Y": y}
+    g = to_graph(["X", "Z", "Y"], [("X", "Z"), ("Z", "Y")])
+    spurious = Edit(op="add", edge=("X", "Y"))
+    assert InterventionalBIC(cols, flags, basis="cubic").delta(g, spurious) > 6
+    rank = InterventionalBIC(cols, flags, basis="rank", n_knots=8)
+    assert rank.delta(g, spurious) < 0
+    assert rank.delta(to_graph(["X", "Z", "Y"], [("X", "Z")]), Edit(op="add", edge=("Z", "Y"))) > 50
+
+
 def test_candidate_edits_never_leave_the_target() -> None:
     g = to_graph(["X", "Z", "Y"], [("X", "Y")])
     edits = candidate_edits(g, [("X", "Z"), ("X", "Y"), ("Z", "Y")], "Y")

@@ -179,3 +179,48 @@ def test_truth_covers_every_minimal_intervention_set(name: str) -> None:
         assert mis <= truth
     stored = load()[name]
     assert {tuple(p.exploration_set) for p in stored.per_set} == truth
+
+
+def _row(task: str, method: str, seed: int, regret: float, within: bool) -> dict:
+    return {
+        "task": task, "method": method, "seed": seed, "verified": True,
+        "trace": [regret + 1.0, regret], "extra": {"cumulative_cost": [1.0, 3.0]},
+        "verification": {"metrics": {"simple_regret": regret, "gap": 0.5,
+                                     "within_tolerance": float(within), "cost": 3.0,
+                                     "y_star": 0.0}},
+    }  # fmt: skip
+
+
+def test_suite_metrics_pair_the_gap_to_known_graph_by_seed(tmp_path) -> None:  # noqa: ANN001
+    from optiforge.evals.suites.cbo import CBOBenchmark
+
+    rows = [
+        _row("t", "known-graph-cbo", 0, 0.0, True), _row("t", "known-graph-cbo", 1, 1.0, False),
+        _row("t", "agent-cbo", 0, 0.5, True), _row("t", "agent-cbo", 1, 1.5, False),
+        _row("t", "agent-cbo", 2, 9.0, False),  # no known-graph run with seed 2: not paired
+        {"task": "t", "method": "agent-cbo", "seed": 3, "verified": False},  # not counted
+    ]  # fmt: skip
+    bench = CBOBenchmark()
+    sm = bench.suite_metrics(rows)
+    agent = sm["per_task"]["t"]["agent-cbo"]
+    assert agent["n_seeds"] == 3 and agent["within_tolerance"] == 1
+    assert agent["simple_regret"]["mean"] == pytest.approx(11.0 / 3)
+    gap = agent["regret_gap_to_known_graph"]
+    assert gap["n_pairs"] == 2 and gap["mean"] == pytest.approx(0.5) and gap["ci95"] == 0.0
+    assert "regret_gap_to_known_graph" not in sm["per_task"]["t"]["known-graph-cbo"]
+    assert sm["totals"]["agent-cbo"] == {"runs": 3, "within_tolerance": 1,
+                                         "gap": {"mean": 0.5, "ci95": 0.0}}  # fmt: skip
+    summary = {
+        "agent": "agent-cbo",
+        "methods": ["agent-cbo", "known-graph-cbo"],
+        "suite_metrics": sm,
+    }
+    text = "\n".join(bench.report_sections(summary))
+    assert (
+        "| t | 3.67 ± " in text
+        and "(1/3)" in text
+        and "| **runs within tolerance** | 1/3 | 1/2 |" in text
+    )
+    assert "| t | 0.5 |" in text  # the paired gap table
+    (path,) = bench.report_plots(summary, rows, tmp_path)
+    assert path.name == "cost_convergence.png" and path.stat().st_size > 1000

@@ -37,14 +37,17 @@ def best_at_cost(trace: CBOTrace, cost_grid: np.ndarray) -> np.ndarray:
     NaN before the first trial completes.
     """
     c, b = trace.best_vs_cost()
-    idx = np.searchsorted(c, cost_grid, side="right") - 1
-    out = np.where(idx >= 0, b[np.clip(idx, 0, None)], np.nan)
-    return out
+    return step_at(c, b, cost_grid)
 
 
-def curve(traces: Sequence[CBOTrace], cost_grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and 95% half-width over seeds of ``best_at_cost`` (``g`` each)."""
-    rows = np.stack([best_at_cost(t, cost_grid) for t in traces])
+def step_at(cost: np.ndarray, best: np.ndarray, cost_grid: np.ndarray) -> np.ndarray:
+    """The step function ``best`` (after cumulative ``cost``) read at ``cost_grid``."""
+    idx = np.searchsorted(cost, cost_grid, side="right") - 1
+    return np.where(idx >= 0, best[np.clip(idx, 0, None)], np.nan)
+
+
+def band(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column mean and 95% t half-width of ``rows`` (seeds x grid), ignoring NaNs."""
     n = np.sum(~np.isnan(rows), axis=0)
     with warnings.catch_warnings():  # all-NaN columns (before any trial) stay NaN
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -52,6 +55,11 @@ def curve(traces: Sequence[CBOTrace], cost_grid: np.ndarray) -> tuple[np.ndarray
         sd = np.nanstd(rows, axis=0, ddof=1) if rows.shape[0] > 1 else np.zeros_like(mean)
     tq = np.where(n > 1, stats.t.ppf(0.975, np.maximum(n - 1, 1)), 0.0)
     return mean, np.nan_to_num(tq * sd / np.sqrt(np.maximum(n, 1)))
+
+
+def curve(traces: Sequence[CBOTrace], cost_grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and 95% half-width over seeds of ``best_at_cost`` (``g`` each)."""
+    return band(np.stack([best_at_cost(t, cost_grid) for t in traces]))
 
 
 def summarize(

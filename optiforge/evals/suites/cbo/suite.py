@@ -195,6 +195,25 @@ class CBOBenchmark:
             lines.append(f"{t.name}: y* = {t.true_optimum.value:.4g}, tolerance {t.tolerance:.3g}")
         return lines
 
+    def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """Regret, gap metric, within-tolerance counts and the gap to known-graph CBO
+        (``report.suite_metrics``)."""
+        from optiforge.evals.suites.cbo.report import suite_metrics
+
+        return suite_metrics(rows)
+
+    def report_sections(self, summary: dict[str, Any]) -> list[str]:
+        """Markdown tables of the suite metrics for ``summary.md``."""
+        from optiforge.evals.suites.cbo.report import report_sections
+
+        return report_sections(summary)
+
+    def report_plots(self, summary: dict[str, Any], rows: list[dict[str, Any]], out: Any) -> list:
+        """``cost_convergence.png``: best E[Y|do] vs cumulative intervention cost."""
+        from optiforge.evals.suites.cbo.report import report_plots
+
+        return report_plots(summary, rows, out)
+
     def tasks(self, split: str = "dev") -> list[CBOTask]:
         """All tasks of ``split``."""
         if split not in SPLIT_NAMES:
