@@ -56,7 +56,9 @@ def wrong_llm(task: Any) -> Any:
     return BeliefGraphLLM(sorted(edges), absent=sorted(absent))
 
 
-def run_one(name: str, arm: str, seed: int) -> dict[str, Any]:
+def run_one(
+    name: str, arm: str, seed: int, agent_set: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One (task, arm, seed) run; returns a JSON-able row (the task re-measures the trace)."""
     import torch
 
@@ -83,7 +85,8 @@ def run_one(name: str, arm: str, seed: int) -> dict[str, Any]:
     else:
         llm = {"discovery-only": lambda: None, "correct-prior": lambda: true_graph_llm(task),
                "wrong-prior": lambda: wrong_llm(task)}[arm]()  # fmt: skip
-        out = run_agent(task, RunContext(llm=llm, tracer=ctx.tracer, seed=seed), AgentCBOConfig())
+        cfg = AgentCBOConfig.model_validate(agent_set or {})
+        out = run_agent(task, RunContext(llm=llm, tracer=ctx.tracer, seed=seed), cfg)
     trace = CBOTrace.model_validate(out.best_candidate)
     score = task.evaluate(trace)
     edits = out.extra.get("edits") or []
@@ -132,7 +135,15 @@ def main() -> None:
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--tasks", default=",".join(TEN))
     ap.add_argument("--out", type=Path, default=Path("runs/cbo-priors"))
+    ap.add_argument("--agent-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="AgentCBOConfig override for the agent arms (repeatable)")  # fmt: skip
     args = ap.parse_args()
+    agent_set = {}
+    for kv in args.agent_set:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            raise SystemExit(f"--agent-set needs KEY=VALUE, got {kv!r}")
+        agent_set[key] = json.loads(value) if value[:1] in "0123456789-[{tfn" else value
     arms = [a for a in args.arms.split(",") if a]
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
@@ -147,7 +158,7 @@ def main() -> None:
     from optiforge.sandboxes import ProcessExecutor
 
     with ProcessExecutor(args.workers) as ex, path.open("a") as fh:
-        futures = [(job, ex.submit(run_one, *job)) for job in jobs]
+        futures = [(job, ex.submit(run_one, *job, agent_set)) for job in jobs]
         for i, (job, fut) in enumerate(futures, 1):
             row = fut.result()
             fh.write(json.dumps(row) + "\n")

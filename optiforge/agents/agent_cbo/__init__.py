@@ -95,6 +95,8 @@ class AgentCBOConfig(BaseModel):
     ToyGraph, Synthetic2, Independent and Graph4Nodes (discovery-only, seeds 0-2): cubic
     9/12 runs within tolerance, 5 spurious adjacencies, 2 missed; rank 8/12, 2 spurious,
     6 missed (it misses Synthetic2's weak C -> D, C -> E), so cubic stays the default."""
+    score_knots: int = Field(default=5, ge=2)
+    """Spline knots of the ``spline`` and ``rank`` bases (``InterventionalBIC``)."""
     prior_weight: float = Field(default=1.0, ge=0)
     """Weight of the LLM beliefs' log-odds in an edit's score (the structure prior)."""
     llm_recheck_every: int = Field(default=5, ge=1)
@@ -273,7 +275,7 @@ def build_graph(
         return InterventionalBIC(
             {v: np.concatenate(c) for v, c in cols.items()},
             {v: np.concatenate(f) for v, f in flags.items()},
-            basis=config.score_basis,
+            basis=config.score_basis, n_knots=config.score_knots,
         )
 
     def _llm_due(state: AgentCBOState, ctx: RunContext) -> bool:
