@@ -275,7 +275,8 @@ def build_graph(
         return InterventionalBIC(
             {v: np.concatenate(c) for v, c in cols.items()},
             {v: np.concatenate(f) for v, f in flags.items()},
-            basis=config.score_basis, n_knots=config.score_knots,
+            basis=config.score_basis,
+            n_knots=config.score_knots,
         )
 
     def _llm_due(state: AgentCBOState, ctx: RunContext) -> bool:
