@@ -106,13 +106,16 @@ def test_kernel_refresh_schedule_and_exact_budget() -> None:
 
 
 def test_bo_with_rbf_beats_random_search_on_branin2_in_10d() -> None:
+    """40 evaluations (8 initial): measured on seeds 0-5, BO ends within 0.02 of Branin's
+    minimum 0.397887 on every seed, random search at 0.56-4.7. (With 20 evaluations and 6
+    initial points BO was no better than random on 4 of 6 seeds: too few to claim it.)"""
     bo, rs = [], []
     for seed in (0, 1):
         bo.append(
             BOLoop(
                 Branin2In10(),
-                budget=20,
-                n_init=6,
+                budget=40,
+                n_init=8,
                 kernel_provider=lambda X, y, r: rbf(ard=True),
                 gp_restarts=0,
                 seed=seed,
@@ -121,10 +124,9 @@ def test_bo_with_rbf_beats_random_search_on_branin2_in_10d() -> None:
             .run()
             .best_value
         )
-        rs.append(run_baseline("random", Branin2In10(), 20, seed).best_value)
-    # Branin's minimum is 0.397887; BO should get close, random search in 10-d should not.
-    assert sum(bo) / 2 < sum(rs) / 2
-    assert min(bo) < 0.6
+        rs.append(run_baseline("random", Branin2In10(), 40, seed).best_value)
+    assert all(b < r for b, r in zip(bo, rs, strict=True)), (bo, rs)
+    assert max(bo) < 0.6
 
 
 def test_turbo_state_shrinks_and_grows() -> None:
