@@ -90,6 +90,31 @@ def write_markdown(summary: dict[str, Any], out: Path, sections: list[str] | Non
     return path
 
 
+def task_grid(n_tasks: int) -> tuple[Any, Any]:
+    """A figure with one subplot per task, three per row (``axes`` is 2-d)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ncol = min(3, n_tasks)
+    nrow = math.ceil(n_tasks / ncol)
+    return plt.subplots(nrow, ncol, figsize=(4.5 * ncol, 3.2 * nrow), squeeze=False)
+
+
+def save_task_grid(fig: Any, axes: Any, n_tasks: int, path: Path) -> Path:
+    """Blank the unused subplots, put the legend on the first, save ``path`` and close."""
+    import matplotlib.pyplot as plt
+
+    for ax in list(axes.flat)[n_tasks:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def write_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """``convergence.png`` (best-so-far per task and method) and ``agent_vs_baselines.png``."""
     import matplotlib
@@ -102,9 +127,7 @@ def write_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) 
     tasks = list(summary["tasks"])
     if not tasks:
         return paths
-    ncol = min(3, len(tasks))
-    nrow = math.ceil(len(tasks) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.5 * ncol, 3.2 * nrow), squeeze=False)
+    fig, axes = task_grid(len(tasks))
     for ax, name in zip(axes.flat, tasks, strict=False):
         for m in summary["methods"]:
             traces = [r.get("trace") or [] for r in rows if r["task"] == name and r["method"] == m]
@@ -143,14 +166,7 @@ def write_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) 
             > 0
         ):
             ax.set_yscale("log")
-    for ax in list(axes.flat)[len(tasks) :]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
-    fig.tight_layout()
-    p = out / "convergence.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_task_grid(fig, axes, len(tasks), out / "convergence.png"))
 
     # Agent vs each baseline: per-task mean with 95% CI, normalised per task so that
     # different metrics share one axis (each method's mean divided by the task's best |mean|).

@@ -134,17 +134,12 @@ def report_sections(summary: dict[str, Any]) -> list[str]:
 
 def report_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """``cost_convergence.png``: best true E[Y|do] vs cumulative cost, mean ± 95% CI."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from optiforge.evals.report import save_task_grid, task_grid
 
     tasks = list((summary.get("suite_metrics") or {}).get("per_task") or {})
     if not tasks:
         return []
-    ncol = min(3, len(tasks))
-    nrow = math.ceil(len(tasks) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.5 * ncol, 3.2 * nrow), squeeze=False)
+    fig, axes = task_grid(len(tasks))
     for ax, task in zip(axes.flat, tasks, strict=False):
         runs = [r for r in _metric_rows(rows) if r["task"] == task]
         top = max((max(r["extra"].get("cumulative_cost") or [0.0]) for r in runs), default=0.0)
@@ -168,11 +163,4 @@ def report_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path)
         ax.set_title(task, fontsize=9)
         ax.set_xlabel("cumulative intervention cost")
         ax.set_ylabel("best E[Y|do] (↓)")
-    for ax in list(axes.flat)[len(tasks) :]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
-    fig.tight_layout()
-    path = out / "cost_convergence.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save_task_grid(fig, axes, len(tasks), out / "cost_convergence.png")]
