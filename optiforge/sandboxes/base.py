@@ -6,8 +6,9 @@ Every back end reports, per run, which protections were really in force
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
+import stat
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -16,6 +17,26 @@ from pydantic import BaseModel, ConfigDict, Field
 from optiforge.errors import SandboxError
 
 NetworkHow = Literal["netns-bwrap", "netns-unshare", "docker-none", "none"]
+
+CONTAINMENT_PROMISE: dict[str, str] = {
+    "no_secrets": "the command sees no secret of the caller: a scrubbed environment, no "
+    "other process's /proc entries, no view of the caller's home or files",
+    "no_network": "no route to any network, the host's loopback included (unless the "
+    "caller passed network=True)",
+    "writes_confined": "writes only to its own work dir and a size-bounded private tmpfs "
+    "(/tmp, /dev/shm); everything else is read-only",
+    "no_signals_or_ptrace": "cannot signal, ptrace or read the memory of any process "
+    "outside the run (an unprivileged uid, a PID namespace, seccomp)",
+    "no_view_of_others": "sees no other process or other run (own PID namespace, fresh "
+    "/proc, private /tmp and /dev/shm)",
+    "minimal_read_view": "reads only what it needs: the interpreter, its libraries, "
+    "system dirs and its own files; not the project's source, tests, answer keys or "
+    "the user's home",
+    "dies_with_timeout_and_parent": "every process of the run dies at the timeout and "
+    "when the caller dies (SIGKILL included); nothing is left behind",
+    "bounded_resources": "bounded memory, disk, processes, open files and CPU time",
+}
+"""The one containment promise every sandbox mode is measured against (clause -> text)."""
 
 
 class Protections(BaseModel):
@@ -59,8 +80,64 @@ class Protections(BaseModel):
     """Effective uid of the command (None when unknown, e.g. inside a container)."""
     privileges_dropped: bool = False
     """The command ran as an unprivileged uid although the caller is root."""
+    minimal_view: bool = False
+    """The file system view held only the interpreter, libraries, system dirs, the work dir."""
+    proc_private: bool = False
+    """``/proc`` was a fresh mount of the run's own PID namespace."""
+    seccomp: bool = False
+    """A seccomp filter refused ptrace, namespace, mount and similar syscalls."""
+    no_new_privs: bool = False
+    """``PR_SET_NO_NEW_PRIVS`` was set: setuid binaries cannot raise privileges."""
+    dies_with_parent: bool = False
+    """The run is killed by the kernel when the calling process dies."""
+    disk_bounded: bool = False
+    """Every writable place (work dir, tmpfs) was bounded in size (tmpfs size, cgroup)."""
+    memory_cgroup: bool = False
+    """A per-run memory cgroup bounded (and measured) the run's total memory."""
+    network_requested: bool = False
+    """The caller asked for network access (network=True)."""
     notes: list[str] = Field(default_factory=list)
     """Human-readable caveats (e.g. why a protection was not available)."""
+
+    def unmet(self) -> dict[str, str]:
+        """Clauses of ``CONTAINMENT_PROMISE`` this run did not meet -> why (empty: all met)."""
+        out: dict[str, str] = {}
+        confined_uid = self.privileges_dropped or (self.run_as_uid not in (0, None))
+        if not (self.env_scrubbed and self.minimal_view and self.proc_private):
+            out["no_secrets"] = "the caller's files or other processes' /proc entries are readable"
+        if self.network_requested:
+            out["no_network"] = "network=True was requested"
+        elif not self.network_isolated:
+            out["no_network"] = "no network namespace"
+        if not (self.fs_write_confined and self.disk_bounded):
+            out["writes_confined"] = self.fs_how if not self.fs_write_confined else "disk unbounded"
+        if not (self.pid_namespace and confined_uid and self.seccomp):
+            missing = [
+                n
+                for n, ok in (
+                    ("PID namespace", self.pid_namespace),
+                    ("unprivileged uid", confined_uid),
+                    ("seccomp", self.seccomp),
+                )
+                if not ok
+            ]
+            out["no_signals_or_ptrace"] = "missing: " + ", ".join(missing)
+        if not (self.pid_namespace and self.proc_private and self.minimal_view):
+            out["no_view_of_others"] = "host processes or other runs' files are visible"
+        if not self.minimal_view:
+            out["minimal_read_view"] = "the whole file system is readable"
+        if not (self.process_group and self.pid_namespace and self.dies_with_parent):
+            out["dies_with_timeout_and_parent"] = "the command can outlive a killed caller"
+        bounded = (
+            self.memory_cap
+            and self.rlimit_cpu
+            and self.rlimit_nofile
+            and (self.pids_cgroup or self.rlimit_nproc)
+            and self.disk_bounded
+        )
+        if not bounded:
+            out["bounded_resources"] = "memory, disk, processes, files or CPU unbounded"
+        return out
 
     def summary(self) -> dict[str, Any]:
         """A compact JSON-serialisable view for tracer events."""
@@ -161,34 +238,69 @@ def decode_maybe(data: bytes) -> bytes | str:
         return data
 
 
+def glob_match(rel: str, pattern: str) -> bool:
+    """Does work-dir-relative ``rel`` match ``pattern`` (``**`` = any number of segments)?"""
+
+    def go(parts: list[str], pats: list[str]) -> bool:
+        if not pats:
+            return not parts
+        if pats[0] == "**":
+            return any(go(parts[i:], pats[1:]) for i in range(len(parts) + 1))
+        return bool(parts) and fnmatch.fnmatchcase(parts[0], pats[0]) and go(parts[1:], pats[1:])
+
+    return go(rel.split("/"), [p for p in pattern.split("/") if p])
+
+
+MAX_COLLECT_FILES = 10_000
+"""At most this many files are examined per collect (a planted tree cannot stall the parent)."""
+
+
 def collect_files(
     workdir: Path, patterns: list[str] | None, max_bytes: int
 ) -> tuple[dict[str, bytes | str], list[str]]:
     """Read files matching relative globs; returns (files, notes about skipped ones).
 
-    Symlinks are not followed out of the work dir: a child could plant a link to
-    ``/etc/shadow`` and have the (root) parent read it back.
+    The walk never follows a symlink (a link to ``/`` would make the parent walk the
+    disk) and reads only regular files with one link (a hard link to a root-only file
+    planted in the work dir is refused), opened with ``O_NOFOLLOW``.
     """
     out: dict[str, bytes | str] = {}
     notes: list[str] = []
-    root = workdir.resolve()
-    for pattern in patterns or []:
+    if not patterns:
+        return out, notes
+    for pattern in patterns:
         safe_relpath(pattern)
-        for hit in sorted(glob.glob(str(workdir / pattern), recursive=True)):
-            path = Path(hit)
-            rel = path.relative_to(workdir).as_posix()
-            if path.is_symlink() or not path.is_file():
-                if path.is_symlink():
-                    notes.append(f"collect: skipped symlink {rel}")
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(workdir, followlinks=False):
+        dirnames.sort()
+        for name in sorted(
+            filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        ):
+            seen += 1
+            if seen > MAX_COLLECT_FILES:
+                notes.append(f"collect: stopped after {MAX_COLLECT_FILES} files")
+                return out, notes
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, workdir).replace(os.sep, "/")
+            if not any(glob_match(rel, p) for p in patterns):
                 continue
-            if not path.resolve().is_relative_to(root):
-                notes.append(f"collect: skipped {rel} (resolves outside the work dir)")
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                notes.append(f"collect: skipped {rel} (a symlink or unreadable)")
                 continue
-            size = path.stat().st_size
-            if size > max_bytes:
-                notes.append(f"collect: skipped {rel} ({size} bytes > cap {max_bytes})")
-                continue
-            out[rel] = decode_maybe(path.read_bytes())
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    notes.append(f"collect: skipped {rel} (not a regular file)")
+                    continue
+                if st.st_nlink != 1:
+                    notes.append(f"collect: skipped {rel} (hard-linked: {st.st_nlink} links)")
+                    continue
+                if st.st_size > max_bytes:
+                    notes.append(f"collect: skipped {rel} ({st.st_size} bytes > cap {max_bytes})")
+                    continue
+                out[rel] = decode_maybe(f.read(max_bytes + 1)[:max_bytes])
     return out, notes
 
 

@@ -1,39 +1,40 @@
-"""``LocalSandbox``: a subprocess in a fresh work dir, with limits and OS isolation.
+"""``LocalSandbox``: a subprocess in a fresh work dir that meets the containment promise.
 
-Layers, strongest available first (``isolation="auto"``):
+``base.CONTAINMENT_PROMISE`` is what a run is measured against; every result carries
+``protections`` (what was really in force) and ``protections.unmet()`` (the clauses a
+run did not meet, and why). Modes, strongest first (``isolation="auto"`` picks the
+first that really runs on this machine):
 
-* ``bwrap`` (bubblewrap): read-only bind of ``/``, tmpfs ``/tmp`` and ``/dev/shm``, the
-  work dir bound read-write, new PID/IPC/UTS namespaces, a new network namespace when
-  ``network=False``, ``--die-with-parent``, ``--new-session``, all capabilities dropped.
-* ``unshare``: new network namespace (when ``network=False``) and PID namespace only.
-* ``none``: a plain subprocess.
+* ``bwrap`` (bubblewrap, ``apt-get install bubblewrap``): new PID/IPC/UTS/mount (and
+  network) namespaces; the view is a fresh root holding only system dirs (``/usr``,
+  ``/etc``, ``/lib*``), the interpreter's prefixes and the work dir (read-write), with
+  size-bounded tmpfs ``/tmp`` and ``/dev/shm``, fresh ``/proc``, a minimal ``/dev``.
+* ``unshare`` (root, no bubblewrap: what a fresh machine gets): the same view and
+  namespaces, built by the sandbox init itself (``_init.py``: ``unshare(2)``, a
+  tmpfs root, read-only bind mounts, ``pivot_root``).
+* ``none``: a plain subprocess with limits; most clauses are unmet, and the CLI
+  refuses LLM-written code there unless ``--unsafe-sandbox`` is given.
 
-Always: own session/process group; on timeout SIGTERM to the whole descendant tree,
-a short grace, then SIGKILL (a PID-namespace init killed from outside takes its whole
-namespace with it); rlimits (AS, CPU, FSIZE, NPROC, NOFILE, CORE=0); scrubbed
-environment; capped output read incrementally. Where a writable pids cgroup exists
-(v1 ``/sys/fs/cgroup/pids`` or v2 with ``pids`` delegated) each run gets its own,
-capped at ``max_procs`` tasks and emptied with SIGKILL afterwards: that contains fork
-bombs even as root and finds descendants that changed session, uid or environment.
-Without namespace or cgroup, escaped descendants are swept by a per-run marker in
-their environment (best effort).
-
-As root, RLIMIT_NPROC does not apply, so the command is dropped to an unprivileged
-uid (65534 by default, via ``setpriv``) when it can still reach the interpreter: under
-bwrap, directories the interpreter needs but "other" cannot traverse (e.g. a pyenv
-under ``/root``) are re-exposed read-only over a 0755 tmpfs, which also hides the rest
-of them (the caller's home); without bwrap the drop happens only if the interpreter is
-already reachable.
-
-Every result carries ``protections``: what was actually in force for that run.
+In every mode the command runs, when the caller is root, as a fresh random uid/gid
+(so it can signal, ptrace or read nothing of anyone else, and RLIMIT_NPROC counts
+exactly its own tasks), with ``PR_SET_NO_NEW_PRIVS``, a seccomp filter, rlimits (AS,
+CPU, FSIZE, NOFILE, NPROC, CORE=0; hard = soft), a scrubbed environment, capped
+output, its own session. Where a writable cgroup exists each run gets a pids cgroup
+(``max_procs``) and a memory cgroup (limit ``memory_mb`` + the tmpfs bound; peak
+memory is read from it), joined by the init through fds the parent opened, out of the
+command's reach. The namespace's init carries a parent-death SIGKILL, so killing the
+caller (even with SIGKILL) takes the whole run down; on timeout the parent kills the
+process tree and the cgroup.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import marshal
 import math
 import os
+import random
 import resource
 import selectors
 import shutil
@@ -44,8 +45,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,32 +63,46 @@ from optiforge.sandboxes.base import (
 Isolation = Literal["auto", "bwrap", "unshare", "none"]
 
 MARKER_VAR = "OPTIFORGE_SANDBOX_RUN"
-"""Env var carrying a per-run token; lets us find (and kill) escaped descendants."""
+"""Env var carrying a per-run token (mode ``none`` as non-root): finds escaped descendants."""
 
 _KILL_GRACE_S = 0.3
 _DRAIN_AFTER_EXIT_S = 0.5
 _MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+_UID_RANGE = (2_000_000_000, 2_100_000_000)
+"""Fresh per-run uids/gids are drawn from here (no real account lives there)."""
+
+_BOOT = (
+    # trusted: reads the sandbox init's compiled code (written by the parent) from stdin
+    "import sys,marshal;r=sys.stdin.buffer.read;"
+    "exec(marshal.loads(r(int.from_bytes(r(8),'little'))))"
+)
+
+
+@functools.cache
+def _init_code() -> bytes:
+    """The compiled sandbox init (``_init.py``), marshalled once per process."""
+    src = Path(__file__).with_name("_init.py")
+    return marshal.dumps(compile(src.read_text(), str(src), "exec"))
 
 
 @dataclass(frozen=True)
 class HostIsolation:
-    """What this machine offers, probed once per process (bwrap/unshare actually run)."""
+    """What this machine offers, probed once per process."""
 
     is_root: bool
     bwrap: str | None
     """Path of a bwrap that ran a namespaced ``true`` successfully, else None."""
     bwrap_error: str | None
-    unshare: str | None
-    """Path of an unshare that ran a namespaced ``true`` successfully, else None."""
+    unshare: bool
+    """The kernel lets us create mount/PID/net namespaces (root only; probed with ``unshare``)."""
     unshare_error: str | None
-    setpriv: str | None
-    setpriv_pdeathsig: bool
-    """setpriv knows ``--pdeathsig`` (a uid change clears the parent-death signal)."""
     pids_cgroup: str | None = None
     """A writable pids-controller cgroup dir under which per-run cgroups can be made."""
-    memory_cgroup: tuple[str, str] | None = None
-    """(writable memory-controller cgroup dir, name of its peak-usage file), for peak memory."""
+    memory_cgroup: tuple[str, str, str] | None = None
+    """(writable memory cgroup dir, peak-usage file, limit file)."""
     pids_cgroup_error: str | None = None
+    cgroup_v1: dict[str, bool] = field(default_factory=dict)
+    """controller -> True when that cgroup is v1 (join through ``tasks``, not ``cgroup.procs``)."""
 
 
 def _try(argv: list[str]) -> str | None:
@@ -103,23 +117,16 @@ def _try(argv: list[str]) -> str | None:
     return None
 
 
-def _unshare_prefix(unshare: str, is_root: bool, network: bool) -> list[str]:
-    argv = [unshare]
-    if not is_root:
-        # Without CAP_SYS_ADMIN namespaces need a user namespace first.
-        argv += ["--user", "--map-root-user"]
-    if not network:
-        argv.append("--net")
-    return argv + ["--pid", "--fork", "--kill-child", "--mount-proc", "--"]
+BWRAP_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 
 
 @functools.cache
 def host_isolation() -> HostIsolation:
-    """Probe bwrap / unshare once (cached: re-probing per run would double the overhead)."""
+    """Probe bwrap / namespaces / cgroups once (cached: re-probing per run costs time)."""
     is_root = os.geteuid() == 0
     true_bin = shutil.which("true") or "/bin/true"
     bwrap = shutil.which("bwrap")
-    bwrap_err: str | None = "bwrap not installed (apt-get install bubblewrap)"
+    bwrap_err: str | None = f"bwrap not installed ({BWRAP_HINT})"
     if bwrap:
         bwrap_err = _try(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -127,29 +134,33 @@ def host_isolation() -> HostIsolation:
         )
         if bwrap_err:
             bwrap = None
-    unshare = shutil.which("unshare")
-    unshare_err: str | None = "unshare not installed (util-linux)"
-    if unshare:
-        unshare_err = _try(_unshare_prefix(unshare, is_root, network=False) + [true_bin])
-        if unshare_err:
-            unshare = None
-    setpriv = shutil.which("setpriv")
-    pdeath = False
-    if setpriv:
-        helptext = subprocess.run([setpriv, "--help"], capture_output=True, timeout=10).stdout
-        pdeath = b"--pdeathsig" in helptext
+    unshare_err: str | None = None
+    if not is_root:
+        unshare_err = "the unshare mode needs root (as a normal user, " + BWRAP_HINT + ")"
+    else:
+        tool = shutil.which("unshare")
+        if tool is None:
+            unshare_err = "unshare (util-linux) not found to probe namespace support"
+        else:
+            unshare_err = _try(
+                [tool, "--mount", "--pid", "--net", "--ipc", "--uts", "--fork"]
+                + ["--mount-proc", "--", true_bin]
+            )
     cg, cg_err = _probe_pids_cgroup()
+    v1 = {
+        c: os.path.isdir(f"/sys/fs/cgroup/{c}") and _own_cgroup(c) is not None
+        for c in ("pids", "memory")
+    }
     return HostIsolation(
         is_root=is_root,
+        bwrap=bwrap,
+        bwrap_error=bwrap_err,
+        unshare=unshare_err is None,
+        unshare_error=unshare_err,
         pids_cgroup=cg,
         memory_cgroup=_probe_memory_cgroup(),
         pids_cgroup_error=cg_err,
-        bwrap=bwrap,
-        bwrap_error=bwrap_err,
-        unshare=unshare,
-        unshare_error=unshare_err,
-        setpriv=setpriv,
-        setpriv_pdeathsig=pdeath,
+        cgroup_v1=v1,
     )
 
 
@@ -168,18 +179,22 @@ def _own_cgroup(controller: str | None) -> str | None:
     return None
 
 
-def _probe_memory_cgroup() -> tuple[str, str] | None:
+def _probe_memory_cgroup() -> tuple[str, str, str] | None:
     """A memory-controller cgroup dir where we may create children, and its peak file.
 
     Peak memory must come from a cgroup: ``wait4``'s ``ru_maxrss`` of our direct child
     carries the *parent's* resident set across fork+exec (Linux keeps ``maxrss`` over
     exec), so a parent holding torch would report ~1 GB for ``python -c pass``.
     """
-    candidates: list[tuple[str, str]] = []
+    candidates: list[tuple[str, str, str]] = []
     v1 = _own_cgroup("memory")
     if v1 is not None and os.path.isdir("/sys/fs/cgroup/memory"):
         candidates.append(
-            (os.path.normpath(f"/sys/fs/cgroup/memory/{v1}"), "memory.max_usage_in_bytes")
+            (
+                os.path.normpath(f"/sys/fs/cgroup/memory/{v1}"),
+                "memory.max_usage_in_bytes",
+                "memory.limit_in_bytes",
+            )
         )
     v2 = _own_cgroup(None)
     for mnt in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
@@ -187,8 +202,8 @@ def _probe_memory_cgroup() -> tuple[str, str] | None:
         if v2 is not None and os.path.isfile(ctl):
             with contextlib.suppress(OSError), open(ctl) as f:
                 if "memory" in f.read().split():
-                    candidates.append((os.path.normpath(f"{mnt}{v2}"), "memory.peak"))
-    for base, peak in candidates:
+                    candidates.append((os.path.normpath(f"{mnt}{v2}"), "memory.peak", "memory.max"))
+    for base, peak, limit in candidates:
         probe = os.path.join(base, f"optiforge-probe-mem-{os.getpid()}")
         try:
             os.mkdir(probe)
@@ -197,7 +212,7 @@ def _probe_memory_cgroup() -> tuple[str, str] | None:
             finally:
                 os.rmdir(probe)
             if ok:
-                return base, peak
+                return base, peak, limit
         except OSError:
             continue
     return None
@@ -240,75 +255,6 @@ def available_isolations() -> list[str]:
     """Isolation modes this machine can really run, strongest first (``none`` always)."""
     host = host_isolation()
     return [m for m, ok in (("bwrap", host.bwrap), ("unshare", host.unshare)) if ok] + ["none"]
-
-
-def _other_can_traverse(path: str) -> bool:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    if stat.S_ISDIR(st.st_mode):
-        return bool(st.st_mode & stat.S_IXOTH)
-    return bool(st.st_mode & stat.S_IROTH) and bool(st.st_mode & stat.S_IXOTH)
-
-
-def _ancestors(path: str) -> list[str]:
-    """``/a/b/c`` -> ``['/a', '/a/b', '/a/b/c']``."""
-    parts = Path(path).parts[1:]
-    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-_SANDBOX_TMPFS = ("/tmp", "/dev/shm")
-"""Directories bwrap replaces with an empty tmpfs before ``expose_args`` run."""
-
-
-def expose_args(
-    paths: Iterable[str], pre_masked: Iterable[str] = _SANDBOX_TMPFS
-) -> tuple[list[str], list[str]]:
-    """bwrap args that make ``paths`` reachable for an unprivileged uid.
-
-    Walks each path from ``/``; the first directory "other" cannot traverse becomes a
-    0755 tmpfs (hiding its real content), deeper non-traversable components become
-    empty 0755 dirs, and the first traversable one is bound read-only. ``pre_masked``
-    dirs are already empty tmpfs in the sandbox, so what lies under them is re-bound.
-    Returns (args, unreachable paths that could not be exposed). Place the args after
-    the tmpfs mounts of ``pre_masked``.
-    """
-    args: list[str] = []
-    state: dict[str, str] = {m: "masked" for m in pre_masked}  # path -> "masked" | "bound"
-    unreachable: list[str] = []
-    for target in paths:
-        masked = False
-        for comp in _ancestors(target):
-            seen = state.get(comp)
-            if seen is not None:
-                masked = seen == "masked"
-                continue
-            ok = _other_can_traverse(comp)
-            if masked:
-                if ok:
-                    args += ["--ro-bind", comp, comp]
-                    state[comp] = "bound"
-                    masked = False
-                else:
-                    args += ["--perms", "0755", "--dir", comp]
-                    state[comp] = "masked"
-            elif not ok:
-                args += ["--perms", "0755", "--tmpfs", comp]
-                state[comp] = "masked"
-                masked = True
-        if masked:
-            unreachable.append(target)
-    return args, unreachable
-
-
-def _python_paths(python: str) -> list[str]:
-    """Files/dirs an interpreter needs: its real binary and, for ours, the prefixes."""
-    real = os.path.realpath(python)
-    paths = [os.path.dirname(real), real]
-    if os.path.realpath(sys.executable) == real or python == sys.executable:
-        paths += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
-    return [os.path.realpath(p) for p in dict.fromkeys(paths)]
 
 
 def default_root() -> Path:
@@ -370,20 +316,88 @@ def sweep_marked(token: bytes, rounds: int = 10) -> int:
     return killed
 
 
+_SECCOMP_ARCHES = ("x86_64", "aarch64")
+
+
+def _other_can_traverse(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return bool(st.st_mode & stat.S_IXOTH)
+
+
+def _ancestors(path: str) -> list[str]:
+    """``/a/b/c`` -> ``['/a', '/a/b', '/a/b/c']``."""
+    parts = Path(path).parts[1:]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+_SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+def _python_paths(python: str) -> list[str]:
+    """Dirs an interpreter needs: its real binary's dir and, for ours, the prefixes."""
+    real = os.path.realpath(python)
+    paths = [os.path.dirname(real), os.path.dirname(os.path.abspath(python))]
+    if os.path.realpath(sys.executable) == real or python == sys.executable:
+        paths += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    return [os.path.realpath(p) for p in dict.fromkeys(paths)]
+
+
+@dataclass(frozen=True)
+class View:
+    """What the command sees of the host file system (all read-only), besides its work dir."""
+
+    ro_binds: tuple[str, ...]
+    symlinks: tuple[tuple[str, str], ...]
+    masks: tuple[str, ...]
+    """Dirs inside ``ro_binds`` hidden under an empty tmpfs (an installed optiforge)."""
+
+
+def build_view(pythons: list[str], extra: list[str] | tuple[str, ...] = ()) -> View:
+    """System dirs, the interpreters' prefixes and ``extra`` paths; nested ones folded."""
+    links: list[tuple[str, str]] = []
+    dirs: list[str] = []
+    for d in _SYSTEM_DIRS:
+        if os.path.islink(d):
+            links.append((d, os.readlink(d)))
+        elif os.path.isdir(d):
+            dirs.append(d)
+    for py in pythons:
+        dirs += _python_paths(py)
+    dirs += [os.path.realpath(p) for p in extra]
+    kept: list[str] = []
+    for d in sorted(set(dirs), key=lambda p: (p.count("/"), p)):
+        if not os.path.exists(d):
+            continue
+        if any(d == k or d.startswith(k.rstrip("/") + "/") for k in kept):
+            continue
+        kept.append(d)
+    # The optiforge package itself (a non-editable install under site-packages) holds
+    # the suites' answer keys: hide it. An editable install points outside the view.
+    pkg = str(Path(__file__).resolve().parents[1])
+    masks = tuple(pkg for k in kept if pkg.startswith(k.rstrip("/") + "/"))[:1]
+    return View(ro_binds=tuple(kept), symlinks=tuple(links), masks=masks)
+
+
+def _fresh_id() -> int:
+    return random.SystemRandom().randrange(*_UID_RANGE)
+
+
 class LocalSandbox:
-    """Runs commands as local subprocesses with rlimits and the best OS isolation available.
+    """Runs commands as local subprocesses under the strongest isolation the machine allows.
 
     root: where per-run work dirs are created (default: ``default_root()``, /dev/shm
         when it is a roomy tmpfs, else the system temp dir).
     tracer: object with ``event(kind, **fields)``; gets one ``sandbox_run`` per run.
     max_output_bytes: cap per stream; the rest is drained and dropped.
     cpu_time_s: RLIMIT_CPU seconds; None means ``ceil(timeout_s) + 1`` per run.
-    max_procs / max_open_files / max_file_mb: RLIMIT_NPROC / NOFILE / FSIZE.
-    isolation: ``auto`` picks bwrap > unshare > none; naming one that is missing raises.
-    drop_privileges: when running as root, run the command as ``unprivileged_uid``;
-        None decides automatically (yes when the interpreter can be made reachable).
-    pids_cgroup: use a per-run pids cgroup where the machine allows (moving the child
-        into it costs ~1-3 ms per run on cgroup v1).
+    max_procs / max_open_files / max_file_mb: task cap (cgroup and RLIMIT_NPROC),
+        RLIMIT_NOFILE, RLIMIT_FSIZE.
+    tmpfs_mb: size of each of the private ``/tmp`` and ``/dev/shm``.
+    isolation: ``auto`` picks bwrap > unshare > none (the first that really runs);
+        naming one that is missing raises ``SandboxUnavailable``.
+    python: the interpreter candidates run with; its prefixes are made visible.
+    extra_ro: more host paths to show read-only (data sets, a CUDA toolkit).
     """
 
     backend = "local"
@@ -398,12 +412,10 @@ class LocalSandbox:
         max_procs: int = 256,
         max_open_files: int = 256,
         max_file_mb: int = 512,
+        tmpfs_mb: int = 256,
         isolation: Isolation = "auto",
         python: str = sys.executable,
-        drop_privileges: bool | None = None,
-        unprivileged_uid: int = 65534,
-        unprivileged_gid: int = 65534,
-        pids_cgroup: bool = True,
+        extra_ro: list[str] | tuple[str, ...] = (),
     ) -> None:
         if max_output_bytes < 0 or max_procs < 1 or max_open_files < 8 or max_file_mb < 1:
             raise ConfigError(
@@ -413,167 +425,62 @@ class LocalSandbox:
             )
         if cpu_time_s is not None and cpu_time_s <= 0:
             raise ConfigError(f"cpu_time_s must be > 0, got {cpu_time_s}")
+        if tmpfs_mb < 1:
+            raise ConfigError(f"tmpfs_mb must be >= 1, got {tmpfs_mb}")
         if isolation not in ("auto", "bwrap", "unshare", "none"):
             raise ConfigError(f"isolation must be auto|bwrap|unshare|none, got {isolation!r}")
         self.root = Path(root) if root is not None else default_root()
         if not self.root.is_dir():
             raise ConfigError(f"sandbox root {self.root} is not a directory")
+        for p in extra_ro:
+            if not os.path.isabs(p) or not os.path.exists(p):
+                raise ConfigError(f"extra_ro path must be an existing absolute path: {p!r}")
         self.tracer = tracer
         self.max_output_bytes = max_output_bytes
         self.cpu_time_s = cpu_time_s
         self.max_procs = max_procs
         self.max_open_files = max_open_files
         self.max_file_mb = max_file_mb
+        self.tmpfs_mb = tmpfs_mb
         self.python = python
-        self.uid = unprivileged_uid
-        self.gid = unprivileged_gid
-        self.use_pids_cgroup = pids_cgroup
-
-        host = host_isolation()
-        self.host = host
+        self.view = build_view([python, sys.executable], extra_ro)
+        self.host = host = host_isolation()
         self._notes: list[str] = []
         if isolation == "auto":
-            self.isolation: Isolation = (
-                "bwrap" if host.bwrap else "unshare" if host.unshare else "none"
-            )
-            if not host.bwrap:
-                self._notes.append(f"bwrap unavailable: {host.bwrap_error}")
-            if self.isolation == "none":
-                self._notes.append(f"unshare unavailable: {host.unshare_error}")
+            self.isolation: Isolation = "none"
+            for mode, ok, why in (
+                ("bwrap", host.bwrap, host.bwrap_error),
+                ("unshare", host.unshare, host.unshare_error),
+            ):
+                err = self._verify(mode) if ok else why  # type: ignore[arg-type]
+                if err is None:
+                    self.isolation = mode  # type: ignore[assignment]
+                    break
+                self._notes.append(f"{mode} unavailable: {err}")
         elif isolation == "bwrap" and not host.bwrap:
             raise SandboxUnavailable(f"isolation='bwrap' requested but {host.bwrap_error}")
         elif isolation == "unshare" and not host.unshare:
             raise SandboxUnavailable(f"isolation='unshare' requested but {host.unshare_error}")
         else:
             self.isolation = isolation
-
-        # Decide the privilege drop once; it changes the static bwrap arguments.
-        self._expose: list[str] = []
-        self.drop = False
-        if host.is_root:
-            can_drop = host.setpriv is not None
-            reachable = all(
-                _other_can_traverse(a) for p in _python_paths(python) for a in _ancestors(p)
-            )
-            if self.isolation == "bwrap":
-                self._expose, unreachable = expose_args(_python_paths(python))
-                reachable = not unreachable
-            want = drop_privileges if drop_privileges is not None else (can_drop and reachable)
-            if want and not can_drop:
-                raise ConfigError("drop_privileges=True needs setpriv (util-linux) on PATH")
-            self.drop = bool(want)
-            if not self.drop:
-                self._notes.append(
-                    "running as root without a uid drop: RLIMIT_NPROC does not apply to root"
-                )
-        elif drop_privileges:
-            raise ConfigError("drop_privileges=True needs the caller to be root")
-        self._nproc = self._nproc_limit()
-
-    # -- static pieces --------------------------------------------------------------
-
-    def _nproc_limit(self) -> int:
-        """RLIMIT_NPROC counts every task of the real uid, so add what the uid already runs."""
-        if self.drop:
-            return self.max_procs + self._count_tasks(self.uid)
-        return self.max_procs + self._count_tasks(os.getuid())
-
-    @staticmethod
-    def _count_tasks(uid: int) -> int:
-        count = 0
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    count += len(os.listdir(f"/proc/{entry}/task"))
-            except OSError:
-                continue
-        return count
-
-    def _wrap(self, argv: list[str], workdir: str, network: bool) -> list[str]:
-        """Prefix ``argv`` with the isolation wrapper and the uid drop."""
-        drop = (
-            [
-                self.host.setpriv or "setpriv",
-                f"--reuid={self.uid}",
-                f"--regid={self.gid}",
-                "--clear-groups",
-            ]
-            + (["--pdeathsig", "KILL"] if self.host.setpriv_pdeathsig else [])
-            + ["--"]
-            if self.drop
-            else []
+            if isolation != "none" and (err := self._verify(isolation)) is not None:
+                raise SandboxUnavailable(f"isolation={isolation!r} does not run here: {err}")
+        # Without a fresh root view, a fresh uid must reach the interpreter on the host
+        # (a pyenv under /root is 0700): if it cannot, mode none runs as root.
+        self._reachable = all(
+            _other_can_traverse(a) for p in _python_paths(python) for a in _ancestors(p)
         )
-        # A shell as PID 1 of the new PID namespace runs the command as its child:
-        # PID 1 ignores default-action signals (so the command must not be PID 1), and
-        # bwrap's own reaper would hide the command's rusage (peak RSS) from wait4.
-        init = ["/bin/sh", "-c", '"$@"; exit $?', "sh"]
-        if self.isolation == "bwrap":
-            assert self.host.bwrap is not None
-            caps = ["--cap-drop", "ALL"]
-            if self.drop:
-                # setpriv needs these two to switch uid; they vanish with the switch.
-                caps += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-            elif not self.host.is_root:
-                caps = []  # --cap-drop is only accepted from root
-            return (
-                [self.host.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-                + ["--perms", "1777", "--tmpfs", "/dev/shm", "--perms", "1777", "--tmpfs", "/tmp"]
-                + self._expose
-                + ["--bind", workdir, workdir]
-                + ([] if network else ["--unshare-net"])
-                + ["--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts"]
-                + ["--die-with-parent", "--new-session"]
-                + caps
-                + ["--chdir", workdir, "--"]
-                + drop
-                + init
-                + argv
+        if not host.is_root:
+            self._notes.append("not root: the command runs as the caller's uid")
+        elif self.isolation == "none" and not self._reachable:
+            self._notes.append(
+                "mode none runs the command as root: the interpreter is not reachable "
+                "by an unprivileged uid"
             )
-        if self.isolation == "unshare":
-            assert self.host.unshare is not None
-            return _unshare_prefix(self.host.unshare, self.host.is_root, network) + (
-                drop + init + argv
-            )
-        return drop + argv
 
-    def _protections(self, network: bool) -> Protections:
-        bw = self.isolation == "bwrap"
-        nsnet = not network and self.isolation in ("bwrap", "unshare")
-        uid = self.uid if self.drop else os.geteuid()
-        if bw:
-            fs_ok, fs_how = True, "bwrap: read-only /, tmpfs /tmp and /dev/shm, work dir rw"
-        elif self.drop:
-            fs_ok = False
-            fs_how = f"uid {self.uid} DAC only: world-writable dirs (/tmp, /dev/shm) stay writable"
-        else:
-            fs_ok, fs_how = False, "none: the command can write wherever its uid can"
-        notes = list(self._notes)
-        if network:
-            notes.append("network=True: host network shared on request")
-        return Protections(
-            backend="local",
-            process_group=True,
-            pid_namespace=self.isolation in ("bwrap", "unshare"),
-            rlimit_as=True,
-            rlimit_cpu=True,
-            rlimit_fsize=True,
-            rlimit_nproc=uid != 0,
-            rlimit_nofile=True,
-            memory_cap=True,
-            env_scrubbed=True,
-            output_capped=True,
-            network_isolated=nsnet,
-            network_how=(
-                ("netns-bwrap" if bw else "netns-unshare") if nsnet else "none"  # type: ignore[arg-type]
-            ),
-            fs_write_confined=fs_ok,
-            fs_how=fs_how,
-            run_as_uid=uid,
-            privileges_dropped=self.drop,
-            notes=notes,
-        )
+    def _verify(self, mode: str) -> str | None:
+        """Run ``true`` once in ``mode`` (cached per process); None when it works."""
+        return _verify_mode(mode, self.view)
 
     # -- the run --------------------------------------------------------------------
 
@@ -591,184 +498,72 @@ class LocalSandbox:
         """Run ``cmd`` in a fresh work dir; see ``Sandbox.run``. The work dir is deleted after."""
         argv = normalize_cmd(cmd)
         check_limits(timeout_s, memory_mb)
-        workdir = tempfile.mkdtemp(prefix="optiforge-sbx-", dir=self.root)
-        try:
-            return self._run_in(argv, workdir, files, timeout_s, memory_mb, network, env, collect)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+        return _run(self, self.isolation, argv, files, timeout_s, memory_mb, network, env, collect)
 
-    def _run_in(
-        self,
-        argv: list[str],
-        workdir: str,
-        files: dict[str, str | bytes] | None,
-        timeout_s: float,
-        memory_mb: int,
-        network: bool,
-        env: dict[str, str] | None,
-        collect: list[str] | None,
-    ) -> ExecResult:
-        wd = Path(workdir)
-        (wd / "tmp").mkdir()
-        write_files(wd, files)
-        if self.drop:
-            # 0711: bwrap (root, capabilities dropped) must be able to chdir into it.
-            os.chmod(wd, 0o711)
-            for dirpath, dirnames, filenames in os.walk(wd):
-                os.chown(dirpath, self.uid, self.gid)
-                for name in dirnames + filenames:
-                    os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
-        token = uuid.uuid4().hex
-        child_env = scrubbed_env(workdir, env)
-        child_env[MARKER_VAR] = token
-        full = self._wrap(argv, workdir, network)
-
-        cpu = self.cpu_time_s if self.cpu_time_s is not None else math.ceil(timeout_s) + 1
-        limits = [
-            (resource.RLIMIT_AS, memory_mb << 20),
-            (resource.RLIMIT_CPU, math.ceil(cpu)),
-            (resource.RLIMIT_FSIZE, self.max_file_mb << 20),
-            (resource.RLIMIT_NOFILE, self.max_open_files),
-            (resource.RLIMIT_NPROC, self._nproc),
-            (resource.RLIMIT_CORE, 0),
-        ]
-
-        cgroup = self._make_cgroup(token)
-        memcg = self._make_memory_cgroup(token)
-        # No preexec_fn: it forces fork() instead of vfork(), and forking a parent that
-        # holds torch (600 MB RSS) cost ~40 ms per run. Instead a tiny shell "gate"
-        # starts first and blocks on stdin; we move it into the cgroup and set its
-        # rlimits from here (prlimit), then release it. Nothing has forked or exec'd the
-        # command before that, so every descendant inherits the limits and the cgroup.
-        gate = ["/bin/sh", "-c", 'read -r _ || exit 125; exec "$@"', "sh"]
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.Popen(
-                gate + full,
-                cwd=workdir,
-                env=child_env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except OSError as e:
-            _remove_cgroup(cgroup)
-            _remove_cgroup(memcg)
-            raise SandboxError(f"could not start {argv[0]!r}: {e}") from e
-        assert proc.stdin is not None
-        try:
-            if cgroup is not None:
-                with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-                    f.write(str(proc.pid))
-            if memcg is not None:
-                try:
-                    with open(os.path.join(memcg, "cgroup.procs"), "w") as f:
-                        f.write(str(proc.pid))
-                except OSError:
-                    _remove_cgroup(memcg)
-                    memcg = None
-            for which, value in limits:
-                hard = value + 1 if which == resource.RLIMIT_CPU else value
-                resource.prlimit(proc.pid, which, (value, hard))
-            proc.stdin.write(b"go\n")
-            proc.stdin.close()  # the command sees EOF on stdin, as with /dev/null
-        except BaseException as e:
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            _remove_cgroup(cgroup)
-            _remove_cgroup(memcg)
-            if isinstance(e, OSError):
-                raise SandboxError(f"could not confine the command before release: {e}") from e
-            raise
-
-        try:
-            try:
-                out, err, out_trunc, err_trunc, timed_out, status, ru = self._communicate(
-                    proc, t0 + timeout_s
-                )
-            except BaseException:
-                # Interrupted (Ctrl-C, an internal error): never leave the command running.
-                for pid in [proc.pid, *_descendants(proc.pid)]:
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
-                if cgroup:
-                    _kill_cgroup(cgroup)
-                sweep_marked(f"{MARKER_VAR}={token}".encode())
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(proc.pid, 0)
-                raise
-            duration = time.perf_counter() - t0
-            swept = _kill_cgroup(cgroup) if cgroup else 0
-            if self.isolation == "none" or timed_out:
-                swept += sweep_marked(f"{MARKER_VAR}={token}".encode())
-            peak_bytes = (
-                _read_int(os.path.join(memcg, self.host.memory_cgroup[1]))
-                if memcg and self.host.memory_cgroup
-                else None
-            )
-        finally:
-            _remove_cgroup(cgroup)
-            if memcg is not None:
-                _empty_memory_cgroup(memcg)
-                _remove_cgroup(memcg)
-
-        rc = os.waitstatus_to_exitcode(status)
-        killed_by: str | None = None
-        # bwrap's init and our shell init report a signal death as 128 + N.
-        if self.isolation != "none" and 128 < rc <= 128 + 64:
-            rc = -(rc - 128)
-        stderr = err.decode("utf-8", errors="replace")
-        if timed_out:
-            killed_by = "timeout"
-        elif rc == -signal.SIGXCPU or (rc == -signal.SIGKILL and ru.ru_utime + ru.ru_stime >= cpu):
-            killed_by = "cpu"
-        elif rc != 0 and any(s in stderr for s in _MEMORY_SIGNS):
-            killed_by = "memory"
-        elif rc < 0:
-            killed_by = f"signal {-rc}"
-
-        collected, cnotes = collect_files(wd, collect, self.max_file_mb << 20)
-        prot = self._protections(network)
-        prot.pids_cgroup = cgroup is not None
-        if cgroup is None and self.use_pids_cgroup and self.host.pids_cgroup_error:
-            prot.notes.append(f"no pids cgroup: {self.host.pids_cgroup_error}")
-        prot.notes.extend(cnotes)
-        if peak_bytes is None:
-            prot.notes.append(
-                "peak_rss_mb is wait4's ru_maxrss (no memory cgroup): it includes the "
-                "parent's resident set at spawn time"
-            )
-        if swept:
-            prot.notes.append(f"killed {swept} escaped descendant(s) by environment marker")
-        result = ExecResult(
-            returncode=rc,
-            stdout=out.decode("utf-8", errors="replace"),
-            stderr=stderr,
-            duration_s=duration,
-            peak_rss_mb=peak_bytes / 2**20 if peak_bytes is not None else ru.ru_maxrss / 1024.0,
-            timed_out=timed_out,
-            files=collected,
-            protections=prot,
-            stdout_truncated=out_trunc,
-            stderr_truncated=err_trunc,
-            killed_by=killed_by,
+    def protections(self, network: bool = False) -> Protections:
+        """What a run in this sandbox is protected by (before a run; per run it is measured)."""
+        return self._protections(
+            network, seccomp=os.uname().machine in _SECCOMP_ARCHES, cgroups=None
         )
-        if self.tracer is not None:
-            self.tracer.event(
-                "sandbox_run",
-                backend="local",
-                isolation=self.isolation,
-                duration_s=round(duration, 6),
-                returncode=rc,
-                timed_out=timed_out,
-                killed_by=killed_by,
-                peak_rss_mb=round(result.peak_rss_mb, 3),
-                protections=prot.summary(),
+
+    def _protections(
+        self, network: bool, *, seccomp: bool, cgroups: tuple[bool, bool] | None
+    ) -> Protections:
+        ns = self.isolation in ("bwrap", "unshare")
+        root = self.host.is_root
+        drop = root and (ns or self._reachable)
+        pids_cg, mem_cg = (
+            cgroups
+            if cgroups is not None
+            else (self.host.pids_cgroup is not None, self.host.memory_cgroup is not None)
+        )
+        if ns:
+            fs_how = (
+                f"{self.isolation}: minimal read-only root, work dir rw, "
+                f"/tmp and /dev/shm tmpfs of {self.tmpfs_mb} MB"
             )
-        return result
+        elif drop:
+            fs_how = "none: a fresh uid can still write world-writable dirs (/tmp, /dev/shm)"
+        else:
+            fs_how = "none: the command can write wherever the caller can"
+        notes = list(self._notes)
+        if network:
+            notes.append("network=True: host network shared on request")
+        if ns and not mem_cg:
+            notes.append("no memory cgroup: the work dir is bounded per file only (RLIMIT_FSIZE)")
+        return Protections(
+            backend="local",
+            process_group=True,
+            pid_namespace=ns,
+            rlimit_as=True,
+            rlimit_cpu=True,
+            rlimit_fsize=True,
+            rlimit_nproc=drop or not root,
+            pids_cgroup=pids_cg,
+            rlimit_nofile=True,
+            memory_cap=True,
+            env_scrubbed=True,
+            output_capped=True,
+            network_isolated=ns and not network,
+            network_how=(
+                ("netns-bwrap" if self.isolation == "bwrap" else "netns-unshare")  # type: ignore[arg-type]
+                if ns and not network
+                else "none"
+            ),
+            fs_write_confined=ns,
+            fs_how=fs_how,
+            run_as_uid=None if drop else os.geteuid(),
+            privileges_dropped=drop,
+            minimal_view=ns,
+            proc_private=ns,
+            seccomp=seccomp,
+            no_new_privs=True,
+            dies_with_parent=ns,
+            disk_bounded=ns and mem_cg,
+            memory_cgroup=mem_cg,
+            network_requested=network,
+            notes=notes,
+        )
 
     def _communicate(
         self, proc: subprocess.Popen[bytes], deadline: float
@@ -833,32 +628,6 @@ class LocalSandbox:
             status, ru = self._reap(proc)
         return bytes(bufs[1]), bytes(bufs[2]), trunc[1], trunc[2], timed_out, status, ru
 
-    def _make_cgroup(self, token: str) -> str | None:
-        """A per-run pids cgroup capped at ``max_procs`` tasks, or None if unavailable."""
-        base = self.host.pids_cgroup
-        if base is None or not self.use_pids_cgroup:
-            return None
-        path = os.path.join(base, f"optiforge-{token}")
-        try:
-            os.mkdir(path)
-            with open(os.path.join(path, "pids.max"), "w") as f:
-                f.write(str(self.max_procs))
-        except OSError:
-            _remove_cgroup(path)
-            return None
-        return path
-
-    def _make_memory_cgroup(self, token: str) -> str | None:
-        """A per-run memory cgroup (accounting only: no limit is set here), or None."""
-        if self.host.memory_cgroup is None:
-            return None
-        path = os.path.join(self.host.memory_cgroup[0], f"optiforge-mem-{token}")
-        try:
-            os.mkdir(path)
-        except OSError:
-            return None
-        return path
-
     @staticmethod
     def _reap(proc: subprocess.Popen[bytes]) -> tuple[int, Any]:
         """wait4 the child: its exit status and rusage (ru_maxrss covers reaped descendants)."""
@@ -895,6 +664,374 @@ class LocalSandbox:
                     sel.close()
 
 
+@functools.cache
+def _verify_mode(mode: str, view: View) -> str | None:
+    """Run ``true`` through ``mode`` with ``view``; None when it works, else why not."""
+    probe = LocalSandbox(isolation="none")
+    probe.isolation = mode  # type: ignore[assignment]
+    probe.view = view
+    try:
+        r = _run(
+            probe, mode, [shutil.which("true") or "/bin/true"], None, 10.0, 256, False, None, None
+        )
+    except SandboxError as e:
+        return str(e)
+    if r.returncode != 0:
+        return f"exit {r.returncode}: {r.stderr.strip()[-300:]}"
+    return None
+
+
+def _bwrap_argv(sb: LocalSandbox, workdir: str, network: bool) -> list[str]:
+    host = sb.host
+    assert host.bwrap is not None
+    argv = [host.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv += [] if network else ["--unshare-net"]
+    argv += ["--die-with-parent", "--as-pid-1", "--hostname", "sandbox"]
+    if host.is_root:
+        # the init needs these two to switch to the run's uid; they vanish with the switch
+        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    for link, target in sb.view.symlinks:
+        argv += ["--symlink", target, link]
+    made: set[str] = set()
+    for path in sb.view.ro_binds:
+        # bwrap would copy the host's modes (a 0700 /root): make the parents traversable
+        for anc in _ancestors(path)[:-1]:
+            if anc not in made:
+                made.add(anc)
+                argv += ["--perms", "0755", "--dir", anc]
+        argv += ["--ro-bind", path, path]
+    for path in sb.view.masks:
+        argv += ["--tmpfs", path, "--remount-ro", path]
+    size = str(sb.tmpfs_mb << 20)
+    argv += ["--dev", "/dev", "--proc", "/proc"]
+    for d in ("/tmp", "/dev/shm"):
+        argv += ["--size", size, "--perms", "1777", "--tmpfs", d]
+    argv += ["--bind", workdir, workdir, "--remount-ro", "/", "--chdir", workdir, "--"]
+    return argv
+
+
+def _run(
+    sb: LocalSandbox,
+    mode: str,
+    argv: list[str],
+    files: dict[str, str | bytes] | None,
+    timeout_s: float,
+    memory_mb: int,
+    network: bool,
+    env: dict[str, str] | None,
+    collect: list[str] | None,
+) -> ExecResult:
+    workdir = tempfile.mkdtemp(prefix="optiforge-sbx-", dir=sb.root)
+    newroot = workdir + ".root"
+    token = uuid.uuid4().hex
+    cgroup = memcg = None
+    fds: list[int] = []
+    try:
+        wd = Path(workdir)
+        (wd / "tmp").mkdir()
+        write_files(wd, files)
+        uid = gid = None
+        if sb.host.is_root and (mode != "none" or sb._reachable):
+            uid, gid = _fresh_id(), _fresh_id()
+            # 0711 under bwrap: bwrap (root without capabilities) must chdir into it
+            os.chmod(wd, 0o711 if mode == "bwrap" else 0o700)
+            for dirpath, dirnames, filenames in os.walk(wd):
+                os.chown(dirpath, uid, gid)
+                for name in dirnames + filenames:
+                    os.lchown(os.path.join(dirpath, name), uid, gid)
+        if mode == "unshare":
+            os.mkdir(newroot, 0o700)
+        child_env = scrubbed_env(workdir, env)
+        if mode == "none" and uid is None:
+            child_env[MARKER_VAR] = token
+        cpu = sb.cpu_time_s if sb.cpu_time_s is not None else math.ceil(timeout_s) + 1
+        nproc = sb.max_procs if uid is not None else sb.max_procs + _count_tasks(os.getuid())
+        rlimits = [
+            (int(resource.RLIMIT_AS), memory_mb << 20),
+            (int(resource.RLIMIT_CPU), math.ceil(cpu)),
+            (int(resource.RLIMIT_FSIZE), sb.max_file_mb << 20),
+            (int(resource.RLIMIT_NOFILE), sb.max_open_files),
+            (int(resource.RLIMIT_NPROC), nproc),
+            (int(resource.RLIMIT_CORE), 0),
+        ]
+        cgroup = _make_pids_cgroup(sb, token)
+        memcg = _make_memory_cgroup(sb, token, (memory_mb + 2 * sb.tmpfs_mb) << 20)
+        for path, ctrl in ((cgroup, "pids"), (memcg, "memory")):
+            if path is not None:
+                name = "tasks" if sb.host.cgroup_v1.get(ctrl) else "cgroup.procs"
+                fds.append(os.open(os.path.join(path, name), os.O_WRONLY | os.O_CLOEXEC))
+        status_r, status_w = os.pipe()
+        fds += [status_r, status_w]
+        cfg = {
+            "mode": mode,
+            "ppid": os.getpid(),
+            "status_fd": status_w,
+            "cgroup_fds": fds[:-2],
+            "network": network,
+            "workdir": workdir,
+            "newroot": newroot,
+            "ro_binds": list(sb.view.ro_binds),
+            "symlinks": [list(x) for x in sb.view.symlinks],
+            "masks": list(sb.view.masks),
+            "tmpfs_kb": sb.tmpfs_mb << 10,
+            "tmpfs_inodes": 65536,
+            "rlimits": rlimits,
+            "uid": uid,
+            "gid": gid,
+            "seccomp": True,
+            "argv": argv,
+            "env": child_env,
+        }
+        boot = [sys.executable, "-I", "-S", "-c", _BOOT]
+        full = (_bwrap_argv(sb, workdir, network) if mode == "bwrap" else []) + boot
+        code = _init_code()
+        blob = marshal.dumps(cfg)
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.Popen(
+                full,
+                cwd=workdir,
+                env=child_env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=fds[:-2] + [status_w],
+            )
+        except OSError as e:
+            raise SandboxError(f"could not start the sandbox init: {e}") from e
+        for fd in fds[:-2] + [status_w]:
+            os.close(fd)
+        fds = [status_r]
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(len(code).to_bytes(8, "little") + code)
+            proc.stdin.write(len(blob).to_bytes(8, "little") + blob)
+            proc.stdin.close()
+        except OSError:
+            pass  # the init died early: its status says why
+        try:
+            out, err, out_trunc, err_trunc, timed_out, status, ru = sb._communicate(
+                proc, t0 + timeout_s
+            )
+        except BaseException:
+            # Interrupted (Ctrl-C, an internal error): never leave the command running.
+            for pid in [proc.pid, *_descendants(proc.pid)]:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if cgroup:
+                _kill_cgroup(cgroup)
+            if uid is not None:
+                _kill_uid(uid)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(proc.pid, 0)
+            raise
+        duration = time.perf_counter() - t0
+        swept = _kill_cgroup(cgroup) if cgroup else 0
+        if mode == "none":
+            swept += (
+                _kill_uid(uid)
+                if uid is not None
+                else sweep_marked(f"{MARKER_VAR}={token}".encode())
+            )
+        os.set_blocking(status_r, False)
+        try:
+            setup = os.read(status_r, 8192).decode(errors="replace")
+        except BlockingIOError:
+            setup = ""
+        peak_bytes = (
+            _read_int(os.path.join(memcg, sb.host.memory_cgroup[1]))
+            if memcg and sb.host.memory_cgroup
+            else None
+        )
+        if not setup.startswith("ok"):
+            why = setup[4:].strip() if setup.startswith("err") else ""
+            if not why:
+                tail = err.decode(errors="replace").strip().splitlines()
+                why = tail[-1] if tail else f"exit status {os.waitstatus_to_exitcode(status)}"
+            raise SandboxError(f"sandbox setup failed ({mode}): {why}")
+        collected, cnotes = collect_files(wd, collect, sb.max_file_mb << 20)
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _remove_cgroup(cgroup)
+        if memcg is not None:
+            _remove_cgroup(memcg)
+        if os.path.isdir(newroot):
+            with contextlib.suppress(OSError):
+                os.rmdir(newroot)
+        shutil.rmtree(workdir, ignore_errors=True)
+        if os.path.exists(workdir):  # a file the command made read-only dirs around
+            _force_rmtree(workdir)
+    return _result(
+        sb,
+        network,
+        out,
+        err,
+        (out_trunc, err_trunc),
+        timed_out,
+        status,
+        ru,
+        duration,
+        cpu,
+        setup,
+        peak_bytes,
+        swept,
+        (cgroup is not None, memcg is not None),
+        collected,
+        cnotes,
+    )
+
+
+def _result(
+    sb: LocalSandbox,
+    network: bool,
+    out: bytes,
+    err: bytes,
+    truncated: tuple[bool, bool],
+    timed_out: bool,
+    status: int,
+    ru: Any,
+    duration: float,
+    cpu: float,
+    setup: str,
+    peak_bytes: int | None,
+    swept: int,
+    cgroups: tuple[bool, bool],
+    collected: dict[str, bytes | str],
+    cnotes: list[str],
+) -> ExecResult:
+    rc = os.waitstatus_to_exitcode(status)
+    # the namespace init reports a signal death of the command as 128 + N
+    if sb.isolation != "none" and 128 < rc <= 128 + 64:
+        rc = -(rc - 128)
+    stderr = err.decode("utf-8", errors="replace")
+    killed_by: str | None = None
+    if timed_out:
+        killed_by = "timeout"
+    elif rc == -signal.SIGXCPU or (rc == -signal.SIGKILL and ru.ru_utime + ru.ru_stime >= cpu):
+        killed_by = "cpu"
+    elif rc != 0 and any(s in stderr for s in _MEMORY_SIGNS):
+        killed_by = "memory"
+    elif rc < 0:
+        killed_by = f"signal {-rc}"
+    prot = sb._protections(network, seccomp="seccomp=1" in setup, cgroups=cgroups)
+    if not cgroups[0] and sb.host.pids_cgroup_error:
+        prot.notes.append(f"no pids cgroup: {sb.host.pids_cgroup_error}")
+    prot.notes.extend(cnotes)
+    if peak_bytes is None:
+        prot.notes.append(
+            "peak_rss_mb is wait4's ru_maxrss (no memory cgroup): the largest single process"
+        )
+    if swept:
+        prot.notes.append(f"killed {swept} descendant(s) left after the command exited")
+    result = ExecResult(
+        returncode=rc,
+        stdout=out.decode("utf-8", errors="replace"),
+        stderr=stderr,
+        duration_s=duration,
+        peak_rss_mb=peak_bytes / 2**20 if peak_bytes is not None else ru.ru_maxrss / 1024.0,
+        timed_out=timed_out,
+        files=collected,
+        protections=prot,
+        stdout_truncated=truncated[0],
+        stderr_truncated=truncated[1],
+        killed_by=killed_by,
+    )
+    if sb.tracer is not None:
+        sb.tracer.event(
+            "sandbox_run",
+            backend="local",
+            isolation=sb.isolation,
+            duration_s=round(duration, 6),
+            returncode=rc,
+            timed_out=timed_out,
+            killed_by=killed_by,
+            peak_rss_mb=round(result.peak_rss_mb, 3),
+            protections=prot.summary(),
+            unmet=sorted(prot.unmet()),
+        )
+    return result
+
+
+def _count_tasks(uid: int) -> int:
+    """Tasks (threads) the uid runs now: RLIMIT_NPROC counts them all."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry}/task"))
+        except OSError:
+            continue
+    return count
+
+
+def _kill_uid(uid: int, rounds: int = 10) -> int:
+    """SIGKILL every process owned by ``uid`` (a run's fresh uid: only its own processes)."""
+    killed = 0
+    for _ in range(rounds):
+        pids = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.stat(f"/proc/{entry}").st_uid == uid:
+                        pids.append(int(entry))
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.01)
+    return killed
+
+
+def _force_rmtree(path: str) -> None:
+    """Delete a tree whose dirs the command chmod-ed to 0: restore owner rwx first."""
+    for dirpath, dirnames, _ in os.walk(path):
+        for d in dirnames:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(dirpath, d), 0o700, follow_symlinks=False)
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _make_pids_cgroup(sb: LocalSandbox, token: str) -> str | None:
+    """A per-run pids cgroup capped at ``max_procs`` tasks, or None if unavailable."""
+    base = sb.host.pids_cgroup
+    if base is None:
+        return None
+    path = os.path.join(base, f"optiforge-{token}")
+    try:
+        os.mkdir(path)
+        with open(os.path.join(path, "pids.max"), "w") as f:
+            f.write(str(sb.max_procs))
+    except OSError:
+        _remove_cgroup(path)
+        return None
+    return path
+
+
+def _make_memory_cgroup(sb: LocalSandbox, token: str, limit: int) -> str | None:
+    """A per-run memory cgroup limited to ``limit`` bytes (RAM + tmpfs pages), or None."""
+    if sb.host.memory_cgroup is None:
+        return None
+    base, _, limit_file = sb.host.memory_cgroup
+    path = os.path.join(base, f"optiforge-mem-{token}")
+    try:
+        os.mkdir(path)
+        with open(os.path.join(path, limit_file), "w") as f:
+            f.write(str(limit))
+    except OSError:
+        _remove_cgroup(path)
+        return None
+    return path
+
+
 def _kill_cgroup(path: str, rounds: int = 20) -> int:
     """SIGKILL every task left in the run's cgroup; returns how many were killed."""
     killed = 0
@@ -920,19 +1057,6 @@ def _read_int(path: str) -> int | None:
             return int(f.read().strip())
     except (OSError, ValueError):
         return None
-
-
-def _empty_memory_cgroup(path: str) -> None:
-    """Move any task still listed back to the parent cgroup (normally none: all exited)."""
-    parent = os.path.dirname(path)
-    try:
-        with open(os.path.join(path, "cgroup.procs")) as f:
-            pids = f.read().split()
-    except OSError:
-        return
-    for pid in pids:
-        with contextlib.suppress(OSError), open(os.path.join(parent, "cgroup.procs"), "w") as f:
-            f.write(pid)
 
 
 def _remove_cgroup(path: str | None) -> None:

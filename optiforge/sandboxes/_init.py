@@ -1,0 +1,321 @@
+"""The sandbox's init: runs *inside* the isolation, before any candidate code.
+
+``LocalSandbox`` starts ``python -I -S -c BOOT`` (the trusted interpreter, no site,
+no user paths); BOOT reads this module's compiled code from stdin and runs it, and
+``main`` then reads the run's configuration (8-byte little-endian length + a
+``marshal``-ed dict) from stdin. Only the standard library is used (no optiforge
+import: the project is not visible in the sandbox).
+
+Stages, by ``cfg["mode"]``:
+
+* ``unshare`` (root, no bubblewrap): **outer** joins the run's cgroups (fds opened by
+  the parent), sets a parent-death SIGKILL, ``unshare``s mount/PID/IPC/UTS (and net)
+  namespaces and forks **pid 1** of the new PID namespace, then relays its exit
+  status. pid 1 builds a minimal read-only root on a tmpfs (the interpreter, its
+  libraries, system dirs, the work dir read-write, fresh ``/proc``, size-bounded
+  tmpfs ``/tmp`` and ``/dev/shm``, a tiny ``/dev``), ``pivot_root``s into it, brings up
+  loopback and forks the **command**.
+* ``bwrap``: bubblewrap already built the namespaces and the view; this init is its
+  pid 1 (``--as-pid-1``): joins nothing (the parent did, through bwrap's fds), forks
+  the command.
+* ``none``: no namespaces; this process becomes the command itself.
+
+The command stage: new session, rlimits (hard = soft, so they cannot be raised),
+drop to the run's unprivileged uid/gid (a fresh random one per run when root),
+``PR_SET_NO_NEW_PRIVS``, a seccomp filter (ptrace, process_vm_*, namespace and mount
+syscalls, kernel keyring, bpf, perf, module loading ... fail with EPERM), all other
+fds closed, then ``execvpe``. Setup failures are reported on a status pipe only the
+init holds (closed before exec), so a candidate cannot fake one.
+"""
+
+import ctypes
+import os
+import sys
+
+# Linux constants (x86_64 and aarch64 share these).
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+_NS_FLAGS = 0x7E020080  # every CLONE_NEW* (incl. NEWCGROUP, NEWUSER, NEWTIME)
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 38, 22
+SECCOMP_MODE_FILTER = 2
+
+_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+_DENY = {
+    # ptrace process_vm_readv/writev unshare setns mount umount2 pivot_root chroot
+    # add_key request_key keyctl bpf perf_event_open userfaultfd kexec_load
+    # kexec_file_load init_module finit_module delete_module name_to_handle_at
+    # open_by_handle_at iopl ioperm swapon swapoff reboot syslog acct quotactl kcmp
+    # pidfd_getfd open_tree move_mount fsopen fsconfig fsmount fspick mount_setattr
+    # settimeofday clock_settime adjtimex vhangup lookup_dcookie
+    "x86_64": [101, 310, 311, 272, 308, 165, 166, 155, 161, 248, 249, 250, 321, 298, 323]
+    + [246, 320, 175, 313, 176, 303, 304, 172, 173, 167, 168, 169, 103, 163, 179, 312]
+    + [438, 428, 429, 430, 431, 432, 433, 442, 164, 227, 159, 153, 212],
+    "aarch64": [117, 270, 271, 97, 268, 40, 39, 41, 51, 217, 218, 219, 280, 241, 282]
+    + [104, 294, 105, 273, 106, 264, 265, 224, 225, 142, 116, 89, 60, 272]
+    + [438, 428, 429, 430, 431, 432, 433, 442, 170, 112, 171, 58, 18],
+}
+_CLONE = {"x86_64": 56, "aarch64": 220}
+_CLONE3 = 435
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _b(s):
+    return None if s is None else s.encode()
+
+
+def mount(src, target, fstype, flags, data=None):
+    _check(
+        _libc.mount(_b(src), _b(target), _b(fstype), ctypes.c_ulong(flags), _b(data)),
+        f"mount {target}",
+    )
+
+
+def prctl(option, arg):
+    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl {option}")
+
+
+class _Filter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_ushort),
+        ("jt", ctypes.c_ubyte),
+        ("jf", ctypes.c_ubyte),
+        ("k", ctypes.c_uint),
+    ]
+
+
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
+
+
+def seccomp_program(machine):
+    """The BPF program (list of (code, jt, jf, k)) for ``machine``, or None if unknown."""
+    if machine not in _ARCH:
+        return None
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    kill = 0x80000000
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, _ARCH[machine]), (ret, 0, 0, kill), (ld, 0, 0, 0)]
+    if machine == "x86_64":  # the x32 ABI numbers (bit 30) would bypass the list
+        prog += [(jge, 0, 1, 0x40000000), (ret, 0, 0, eperm)]
+    for nr in _DENY[machine]:
+        prog += [(jeq, 0, 1, nr), (ret, 0, 0, eperm)]
+    # clone3 passes its flags in memory BPF cannot read: ENOSYS makes libc fall back to clone.
+    prog += [(jeq, 0, 1, _CLONE3), (ret, 0, 0, enosys)]
+    prog += [(jeq, 0, 3, _CLONE[machine]), (ld, 0, 0, 16), (jset, 0, 1, _NS_FLAGS)]
+    prog += [(ret, 0, 0, eperm), (ret, 0, 0, allow)]
+    return prog
+
+
+def install_seccomp():
+    prog = seccomp_program(os.uname().machine)
+    if prog is None:
+        return False
+    arr = (_Filter * len(prog))(*[_Filter(*ins) for ins in prog])
+    fprog = _Prog(len(prog), arr)
+    _check(
+        _libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), 0, 0),
+        "seccomp",
+    )
+    return True
+
+
+def _mkdirs(path):
+    os.makedirs(path, mode=0o755, exist_ok=True)
+
+
+def _touch(path):
+    _mkdirs(os.path.dirname(path))
+    if not os.path.exists(path):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
+def build_root(cfg):
+    """Minimal read-only root at ``cfg['newroot']``; pivot into it (pid 1, unshare mode)."""
+    new = cfg["newroot"]
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
+    ro = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+    for link, target in cfg["symlinks"]:
+        _mkdirs(os.path.dirname(new + link))
+        os.symlink(target, new + link)
+    for path in cfg["ro_binds"]:
+        dest = new + path
+        if os.path.isdir(path):
+            _mkdirs(dest)
+        else:
+            _touch(dest)
+        mount(path, dest, None, MS_BIND | MS_REC)
+        mount(None, dest, None, ro)
+    for path in cfg["masks"]:
+        mount("tmpfs", new + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755")
+    # /dev: a few character devices bound from the host, nothing else.
+    _mkdirs(new + "/dev")
+    mount("tmpfs", new + "/dev", "tmpfs", MS_NOSUID, "size=64k,mode=0755")
+    for name in ("null", "zero", "full", "random", "urandom"):
+        _touch(new + "/dev/" + name)
+        mount("/dev/" + name, new + "/dev/" + name, None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0")):
+        os.symlink(target, new + "/dev/" + name)
+    os.symlink("/proc/self/fd/1", new + "/dev/stdout")
+    os.symlink("/proc/self/fd/2", new + "/dev/stderr")
+    tmpfs_opts = f"size={cfg['tmpfs_kb']}k,nr_inodes={cfg['tmpfs_inodes']},mode=1777"
+    for d in ("/dev/shm", "/tmp"):
+        _mkdirs(new + d)
+        mount("tmpfs", new + d, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)
+    wd = cfg["workdir"]
+    _mkdirs(new + wd)
+    mount(wd, new + wd, None, MS_BIND)
+    mount(None, new + wd, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
+    _mkdirs(new + "/proc")
+    mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.mkdir(new + "/.old")
+    nr = _PIVOT_ROOT.get(os.uname().machine)
+    if nr is None:
+        raise OSError(0, f"pivot_root: unsupported machine {os.uname().machine}")
+    _check(_libc.syscall(nr, _b(new), _b(new + "/.old")), "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old", MNT_DETACH), "umount old root")
+    os.rmdir("/.old")
+    mount(None, "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID)
+    mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def loopback_up():
+    import fcntl
+    import socket
+    import struct
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        ifr = struct.pack("16sH14x", b"lo", 0x1 | 0x40)  # IFF_UP | IFF_RUNNING
+        fcntl.ioctl(s.fileno(), 0x8914, ifr)  # SIOCSIFFLAGS
+    finally:
+        s.close()
+
+
+def command(cfg, status_fd):
+    """Become the command: limits, uid drop, no-new-privs, seccomp, exec. Never returns."""
+    import resource
+
+    try:  # noqa: SIM105 (no contextlib import in the init)
+        os.setsid()
+    except OSError:
+        pass
+    for which, value in cfg["rlimits"]:
+        resource.setrlimit(which, (value, value))
+    uid, gid = cfg["uid"], cfg["gid"]
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if cfg["mode"] == "none":
+        prctl(PR_SET_PDEATHSIG, 9)  # after the uid change, which clears it
+    seccomp = install_seccomp() if cfg["seccomp"] else False
+    os.chdir(cfg["workdir"])
+    os.write(status_fd, b"ok seccomp=%d\n" % seccomp)
+    os.closerange(3, 1 << 20)
+    argv, env = cfg["argv"], cfg["env"]
+    try:
+        os.execvpe(argv[0], argv, env)
+    except OSError as e:
+        os.write(2, f"sandbox: cannot execute {argv[0]!r}: {e.strerror}\n".encode())
+        os._exit(127)
+
+
+def _wait_status(st):
+    if os.WIFEXITED(st):
+        return os.WEXITSTATUS(st)
+    return 128 + os.WTERMSIG(st)
+
+
+def pid1(cfg, status_fd):
+    """Namespace init: (unshare) build the root, fork the command, reap until it exits."""
+    if cfg["mode"] == "unshare":
+        build_root(cfg)
+        _check(_libc.sethostname(b"sandbox", 7), "sethostname")
+        if not cfg["network"]:
+            loopback_up()
+    child = os.fork()
+    if child == 0:
+        try:
+            command(cfg, status_fd)
+        except BaseException as e:
+            _fail(status_fd, e)
+    os.close(status_fd)
+    while True:
+        try:
+            pid, st = os.wait()
+        except ChildProcessError:
+            os._exit(125)
+        except InterruptedError:
+            continue
+        if pid == child:
+            os._exit(_wait_status(st))
+
+
+def _fail(status_fd, e):
+    try:
+        os.write(status_fd, f"err {type(e).__name__}: {e}\n".encode()[:4000])
+    finally:
+        os._exit(125)
+
+
+def main():
+    stdin = sys.stdin.buffer
+    import marshal
+
+    cfg = marshal.loads(stdin.read(int.from_bytes(stdin.read(8), "little")))
+    status_fd = cfg["status_fd"]
+    try:
+        if cfg["mode"] != "bwrap":
+            prctl(PR_SET_PDEATHSIG, 9)
+            if os.getppid() != cfg["ppid"]:
+                os._exit(125)  # the parent died before we could notice
+        for fd in cfg["cgroup_fds"]:
+            os.write(fd, b"0")
+            os.close(fd)
+        os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+        if cfg["mode"] == "none":
+            command(cfg, status_fd)
+        if cfg["mode"] == "bwrap":
+            prctl(PR_SET_PDEATHSIG, 9)  # bwrap's monitor outside the namespace
+            pid1(cfg, status_fd)
+        flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+        if not cfg["network"]:
+            flags |= CLONE_NEWNET
+        _check(_libc.unshare(flags), "unshare")
+        child = os.fork()
+        if child == 0:
+            try:
+                prctl(PR_SET_PDEATHSIG, 9)
+                pid1(cfg, status_fd)
+            except BaseException as e:
+                _fail(status_fd, e)
+    except BaseException as e:
+        _fail(status_fd, e)
+    os.close(status_fd)
+    while True:
+        try:
+            _, st = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    os._exit(_wait_status(st))
+
+
+main()
