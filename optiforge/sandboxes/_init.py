@@ -195,14 +195,13 @@ def build_root(cfg):
 
 
 def loopback_up():
+    import _socket  # the C module: ``socket.py`` costs milliseconds to import
     import fcntl
-    import socket
-    import struct
 
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
     try:
-        ifr = struct.pack("16sH14x", b"lo", 0x1 | 0x40)  # IFF_UP | IFF_RUNNING
-        fcntl.ioctl(s.fileno(), 0x8914, ifr)  # SIOCSIFFLAGS
+        flags = (0x1 | 0x40).to_bytes(2, sys.byteorder)  # IFF_UP | IFF_RUNNING
+        fcntl.ioctl(s.fileno(), 0x8914, b"lo".ljust(16, b"\0") + flags + bytes(22))
     finally:
         s.close()
 

@@ -331,6 +331,8 @@ def _ancestors(path: str) -> list[str]:
     """``/a/b/c`` -> ``['/a', '/a/b', '/a/b/c']``."""
     parts = Path(path).parts[1:]
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
 _SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 
@@ -444,6 +446,7 @@ class LocalSandbox:
         self.tmpfs_mb = tmpfs_mb
         self.python = python
         self.view = build_view([python, sys.executable], extra_ro)
+        _sweep_once(str(self.root))
         self.host = host = host_isolation()
         self._notes: list[str] = []
         if isolation == "auto":
@@ -721,7 +724,7 @@ def _run(
     env: dict[str, str] | None,
     collect: list[str] | None,
 ) -> ExecResult:
-    workdir = tempfile.mkdtemp(prefix="optiforge-sbx-", dir=sb.root)
+    workdir = tempfile.mkdtemp(prefix=f"optiforge-sbx-{os.getpid()}-", dir=sb.root)
     newroot = workdir + ".root"
     token = uuid.uuid4().hex
     cgroup = memcg = None
@@ -955,6 +958,56 @@ def _result(
     return result
 
 
+def _owner_alive(name: str, prefix: str) -> bool:
+    """Is the process that made ``prefix<pid>-...`` still alive (True when unparsable)?"""
+    try:
+        pid = int(name[len(prefix) :].split("-", 1)[0])
+    except ValueError:
+        return True
+    return os.path.exists(f"/proc/{pid}")
+
+
+def sweep_stale(root: str | os.PathLike[str]) -> int:
+    """Remove work dirs and cgroups left by sandbox parents that died (SIGKILL); returns count.
+
+    A killed parent's run dies with it (parent-death signal), but the parent cannot
+    delete its work dir or cgroups any more: the next sandbox in any process does.
+    """
+    removed = 0
+    host = host_isolation()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(root):
+            if name.startswith("optiforge-sbx-") and not _owner_alive(name, "optiforge-sbx-"):
+                path = os.path.join(root, name)
+                if name.endswith(".root"):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(path)
+                else:
+                    _force_rmtree(path)
+                removed += 1
+    bases = [host.pids_cgroup, host.memory_cgroup[0] if host.memory_cgroup else None]
+    for base, prefix in zip(bases, ("optiforge-", "optiforge-mem-"), strict=True):
+        if base is None:
+            continue
+        with contextlib.suppress(OSError):
+            for name in os.listdir(base):
+                if not name.startswith(prefix) or (
+                    prefix == "optiforge-" and name.startswith("optiforge-mem-")
+                ):
+                    continue
+                if not _owner_alive(name, prefix):
+                    path = os.path.join(base, name)
+                    _kill_cgroup(path)
+                    _remove_cgroup(path)
+                    removed += 1
+    return removed
+
+
+@functools.cache
+def _sweep_once(root: str) -> int:
+    return sweep_stale(root)
+
+
 def _count_tasks(uid: int) -> int:
     """Tasks (threads) the uid runs now: RLIMIT_NPROC counts them all."""
     count = 0
@@ -1005,7 +1058,7 @@ def _make_pids_cgroup(sb: LocalSandbox, token: str) -> str | None:
     base = sb.host.pids_cgroup
     if base is None:
         return None
-    path = os.path.join(base, f"optiforge-{token}")
+    path = os.path.join(base, f"optiforge-{os.getpid()}-{token}")
     try:
         os.mkdir(path)
         with open(os.path.join(path, "pids.max"), "w") as f:
@@ -1021,7 +1074,7 @@ def _make_memory_cgroup(sb: LocalSandbox, token: str, limit: int) -> str | None:
     if sb.host.memory_cgroup is None:
         return None
     base, _, limit_file = sb.host.memory_cgroup
-    path = os.path.join(base, f"optiforge-mem-{token}")
+    path = os.path.join(base, f"optiforge-mem-{os.getpid()}-{token}")
     try:
         os.mkdir(path)
         with open(os.path.join(path, limit_file), "w") as f:
