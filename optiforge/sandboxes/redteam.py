@@ -1,0 +1,542 @@
+"""The red-team battery: attacks a hostile candidate tries, run against any sandbox.
+
+Each attack targets one clause of ``base.CONTAINMENT_PROMISE``. Its outcome is judged
+against what the sandbox *reports* (``sandbox.protections().unmet()``):
+
+* contained: PASS;
+* not contained, and the sandbox reports that clause unmet: KNOWN-FAIL (honest);
+* not contained although the sandbox claims the clause: FAIL (the report lies).
+
+Attacks that could harm the host when they succeed (killing processes, remounting,
+filling shared memory) are not run where the sandbox already admits the clause is
+unmet; they count as KNOWN-FAIL with "not run". ``optiforge doctor`` runs the quick
+attacks (``quick=True``) and prints N/N per mode; the test suite runs all of them in
+every mode the machine has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optiforge.errors import OptiforgeError
+from optiforge.sandboxes.conformance import CheckResult
+
+_CHECKOUT = Path(__file__).resolve().parents[2]
+"""The project checkout (or site-packages for an installed optiforge)."""
+
+
+@dataclass
+class Ctx:
+    """Host-side facts an attack needs, and what to clean up afterwards."""
+
+    tag: str
+    victim_pid: int
+    secret: str
+    python: str
+    cleanup: list[Path] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Attack:
+    name: str
+    clause: str | None
+    """The promise clause it tests (None: the parent's own safety, always required)."""
+    fn: Callable[[Any, Ctx], tuple[bool, str]]
+    """(contained, detail)."""
+    destructive: bool = False
+    quick: bool = True
+
+
+def _run_py(sb: Any, ctx: Ctx, code: str, **kw: Any) -> Any:
+    kw.setdefault("timeout_s", 20)
+    return sb.run([ctx.python, "-c", code], **kw)
+
+
+def _out(r: Any) -> str:
+    return (r.stdout.strip() or r.stderr.strip())[-300:]
+
+
+_CTYPES = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+
+
+def proc_environ(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    code = _CTYPES + (
+        "libc.umount2(b'/proc', 2)\n"
+        "hits = []\n"
+        "for p in os.listdir('/proc'):\n"
+        "    if p.isdigit():\n"
+        "        try:\n"
+        "            if "
+        + repr(ctx.secret.encode())
+        + " in open(f'/proc/{p}/environ','rb').read():\n"
+        "                hits.append(p)\n"
+        "        except OSError: pass\n"
+        "print('HITS', hits)\n"
+    )
+    r = _run_py(sb, ctx, code)
+    return "HITS []" in r.stdout, _out(r)
+
+
+def proc_mem(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    code = (
+        "import os\nopened = []\n"
+        f"pids = set(int(p) for p in os.listdir('/proc') if p.isdigit()) | {{{ctx.victim_pid}, 1}}\n"
+        "for pid in sorted(pids - {os.getpid()}):\n"
+        "    try:\n"
+        "        with open(f'/proc/{pid}/mem', 'r+b'): opened.append(pid)\n"
+        "    except OSError: pass\n"
+        "print('OPENED', opened)\n"
+    )
+    r = _run_py(sb, ctx, code)
+    return "OPENED []" in r.stdout, _out(r)
+
+
+def kill_outside(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    code = (
+        "import os, signal\n"
+        f"for pid in ({ctx.victim_pid}, os.getppid(), 1, -1):\n"
+        "    try: os.kill(pid, signal.SIGKILL)\n"
+        "    except OSError as e: print(pid, e.strerror)\n"
+        "print('DONE')\n"
+    )
+    _run_py(sb, ctx, code)
+    time.sleep(0.1)
+    alive = _alive(ctx.victim_pid)
+    return alive, "victim alive" if alive else "victim killed"
+
+
+def ptrace_outside(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    code = _CTYPES + (
+        f"r = libc.ptrace(16, {ctx.victim_pid}, 0, 0)\n"  # PTRACE_ATTACH
+        "print('ATTACH', r, os.strerror(ctypes.get_errno()))\n"
+        f"if r == 0: libc.ptrace(17, {ctx.victim_pid}, 0, 0)\n"  # PTRACE_DETACH
+    )
+    r = _run_py(sb, ctx, code)
+    return "ATTACH -1" in r.stdout, _out(r)
+
+
+def new_user_namespace(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    code = _CTYPES + (
+        "r = libc.unshare(0x10000000)\n"  # CLONE_NEWUSER: would give full capabilities
+        "print('UNSHARE', r, os.strerror(ctypes.get_errno()))\n"
+    )
+    r = _run_py(sb, ctx, code)
+    return "UNSHARE -1" in r.stdout, _out(r)
+
+
+def _targets(ctx: Ctx) -> list[Path]:
+    home = Path(os.path.expanduser("~"))
+    dirs = [Path("/tmp"), Path("/dev/shm"), Path("/var/tmp"), home, _CHECKOUT, Path("/")]
+    dirs += [Path("/etc"), Path("/usr")]
+    return [d / f"optiforge-rt-{ctx.tag}" for d in dirs]
+
+
+def write_outside(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    targets = _targets(ctx)
+    ctx.cleanup += targets
+    code = (
+        f"for t in {[str(t) for t in targets]!r}:\n"
+        "    try: open(t, 'w').write('pwned')\n"
+        "    except OSError: pass\n"
+    )
+    _run_py(sb, ctx, code)
+    leaked = [str(t) for t in targets if t.exists()]
+    return not leaked, f"written on the host: {leaked}" if leaked else "nothing written"
+
+
+def remount_rw(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    target = Path("/usr") / f"optiforge-rt-{ctx.tag}"
+    ctx.cleanup.append(target)
+    code = _CTYPES + (
+        "for p in (b'/', b'/usr'):\n"
+        "    r = libc.mount(None, p, None, 32 | 4096, None)\n"  # MS_REMOUNT | MS_BIND, rw
+        "    print('MOUNT', p, r, os.strerror(ctypes.get_errno()))\n"
+        f"try: open({str(target)!r}, 'w').write('pwned')\n"
+        "except OSError as e: print('WRITE', e.strerror)\n"
+    )
+    r = _run_py(sb, ctx, code)
+    return not target.exists(), _out(r)
+
+
+def hardlink_secret(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    root = Path(getattr(sb, "root", "/tmp"))
+    secret_file = root / f"optiforge-rt-secret-{ctx.tag}"
+    secret_file.write_text(ctx.secret)
+    secret_file.chmod(0o600)
+    ctx.cleanup.append(secret_file)
+    code = (
+        "import os, shutil\n"
+        f"s = {str(secret_file)!r}\n"
+        "for how, fn in (('link', os.link), ('symlink', os.symlink)):\n"
+        "    try: fn(s, 'stolen_' + how)\n"
+        "    except OSError as e: print(how, e.strerror)\n"
+        "try: shutil.copy(s, 'stolen_copy')\n"
+        "except OSError as e: print('copy', e.strerror)\n"
+    )
+    r = _run_py(sb, ctx, code, collect=["**/*"])
+    got = [k for k, v in r.files.items() if ctx.secret in (v if isinstance(v, str) else "")]
+    return not got, f"collected the secret via {got}" if got else "secret not collected"
+
+
+def symlink_walk(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    code = (
+        "import os\nos.symlink('/', 'up')\nos.makedirs('a')\nos.symlink('/usr', 'a/b')\n"
+        "open('ok.txt', 'w').write('ok')\n"
+    )
+    t0 = time.perf_counter()
+    r = _run_py(sb, ctx, code, collect=["**/*"])
+    took = time.perf_counter() - t0
+    outside = [k for k in r.files if k.startswith(("up/", "a/b/"))]
+    good = not outside and r.files.get("ok.txt") == "ok"
+    return good, f"collected {len(r.files)} files ({outside[:3]}) in {took:.2f}s"
+
+
+def fork_bomb(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    cap = int(getattr(sb, "max_procs", 256))
+    code = (
+        "import os, glob, time\n"
+        "raised = []\n"
+        "for f in glob.glob('/sys/fs/cgroup/**/pids.max', recursive=True)[:50]:\n"
+        "    try: open(f, 'w').write('max'); raised.append(f)\n"
+        "    except OSError: pass\n"
+        "n = 0\n"
+        f"for _ in range({cap + 150}):\n"
+        "    try: pid = os.fork()\n"
+        "    except OSError: break\n"
+        "    if pid == 0: time.sleep(3); os._exit(0)\n"
+        "    n += 1\n"
+        "print('FORKED', n, 'RAISED', len(raised))\n"
+    )
+    r = _run_py(sb, ctx, code, timeout_s=15)
+    try:
+        parts = r.stdout.split()
+        n, raised = int(parts[parts.index("FORKED") + 1]), int(parts[parts.index("RAISED") + 1])
+    except (ValueError, IndexError):
+        return True, f"the bomb did not report: {_out(r)}"
+    return n <= cap and raised == 0, f"forked {n} under a cap of {cap}; raised pids.max {raised}x"
+
+
+def fill_tmpfs(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    bound = int(getattr(sb, "tmpfs_mb", 256))
+    want = bound + 128
+    code = (
+        "import os\nres = {}\n"
+        "for d in ('/dev/shm', '/tmp'):\n"
+        f"    n = 0\n    p = os.path.join(d, 'fill-{ctx.tag}')\n"
+        "    try:\n"
+        "        with open(p, 'wb') as f:\n"
+        f"            for _ in range({want}):\n"
+        "                f.write(b'x' * (1 << 20)); f.flush(); n += 1\n"
+        "    except OSError: pass\n"
+        "    res[d] = n\n"
+        "    try: os.unlink(p)\n"
+        "    except OSError: pass\n"
+        "print('MB', res)\n"
+    )
+    ctx.cleanup += [Path(d) / f"fill-{ctx.tag}" for d in ("/dev/shm", "/tmp")]
+    r = _run_py(sb, ctx, code, timeout_s=30, memory_mb=512)
+    try:
+        res = eval(r.stdout.split("MB", 1)[1], {"__builtins__": {}})  # noqa: S307 (dict of ints)
+        worst = max(int(v) for v in res.values())
+    except (IndexError, SyntaxError, ValueError, TypeError, NameError):
+        return True, f"the fill did not report: {_out(r)}"
+    return worst <= bound, f"wrote up to {worst} MB under a bound of {bound} MB"
+
+
+@contextlib.contextmanager
+def _listener() -> Iterator[tuple[int, list[bytes]]]:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.1)
+    got: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            got.append(b"conn")
+            conn.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        yield srv.getsockname()[1], got
+    finally:
+        stop.set()
+        t.join(2)
+        srv.close()
+
+
+def network_escape(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    with _listener() as (port, got):
+        code = _CTYPES + (
+            "import socket\n"
+            "def tryconn():\n"
+            "    try:\n"
+            f"        socket.create_connection(('127.0.0.1', {port}), timeout=1).close(); return True\n"
+            "    except OSError: return False\n"
+            "ok = tryconn()\n"
+            "for p in os.listdir('/proc'):\n"
+            "    if ok or not p.isdigit(): continue\n"
+            "    try: fd = os.open(f'/proc/{p}/ns/net', os.O_RDONLY)\n"
+            "    except OSError: continue\n"
+            "    if libc.setns(fd, 0x40000000) == 0: ok = tryconn()\n"
+            "print('CONNECTED', ok)\n"
+        )
+        r = _run_py(sb, ctx, code, network=False)
+        time.sleep(0.2)
+    return not got, f"{len(got)} connection(s) reached the host listener; {_out(r)}"
+
+
+def read_project(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    home_file = Path(os.path.expanduser("~")) / f".optiforge-rt-{ctx.tag}"
+    home_file.write_text(ctx.secret)
+    home_file.chmod(0o644)
+    ctx.cleanup.append(home_file)
+    pkg = Path(__file__).resolve().parents[1]
+    paths = [
+        home_file,
+        pkg / "evals" / "__init__.py",
+        pkg / "__init__.py",
+        _CHECKOUT / "pyproject.toml",
+    ]
+    code = (
+        "import sys\nread = []\n"
+        f"for p in {[str(p) for p in paths]!r}:\n"
+        "    try: open(p).read(1); read.append(p)\n"
+        "    except OSError: pass\n"
+        "try:\n    import optiforge.evals; read.append('import optiforge.evals')\n"
+        "except ImportError: pass\n"
+        "print('READ', read)\n"
+    )
+    r = _run_py(sb, ctx, code)
+    return "READ []" in r.stdout, _out(r)
+
+
+def inherited_fds(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    code = "import os\nprint('FDS', sorted(int(f) for f in os.listdir('/proc/self/fd')))\n"
+    r = _run_py(sb, ctx, code)
+    try:
+        fds = eval(r.stdout.split("FDS", 1)[1], {"__builtins__": {}})  # noqa: S307 (a list of ints)
+    except (IndexError, SyntaxError, NameError):
+        return False, _out(r)
+    extra = [f for f in fds if f > 3]  # 0-2 and the fd of the listing itself
+    return not extra, f"open fds: {fds}"
+
+
+def _procs_with(needle: str) -> list[int]:
+    hits = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if f.read().split(b"\0", 1)[0] == needle.encode():  # argv[0] is the mark
+                    hits.append(int(entry))
+        except (OSError, IndexError):
+            continue
+    return hits
+
+
+def _wait_gone(needle: str, within_s: float = 3.0) -> list[int]:
+    deadline = time.monotonic() + within_s
+    left = _procs_with(needle)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = _procs_with(needle)
+    return left
+
+
+def _kill_all(needle: str) -> None:
+    for pid in _procs_with(needle):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def daemon_left_behind(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    mark = f"optiforge-rt-daemon-{ctx.tag}"
+    code = (
+        "import os, signal\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"        os.execv('/bin/sleep', [{mark!r}, '30'])\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    _run_py(sb, ctx, code)
+    left = _wait_gone(mark)
+    _kill_all(mark)
+    return not left, f"{len(left)} daemon(s) outlived the run" if left else "no daemon left"
+
+
+def timeout_kills_all(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    mark = f"optiforge-rt-stubborn-{ctx.tag}"
+    code = (
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "for _ in range(3):\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid(); signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"        os.execv('/bin/sleep', [{mark!r}, '30'])\n"
+        "time.sleep(30)\n"
+    )
+    r = _run_py(sb, ctx, code, timeout_s=1.5)
+    left = _wait_gone(mark)
+    _kill_all(mark)
+    good = r.timed_out and not left
+    return good, f"timed_out={r.timed_out}, {len(left)} process(es) left"
+
+
+def parent_killed(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """SIGKILL the process that called ``run``: the run must die with it."""
+    mark = f"optiforge-rt-orphan-{ctx.tag}"
+    iso = getattr(sb, "isolation", None)
+    if getattr(sb, "backend", "") != "local":
+        return True, "not applicable (local sandboxes only)"
+    driver = (
+        "from optiforge.sandboxes.local import LocalSandbox\n"
+        f"LocalSandbox(isolation={iso!r}).run([{ctx.python!r}, '-c',"
+        f" \"import os; os.fork(); os.execv('/bin/sleep', [{mark!r}, '30'])\"],"
+        " timeout_s=60)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", driver], stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while len(_procs_with(mark)) < 2 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    started = bool(_procs_with(mark))
+    p.kill()
+    p.wait()
+    left = _wait_gone(mark)
+    _kill_all(mark)
+    if not started:
+        return False, "the sandboxed command never started"
+    return not left, f"{len(left)} process(es) outlived the killed caller"
+
+
+def env_secret(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    r = _run_py(sb, ctx, "import os; print(sorted(os.environ.items()))")
+    return ctx.secret not in r.stdout, "secret in env" if ctx.secret in r.stdout else "scrubbed"
+
+
+ATTACKS: list[Attack] = [
+    Attack("env_secret", "no_secrets", env_secret),
+    Attack("proc_environ", "no_secrets", proc_environ),
+    Attack("proc_mem", "no_signals_or_ptrace", proc_mem),
+    Attack("kill_outside", "no_signals_or_ptrace", kill_outside, destructive=True),
+    Attack("ptrace_outside", "no_signals_or_ptrace", ptrace_outside, destructive=True),
+    Attack("new_user_namespace", "no_signals_or_ptrace", new_user_namespace),
+    Attack("write_outside", "writes_confined", write_outside),
+    Attack("remount_rw", "writes_confined", remount_rw, destructive=True),
+    Attack("fill_tmpfs", "bounded_resources", fill_tmpfs, destructive=True, quick=False),
+    Attack("fork_bomb", "bounded_resources", fork_bomb, destructive=True),
+    Attack("hardlink_secret", "no_secrets", hardlink_secret),
+    Attack("symlink_walk", None, symlink_walk),
+    Attack("network_escape", "no_network", network_escape, destructive=True),
+    Attack("read_project", "minimal_read_view", read_project),
+    Attack("inherited_fds", "no_secrets", inherited_fds),
+    Attack("daemon_left_behind", "dies_with_timeout_and_parent", daemon_left_behind),
+    Attack("timeout_kills_all", "dies_with_timeout_and_parent", timeout_kills_all, quick=False),
+    Attack("parent_killed", "dies_with_timeout_and_parent", parent_killed, quick=False),
+]
+"""Every attack, in the order the battery runs them."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def victim(secret: str) -> Iterator[int]:
+    """A host process holding ``secret`` in its environment (what attacks go after)."""
+    env = dict(os.environ, OPTIFORGE_RT_SECRET=secret)
+    p = subprocess.Popen(["sleep", "120"], env=env, stdin=subprocess.DEVNULL)
+    try:
+        yield p.pid
+    finally:
+        p.kill()
+        p.wait()
+
+
+def run_attack(sandbox: Any, attack: Attack, ctx: Ctx, unmet: dict[str, str]) -> CheckResult:
+    """One attack, judged against the sandbox's own report (see the module doc)."""
+    claimed = attack.clause is None or attack.clause not in unmet
+    t0 = time.perf_counter()
+    if attack.destructive and not claimed:
+        return CheckResult(
+            name=attack.name,
+            passed=False,
+            expected_failure=True,
+            detail=f"not run: {attack.clause} reported unmet ({unmet[attack.clause or '']})",
+        )
+    try:
+        contained, detail = attack.fn(sandbox, ctx)
+    except OptiforgeError as e:
+        contained, detail = False, f"{type(e).__name__}: {e}"
+    finally:
+        for path in ctx.cleanup:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        ctx.cleanup.clear()
+    if not contained and attack.clause is not None and not claimed:
+        detail += f" (reported: {attack.clause} unmet)"
+    return CheckResult(
+        name=attack.name,
+        passed=contained,
+        expected_failure=not contained and not claimed,
+        detail=detail,
+        duration_s=time.perf_counter() - t0,
+    )
+
+
+def red_team(
+    sandbox: Any, *, quick: bool = False, only: list[str] | None = None
+) -> list[CheckResult]:
+    """Run the battery against ``sandbox`` (``quick``: skip the slow attacks)."""
+    tag = uuid.uuid4().hex[:12]
+    secret = f"sk-optiforge-redteam-{tag}"
+    unmet = sandbox.protections().unmet() if hasattr(sandbox, "protections") else {}
+    python = str(getattr(sandbox, "python", "python3"))
+    results = []
+    old = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = secret  # what env_secret looks for
+    try:
+        with victim(secret) as pid:
+            ctx = Ctx(tag=tag, victim_pid=pid, secret=secret, python=python)
+            for attack in ATTACKS:
+                if (only is not None and attack.name not in only) or (quick and not attack.quick):
+                    continue
+                results.append(run_attack(sandbox, attack, ctx, unmet))
+    finally:
+        if old is None:
+            os.environ.pop("OPENAI_API_KEY", None)
+        else:
+            os.environ["OPENAI_API_KEY"] = old
+    return results
+
+
+__all__ = ["ATTACKS", "Attack", "red_team", "run_attack"]
