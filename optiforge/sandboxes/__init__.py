@@ -2,7 +2,9 @@
 
 ``get_sandbox("local")`` is the default; ``get_sandbox("docker", image=...)`` raises
 ``SandboxUnavailable`` when no Docker engine is reachable. ``conformance.self_check``
-runs the same battery against any back end.
+runs the same functional battery against any back end and ``redteam.red_team`` the
+attacks; both judge a back end against what it reports of ``CONTAINMENT_PROMISE``
+(``ExecResult.protections.unmet()``).
 """
 
 from __future__ import annotations
@@ -10,14 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from optiforge.errors import ConfigError
-from optiforge.sandboxes.base import ExecResult, Protections, Sandbox
+from optiforge.sandboxes.base import CONTAINMENT_PROMISE, ExecResult, Protections, Sandbox
 from optiforge.sandboxes.executors import (
     Executor,
     InlineExecutor,
     ProcessExecutor,
     RayExecutor,
 )
-from optiforge.sandboxes.local import LocalSandbox, host_isolation
+from optiforge.sandboxes.local import LocalSandbox, available_isolations, host_isolation
 
 
 def get_sandbox(backend: str = "local", **kw: Any) -> Sandbox:
@@ -41,6 +43,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CONTAINMENT_PROMISE",
     "DockerSandbox",
     "ExecResult",
     "Executor",
@@ -50,6 +53,7 @@ __all__ = [
     "Protections",
     "RayExecutor",
     "Sandbox",
+    "available_isolations",
     "get_sandbox",
     "host_isolation",
 ]

@@ -2,8 +2,9 @@
 
 ``self_check(sandbox)`` runs the same small checks against any ``Sandbox`` and marks
 each failure as expected or not, from an explicit per-back-end list
-(``KNOWN_FAILURES``): a back end without a network namespace is *known* to fail
-``network_off`` instead of silently passing a weaker test.
+(``known_failures``, from the back end's own ``protections().unmet()``): a back end
+without a network namespace is *known* to fail ``network_off`` instead of silently
+passing a weaker test. The attacks of ``redteam`` are judged the same way.
 """
 
 from __future__ import annotations
@@ -24,18 +25,23 @@ from pydantic import BaseModel, ConfigDict
 from optiforge.errors import OptiforgeError, SandboxUnavailable
 from optiforge.sandboxes.base import ExecResult, Sandbox
 
-KNOWN_FAILURES: dict[str, dict[str, str]] = {
-    "local-none": {
-        "network_off": "no network namespace without bwrap or unshare",
-        "write_outside_refused": "no read-only root without bwrap",
-    },
-    "local-unshare": {
-        "write_outside_refused": "unshare gives network/PID namespaces only, not a read-only root",
-    },
-    "local-bwrap": {},
-    "docker": {},
+CHECK_CLAUSES: dict[str, str] = {
+    "network_off": "no_network",
+    "write_outside_refused": "writes_confined",
+    "env_scrubbed": "no_secrets",
+    "memory_cap": "bounded_resources",
 }
-"""Back-end key -> {check name: why it is expected to fail there}."""
+"""Check name -> the ``CONTAINMENT_PROMISE`` clause it exercises."""
+
+
+def known_failures(sandbox: Any) -> dict[str, str]:
+    """Checks this sandbox is *expected* to fail: their clause is reported unmet.
+
+    Derived from ``sandbox.protections().unmet()``, never from a hand-kept list: a
+    check may fail only where the back end says so itself.
+    """
+    unmet = sandbox.protections().unmet() if hasattr(sandbox, "protections") else {}
+    return {name: unmet[c] for name, c in CHECK_CLAUSES.items() if c in unmet}
 
 
 class CheckResult(BaseModel):
@@ -46,7 +52,7 @@ class CheckResult(BaseModel):
     name: str
     passed: bool
     expected_failure: bool = False
-    """True when the check failed and ``KNOWN_FAILURES`` lists it for this back end."""
+    """True when the check failed and the back end reports the clause it tests unmet."""
     detail: str = ""
     duration_s: float = 0.0
 
@@ -182,7 +188,7 @@ def _checks(sandbox: Sandbox) -> list[tuple[str, Callable[[], tuple[bool, str]]]
 
 def self_check(sandbox: Sandbox, only: list[str] | None = None) -> list[CheckResult]:
     """Run the battery against ``sandbox``; ``only`` restricts it to the named checks."""
-    known = KNOWN_FAILURES.get(backend_key(sandbox), {})
+    known = known_failures(sandbox)
     results: list[CheckResult] = []
     for name, fn in _checks(sandbox):
         if only is not None and name not in only:
@@ -209,7 +215,7 @@ def self_check(sandbox: Sandbox, only: list[str] | None = None) -> list[CheckRes
 def probe_isolation() -> dict[str, Any]:
     """What this machine offers for sandboxing (for ``optiforge doctor``)."""
     from optiforge.sandboxes.docker import docker_client
-    from optiforge.sandboxes.local import host_isolation
+    from optiforge.sandboxes.local import available_isolations, host_isolation
 
     host = host_isolation()
     try:
@@ -224,14 +230,15 @@ def probe_isolation() -> dict[str, Any]:
             "path": host.bwrap,
             "reason": host.bwrap_error,
         },
-        "unshare": {
-            "available": host.unshare is not None,
-            "path": host.unshare,
-            "reason": host.unshare_error,
+        "unshare": {"available": host.unshare, "reason": host.unshare_error},
+        "pids_cgroup": {
+            "available": host.pids_cgroup is not None,
+            "reason": host.pids_cgroup_error,
         },
-        "setpriv": {"available": host.setpriv is not None, "pdeathsig": host.setpriv_pdeathsig},
+        "memory_cgroup": {"available": host.memory_cgroup is not None},
         "pidfd": hasattr(os, "pidfd_open"),
-        "local_isolation": "bwrap" if host.bwrap else "unshare" if host.unshare else "none",
+        "local_isolation": available_isolations()[0],
+        "modes": available_isolations(),
         "docker": docker,
         "ray_installed": importlib.util.find_spec("ray") is not None,
     }
@@ -247,11 +254,12 @@ def format_results(results: list[CheckResult]) -> str:
 
 
 __all__ = [
-    "KNOWN_FAILURES",
+    "CHECK_CLAUSES",
     "CheckResult",
     "ExecResult",
     "backend_key",
     "format_results",
+    "known_failures",
     "probe_isolation",
     "self_check",
 ]

@@ -11,7 +11,6 @@ container is removed after every run.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import io
 import math
 import socket
@@ -26,6 +25,7 @@ from optiforge.sandboxes.base import (
     Protections,
     check_limits,
     decode_maybe,
+    glob_match,
     normalize_cmd,
     safe_relpath,
 )
@@ -123,8 +123,25 @@ class DockerSandbox:
             fs_how="read-only root, tmpfs work dir and /tmp",
             run_as_uid=None,
             privileges_dropped=self.user is not None,
-            notes=["cpu time is capped by nano_cpus and the wall timeout, not RLIMIT_CPU"],
+            minimal_view=True,  # the image's file system only: nothing of the host
+            proc_private=True,
+            seccomp=True,  # the engine's default profile (unless the daemon disables it)
+            no_new_privs=True,
+            # a killed caller cannot remove the container: it idles until its own sleep
+            # (timeout + 120 s) ends; the run is bounded in time, but it does outlive us
+            dies_with_parent=False,
+            disk_bounded=True,  # read-only root, size-capped tmpfs
+            memory_cgroup=True,
+            network_requested=network,
+            notes=[
+                "cpu time is capped by nano_cpus and the wall timeout, not RLIMIT_CPU",
+                "if the caller is killed, the container lives until timeout + 120 s",
+            ],
         )
+
+    def protections(self, network: bool = False) -> Protections:
+        """What a run in this sandbox is protected by (see ``CONTAINMENT_PROMISE``)."""
+        return self._protections(network)
 
     def run(
         self,
@@ -286,7 +303,7 @@ class DockerSandbox:
                 if not member.isfile():
                     continue  # symlinks and devices are never read back
                 rel = member.name.removeprefix("./")
-                if any(fnmatch.fnmatch(rel, p) for p in patterns):
+                if any(glob_match(rel, p) for p in patterns):
                     f = tar.extractfile(member)
                     if f is not None:
                         out[rel] = decode_maybe(f.read())
