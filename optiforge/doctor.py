@@ -64,46 +64,40 @@ def _docker() -> Check:
 
 
 def _isolation() -> list[Check]:
-    from optiforge.sandboxes.conformance import probe_isolation
-
-    info = probe_isolation()
-    mode = info.get("local_isolation", "none")
-    net = {"bwrap": "bubblewrap network namespace", "unshare": "unshare -n network namespace"}.get(
-        mode
-    )
-    return [
-        Check(
-            name="network isolation",
-            ok=net is not None,
-            detail=net or "none available",
-            consequence="sandboxed code could reach the network; install bubblewrap or allow unshare",
-        ),
-        Check(
-            name="filesystem confinement",
-            ok=mode == "bwrap",
-            detail="read-only root, tmpfs /tmp (bubblewrap)" if mode == "bwrap" else "not confined",
-            consequence="sandboxed code can write outside its work dir; apt-get install bubblewrap",
-        ),
-    ]
-
-
-def _self_check() -> Check:
-    from optiforge.sandboxes import get_sandbox
+    """Per local mode: the promise clauses it meets and the quick red-team battery N/N."""
     from optiforge.sandboxes.conformance import self_check
+    from optiforge.sandboxes.local import BWRAP_HINT, LocalSandbox, available_isolations
+    from optiforge.sandboxes.redteam import red_team
 
-    results = self_check(get_sandbox("local"))
-    passed = [r for r in results if r.passed]
-    known = [r.name for r in results if not r.passed and r.expected_failure]
-    bad = [r.name for r in results if not r.acceptable]
-    detail = f"{len(passed)}/{len(results)} checks passed"
-    if known:
-        detail += f"; known gaps: {', '.join(known)}"
-    return Check(
-        name="sandbox self-check",
-        ok=not bad,
-        detail=detail + (f"; FAILED: {', '.join(bad)}" if bad else ""),
-        consequence="the local sandbox does not behave as documented here: do not run untrusted code",
-    )
+    checks = []
+    modes = available_isolations()
+    default = modes[0]
+    for mode in modes:
+        sb = LocalSandbox(isolation=mode)  # type: ignore[arg-type]
+        unmet = sb.protections().unmet()
+        attacks = red_team(sb, quick=True)
+        functional = self_check(sb)
+        contained = sum(r.passed for r in attacks)
+        lies = [r.name for r in attacks + functional if not r.acceptable]
+        detail = f"containment {contained}/{len(attacks)} attacks"
+        detail += f", self-check {sum(r.passed for r in functional)}/{len(functional)}"
+        if unmet:
+            detail += f"; promise unmet: {', '.join(sorted(unmet))}"
+        if lies:
+            detail += f"; FAILED where the promise is claimed: {', '.join(lies)}"
+        consequence = ""
+        if lies:
+            consequence = "this mode does not behave as it reports: do not run untrusted code"
+        elif unmet:
+            consequence = (
+                "LLM-written code is refused in this mode unless --unsafe-sandbox is given"
+                + ("" if "bwrap" in modes else f"; {BWRAP_HINT}")
+            )
+        name = f"sandbox {mode}" + (" (default)" if mode == default else "")
+        checks.append(
+            Check(name=name, ok=not lies and not unmet, detail=detail, consequence=consequence)
+        )
+    return checks
 
 
 def _ray() -> Check:
@@ -158,14 +152,14 @@ def run_checks() -> list[Check]:
             consequence="no Triton kernels",
         ),
         _gpu(),
-        *_isolation(),
-        _self_check(),
         Check(
             name="bubblewrap",
             ok=shutil.which("bwrap") is not None,
             detail=shutil.which("bwrap") or "not found",
-            consequence="apt-get install bubblewrap for read-only root + no-network sandboxes",
+            consequence="the unshare mode (root) meets the same promise; "
+            "otherwise apt-get install bubblewrap",
         ),
+        *_isolation(),
         _docker(),
         _ray(),
         _embeddings(),
