@@ -46,6 +46,34 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+UnsafeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-sandbox",
+        help="Run LLM-written code even where the sandbox does not meet its containment "
+        "promise (see `optiforge doctor`).",
+    ),
+]
+
+
+def _sandbox_policy(unsafe: bool, backend: str) -> None:
+    """Fail fast (one line) when the sandbox cannot contain LLM code; shout when unsafe."""
+    from optiforge.sandboxes import UNSAFE_ENV, get_sandbox
+
+    if unsafe:
+        os.environ[UNSAFE_ENV] = "1"  # worker processes inherit it; sandboxed code never sees it
+    sb: Any = get_sandbox(backend)  # raises UnsafeSandbox unless allowed
+    unmet = sb.protections().unmet()
+    if unmet:
+        err_console.print(
+            "[bold red]" + "!" * 72 + "\n"
+            f"--unsafe-sandbox: LLM-written code runs in a {backend} sandbox "
+            f"({getattr(sb, 'isolation', backend)}) that does NOT meet: "
+            f"{', '.join(sorted(unmet))}.\nIt can read your files and reach the network. "
+            "Results are labelled unsafe in events.jsonl.\n" + "!" * 72 + "[/bold red]"
+        )
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
@@ -174,7 +202,7 @@ def sandbox_exec(
     cmd = list(ctx.args)
     if not cmd:
         raise ConfigError("no command given: use `optiforge sandbox exec -- CMD ...`")
-    sandbox = get_sandbox(backend)
+    sandbox = get_sandbox(backend, trusted_code=True)
     res = sandbox.run(cmd, timeout_s=timeout, memory_mb=memory_mb, network=network)
     payload = {
         "returncode": res.returncode,
@@ -272,6 +300,7 @@ def run(
         str | None, typer.Option(help="Memory URL (sqlite:///..., postgresql://...) or 'none'.")
     ] = None,
     sandbox: Annotated[str, typer.Option(help="Sandbox back end: local or docker.")] = "local",
+    unsafe_sandbox: UnsafeOpt = False,
     workers: Annotated[int, typer.Option(help="Parallel evaluation workers.")] = 1,
     max_llm_calls: Annotated[
         int | None, typer.Option(help="Stop before more LLM calls than this.")
@@ -284,6 +313,7 @@ def run(
     overrides: SetOpt = None,
 ) -> None:
     """Run AGENT on one task; writes OUT/summary.json, events.jsonl and a convergence plot."""
+    _sandbox_policy(unsafe_sandbox, sandbox)
     from optiforge.agents import get_agent
     from optiforge.evals.registry import get_benchmark, resolve_task
     from optiforge.evals.report import write_run_plot
@@ -415,6 +445,7 @@ def eval_cmd(
         str | None, typer.Option(help="Comma-separated task names (default: all).")
     ] = None,
     workers: Annotated[int, typer.Option(help="Runs in parallel (processes).")] = 1,
+    unsafe_sandbox: UnsafeOpt = False,
     memory: Annotated[str | None, typer.Option(help="Memory URL or 'none'.")] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
     max_llm_calls: Annotated[int | None, typer.Option(help="LLM-call cap per run.")] = None,
@@ -422,6 +453,7 @@ def eval_cmd(
     overrides: SetOpt = None,
 ) -> None:
     """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
+    _sandbox_policy(unsafe_sandbox, "local")
     from optiforge.agents import get_agent
     from optiforge.evals.report import eval_tables
     from optiforge.evals.runner import run_eval

@@ -106,6 +106,10 @@ class SandboxUnavailable(SandboxError):
     """The requested sandbox back end is not available on this machine."""
 
 
+class UnsafeSandbox(SandboxUnavailable):
+    """The chosen sandbox does not meet the containment promise and unsafe runs were not allowed."""
+
+
 class MemoryStoreError(OptiforgeError):
     """The experience-memory store failed or was used wrongly."""
 
