@@ -329,6 +329,23 @@ def read_project(sb: Any, ctx: Ctx) -> tuple[bool, str]:
     return "READ []" in r.stdout, _out(r)
 
 
+def see_others(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    other = Path(getattr(sb, "root", "/tmp")) / f"optiforge-sbx-rt-other-{ctx.tag}"
+    other.mkdir()
+    ctx.cleanup.append(other)
+    code = (
+        "import os\nseen = []\n"
+        f"if os.path.exists('/proc/{ctx.victim_pid}'): seen.append('victim pid')\n"
+        f"for d in ('/tmp', '/dev/shm', {str(other.parent)!r}):\n"
+        "    try: seen += [n for n in os.listdir(d) if n.startswith('optiforge-sbx-')\n"
+        "                  and n != os.path.basename(os.getcwd())]\n"
+        "    except OSError: pass\n"
+        "print('SEEN', seen)\n"
+    )
+    r = _run_py(sb, ctx, code)
+    return "SEEN []" in r.stdout, _out(r)
+
+
 def inherited_fds(sb: Any, ctx: Ctx) -> tuple[bool, str]:
     code = "import os\nprint('FDS', sorted(int(f) for f in os.listdir('/proc/self/fd')))\n"
     r = _run_py(sb, ctx, code)
@@ -454,6 +471,7 @@ ATTACKS: list[Attack] = [
     Attack("symlink_walk", None, symlink_walk),
     Attack("network_escape", "no_network", network_escape, destructive=True),
     Attack("read_project", "minimal_read_view", read_project),
+    Attack("see_others", "no_view_of_others", see_others),
     Attack("inherited_fds", "no_secrets", inherited_fds),
     Attack("daemon_left_behind", "dies_with_timeout_and_parent", daemon_left_behind),
     Attack("timeout_kills_all", "dies_with_timeout_and_parent", timeout_kills_all, quick=False),
@@ -500,7 +518,7 @@ def run_attack(sandbox: Any, attack: Attack, ctx: Ctx, unmet: dict[str, str]) ->
     finally:
         for path in ctx.cleanup:
             with contextlib.suppress(OSError):
-                path.unlink()
+                path.rmdir() if path.is_dir() else path.unlink()
         ctx.cleanup.clear()
     if not contained and attack.clause is not None and not claimed:
         detail += f" (reported: {attack.clause} unmet)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import textwrap
@@ -13,7 +14,7 @@ import pytest
 from optiforge.errors import ConfigError, SandboxError, SandboxUnavailable
 from optiforge.sandboxes import ExecResult, LocalSandbox, Sandbox, get_sandbox
 from optiforge.sandboxes import local as local_mod
-from optiforge.sandboxes.local import HostIsolation, available_isolations
+from optiforge.sandboxes.local import available_isolations
 
 PY = sys.executable
 MODES = available_isolations()
@@ -237,14 +238,12 @@ def test_bad_config_raises() -> None:
 
 def test_missing_isolation_is_reported_not_faked(monkeypatch: pytest.MonkeyPatch) -> None:
     real = local_mod.host_isolation()
-    bare = HostIsolation(
-        is_root=real.is_root,
+    bare = dataclasses.replace(
+        real,
         bwrap=None,
         bwrap_error="bwrap not installed (apt-get install bubblewrap)",
-        unshare=None,
-        unshare_error="unshare not installed (util-linux)",
-        setpriv=real.setpriv,
-        setpriv_pdeathsig=real.setpriv_pdeathsig,
+        unshare=False,
+        unshare_error="the unshare mode needs root",
     )
     monkeypatch.setattr(local_mod, "host_isolation", lambda: bare)
     with pytest.raises(SandboxUnavailable, match="bwrap"):
@@ -256,56 +255,42 @@ def test_missing_isolation_is_reported_not_faked(monkeypatch: pytest.MonkeyPatch
     p = sb.run(["true"]).protections
     assert not p.network_isolated and p.network_how == "none" and not p.fs_write_confined
     assert any("bwrap unavailable" in n for n in p.notes)
+    assert {"no_network", "writes_confined", "minimal_read_view"} <= set(p.unmet())
+    # LLM-written code is refused there unless the user says --unsafe-sandbox.
+    from optiforge.errors import UnsafeSandbox
+    from optiforge.sandboxes import UNSAFE_ENV, get_sandbox
+
+    monkeypatch.delenv(UNSAFE_ENV, raising=False)
+    with pytest.raises(UnsafeSandbox, match="--unsafe-sandbox"):
+        get_sandbox("local")
+    assert get_sandbox("local", trusted_code=True).isolation == "none"  # type: ignore[attr-defined]
+    monkeypatch.setenv(UNSAFE_ENV, "1")
+    assert get_sandbox("local").isolation == "none"  # type: ignore[attr-defined]
 
 
-def test_expose_args_masks_untraversable_dirs() -> None:
-    import shutil
-    import tempfile
-
-    base = Path(tempfile.mkdtemp(prefix="optiforge-expose-", dir="/tmp"))
-    try:
-        base.chmod(0o755)
-        locked = base / "locked"
-        inner = locked / "a" / "b"
-        inner.mkdir(parents=True)
-        tool = inner / "tool"
-        tool.write_text("#!/bin/sh\necho tool-ran $(id -u)\n")
-        tool.chmod(0o755)
-        locked.chmod(0o700)
-        (locked / "secret").write_text("s")
-        args, unreachable = local_mod.expose_args([str(tool)])
-        assert not unreachable
-        assert args == [
-            "--ro-bind", str(base), str(base),  # /tmp is a fresh tmpfs in the sandbox
-            "--perms", "0755", "--tmpfs", str(locked),
-            "--ro-bind", str(locked / "a"), str(locked / "a"),
-        ]  # fmt: skip
-        if "bwrap" in MODES and local_mod.host_isolation().is_root:
-            # End to end: the unprivileged command reaches the tool, not the secret.
-            sb = LocalSandbox(isolation="bwrap", python=str(tool))
-            assert sb.drop
-            r = sb.run([str(tool)])
-            assert r.stdout.strip() == "tool-ran 65534", r.stderr
-            r = sb.run(["ls", "-A", str(locked)])
-            assert r.stdout.split() == ["a"]
-    finally:
-        shutil.rmtree(base)
+def test_view_hides_the_project_and_an_installed_package() -> None:
+    view = local_mod.build_view([sys.executable])
+    checkout = str(Path(local_mod.__file__).resolve().parents[2])
+    pkg = str(Path(local_mod.__file__).resolve().parents[1])
+    for path in view.ro_binds:
+        # never the checkout itself; the venv inside it is fine
+        assert not (checkout == path or checkout.startswith(path + "/")) or pkg in view.masks
+        assert not pkg.startswith(path + "/") or pkg in view.masks
+    assert "/usr" in view.ro_binds or ("/usr", "usr") in view.symlinks
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_explicit_privilege_drop(mode: str) -> None:
+def test_fresh_uid_per_run(mode: str) -> None:
+    sb = LocalSandbox(isolation=mode)  # type: ignore[arg-type]
+    uids = {int(sb.run(["id", "-u"]).stdout) for _ in range(3)}
+    p = sb.run(["true"]).protections
     if not local_mod.host_isolation().is_root:
-        with pytest.raises(ConfigError, match="root"):
-            LocalSandbox(isolation=mode, drop_privileges=True)  # type: ignore[arg-type]
-        return
-    sb = LocalSandbox(isolation=mode, drop_privileges=True)  # type: ignore[arg-type]
-    r = sb.run(["id", "-u"])
-    assert r.stdout.strip() == "65534", r.stderr
-    assert r.protections.run_as_uid == 65534 and r.protections.privileges_dropped
-    assert r.protections.rlimit_nproc
-    keep = LocalSandbox(isolation=mode, drop_privileges=False)  # type: ignore[arg-type]
-    r = keep.run(["id", "-u"])
-    assert r.stdout.strip() == "0" and not r.protections.rlimit_nproc
+        assert uids == {os.getuid()} and not p.privileges_dropped
+    elif p.privileges_dropped:
+        assert len(uids) == 3 and min(uids) >= 2_000_000_000, uids
+        assert p.rlimit_nproc and p.run_as_uid is None
+    else:  # mode none with an interpreter under a 0700 dir: root, and it says so
+        assert mode == "none" and uids == {0} and "no_signals_or_ptrace" in p.unmet()
 
 
 def test_interrupted_run_leaves_nothing(
