@@ -67,3 +67,15 @@ def test_docker_files_and_timeout(docker_sb: DockerSandbox) -> None:
     t = docker_sb.run("sleep 30", timeout_s=1)
     assert t.timed_out and t.killed_by == "timeout"
     assert t.protections.network_how == "docker-none"
+
+
+@pytest.mark.docker
+def test_docker_red_team(docker_sb: DockerSandbox) -> None:
+    """The same attacks as the local modes; docker reports dies_with_timeout_and_parent unmet."""
+    from optiforge.sandboxes.redteam import red_team
+
+    results = red_team(docker_sb)
+    assert all(r.acceptable for r in results), [(r.name, r.detail) for r in results]
+    unmet = docker_sb.protections().unmet()
+    assert set(unmet) <= {"dies_with_timeout_and_parent"}, unmet
+    assert all(r.passed for r in results if r.name != "parent_killed")
