@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e ".[dev,embed,ray]"
+	@command -v bwrap >/dev/null 2>&1 || [ "$$(id -u)" = 0 ] || echo "note: the sandbox for LLM-written code needs bubblewrap (apt-get install bubblewrap) or root; see optiforge doctor"
 	touch $(STAMP)
 
 install: $(STAMP)
