@@ -212,6 +212,7 @@ def sandbox_exec(
         "stdout": res.stdout,
         "stderr": res.stderr,
         "protections": res.protections.model_dump(mode="json"),
+        "unmet": res.protections.unmet(),
     }
     if json_out:
         sys.stdout.write(json.dumps(payload) + "\n")
@@ -221,14 +222,16 @@ def sandbox_exec(
         sys.stdout.flush()
         sys.stderr.write(res.stderr)
         sys.stderr.flush()
-        prot = payload["protections"]
-        on = [k for k, v in prot.items() if v is True]
-        off = [k for k, v in prot.items() if v is False]
+        unmet = res.protections.unmet()
+        mode = getattr(sandbox, "isolation", backend)
         err_console.print(
             f"[dim]exit {res.returncode}{' (timed out)' if res.timed_out else ''}, "
-            f"{res.duration_s:.3f} s, peak {res.peak_rss_mb:.0f} MB; network: {prot.get('network_how')}, "
-            f"writes: {prot.get('fs_how')}; in force: {', '.join(on)}"
-            + (f"; not in force: {', '.join(off)}" if off else "")
+            f"{res.duration_s:.3f} s, peak {res.peak_rss_mb:.0f} MB; sandbox {backend}/{mode}: "
+            + (
+                "containment promise met"
+                if not unmet
+                else "promise UNMET: " + "; ".join(f"{k} ({v})" for k, v in sorted(unmet.items()))
+            )
             + "[/]"
         )
     raise typer.Exit(res.returncode if 0 <= res.returncode < 256 else 1)

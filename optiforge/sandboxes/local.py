@@ -745,6 +745,11 @@ def _run(
         if mode == "unshare":
             os.mkdir(newroot, 0o700)
         child_env = scrubbed_env(workdir, env)
+        if "PATH" not in (env or {}):
+            # `python` means the sandbox's interpreter (a venv's), not a pyenv shim
+            child_env["PATH"] = (
+                os.path.dirname(os.path.abspath(sb.python)) + ":" + child_env["PATH"]
+            )
         if mode == "none" and uid is None:
             child_env[MARKER_VAR] = token
         cpu = sb.cpu_time_s if sb.cpu_time_s is not None else math.ceil(timeout_s) + 1

@@ -36,7 +36,10 @@ def test_doctor_reports_capabilities() -> None:
     out = optiforge("doctor", "--json")
     assert out.returncode == 0, out.stderr
     checks = {c["name"]: c for c in json.loads(out.stdout)}
-    assert {"gpu", "docker engine", "network isolation", "ray", "embedding model"} <= set(checks)
+    assert {"gpu", "docker engine", "bubblewrap", "ray", "embedding model"} <= set(checks)
+    modes = [n for n in checks if n.startswith("sandbox ")]
+    assert modes and "sandbox none" in checks, checks
+    assert "containment" in checks["sandbox none"]["detail"]
     for c in checks.values():
         assert c["ok"] or c["consequence"], (
             f"{c['name']} is missing but says nothing about what that means"
