@@ -100,6 +100,11 @@ class KernelTask:
             "reference_kernel": self.family == "triton2triton" and (self.split != "dev" or timing),
         }
         files["spec.json"] = json.dumps(spec, indent=1)
+        # The sandbox does not see the project: kernels import ``optiforge.kernels``
+        # (the library kernels candidates build on), shipped as files of the run.
+        from optiforge.sandboxes.payload import package_files
+
+        files.update(package_files("optiforge.kernels"))
         if spec["reference_kernel"]:
             files["reference_kernel.py"] = self.seed_code
         return files
