@@ -22,6 +22,24 @@ Selection margin: a refresh keeps the incumbent kernel (the previous refresh's c
 RBF-ARD at round 0) unless the search's best beats the incumbent's LOO-CRPS by more than
 ``selection_margin * |incumbent|`` (selection on 10-25 points overfits).
 
+Trust boundary: LLM-written kernel code never runs in this process. The parent handles it
+as text, and as numbers computed by trusted code here or received from a harness program
+the candidate runs in, inside the sandbox:
+
+- validation for the re-ask loop: ``optiforge.solvers.gp.validate_cli`` in the sandbox
+  (shipped with ``package_files``; its verdict only decides whether to re-ask);
+- scoring: the hdbo harness (``evals.suites.hdbo.scoring``) fits the kernel in one sandbox
+  run, has its Gram matrix computed in another (which never sees ``y``) and computes the
+  LOO-CRPS itself from that matrix; a printed score is never read;
+- BO with a selected LLM kernel: each round's GP fit and qLogEI optimisation run in one
+  sandbox run (``harness/bo_round.py``, ``SandboxedKernel``); the loop gets back only the
+  proposed points, checks them and evaluates the objective here.
+
+Library kernels (the compositional grammar) are parsed by ``grammar`` (an AST whitelist of
+base-kernel names, ``+`` and ``*``, no exec) and built here from library code. The prompt
+shows the LLM the task's opaque ``agent_name`` and leak-free ``description`` only, never
+the CLI id (``levy4_in_25``), the function, its effective dimensions or the embedding.
+
 Resume: with a run directory, the BO loop appends each evaluation to
 ``bo_evaluations.jsonl`` and each refresh's search checkpoints under
 ``thread_id=refresh<round>``; ``--resume`` reloads the evaluations (the objective is not
@@ -200,12 +218,7 @@ class KernelSearchProblem:
             raise InvalidCandidate(
                 "kernel code must define kernel(x1, x2, params) and HYPERPARAMETERS"
             )
-        try:
-            compile(src, "kernel.py", "exec")
-        except SyntaxError as err:
-            raise InvalidCandidate(
-                f"kernel code does not parse: {err.msg} (line {err.lineno})"
-            ) from err
+        # Text only here: parsing, validating and running it happen in the sandbox.
         return {"source": src, "form": str(p.get("form", ""))}
 
     def evaluator(self) -> Callable[[dict[str, Any]], Score]:
@@ -319,9 +332,6 @@ class LLMKernelProposer:
     def __init__(self, config: KernelDiscoveryConfig) -> None:
         self.config = config
 
-    def _parents_text(self, parents: list[Evaluated]) -> str:
-        return "\n".join(f"- {describe(p)}: LOO-CRPS {p.value:.4f}" for p in parents)
-
     def propose(
         self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
     ) -> list[Proposal]:
@@ -357,18 +367,7 @@ class LLMKernelProposer:
         op: str,
         ctx: RunContext,
     ) -> KernelForm:
-        n, d = problem.X.shape
-        msg = (
-            f"We run Bayesian optimization on a {d}-dimensional black-box function "
-            f"({problem.task.description}). A GP surrogate is fitted to {n} observations in the unit "
-            "cube; kernels are scored by leave-one-out CRPS (lower is better: it penalizes "
-            "overconfident fits).\n\nKernels scored so far (best first):\n"
-            f"{self._parents_text(population[:6]) or '- none yet'}\n\n"
-            f"Operation: {op}\n{self._parents_text(parents)}\n\n"
-            "Propose ONE novel kernel as a mathematical form (not code). It must be a valid "
-            "positive semi-definite kernel. Do not repeat a form above under another name: "
-            "functionally identical kernels are wasted. Answer as JSON with keys name, form, rationale."
-        )
+        msg = form_prompt(problem, population, parents, op)
         reply = ctx.llm.complete([{"role": "user", "content": msg}], schema=KernelForm)
         assert isinstance(reply.parsed, KernelForm)
         return reply.parsed
@@ -377,7 +376,7 @@ class LLMKernelProposer:
         messages: list[dict[str, Any]] = [
             {
                 "role": "user",
-                "content": f"Implement this GP kernel.\n\nForm: {form.name}: {form.form}\n\n{CODE_PROTOCOL}",
+                "content": code_prompt(form),
             }
         ]
         src = ""
@@ -400,23 +399,78 @@ class LLMKernelProposer:
         return src  # still invalid: the loop's evaluation rejects it and logs the reason
 
 
+def _parents_text(parents: list[Evaluated]) -> str:
+    return "\n".join(f"- {describe(p)}: LOO-CRPS {p.value:.4f}" for p in parents)
+
+
+def form_prompt(
+    problem: Any, population: list[Evaluated], parents: list[Evaluated], op: str
+) -> str:
+    """Stage-one prompt: the data's size, the scored kernels, the operation.
+
+    Of the task it shows only ``agent_name`` and ``description`` (the input dimension);
+    never ``task.name`` (the CLI id names the function) or ``task.hidden``.
+    """
+    n, d = problem.X.shape
+    task = problem.task
+    return (
+        f"We run Bayesian optimization on a {d}-dimensional black-box function "
+        f"(task {getattr(task, 'agent_name', '') or 'unnamed'}: {task.description}). A GP "
+        f"surrogate is fitted to {n} observations in the unit "
+        "cube; kernels are scored by leave-one-out CRPS (lower is better: it penalizes "
+        "overconfident fits).\n\nKernels scored so far (best first):\n"
+        f"{_parents_text(population[:6]) or '- none yet'}\n\n"
+        f"Operation: {op}\n{_parents_text(parents)}\n\n"
+        "Propose ONE novel kernel as a mathematical form (not code). It must be a valid "
+        "positive semi-definite kernel. Do not repeat a form above under another name: "
+        "functionally identical kernels are wasted. Answer as JSON with keys name, form, rationale."
+    )
+
+
+def code_prompt(form: KernelForm) -> str:
+    """Stage-two prompt: implement ``form`` under ``CODE_PROTOCOL`` (nothing about the task)."""
+    return f"Implement this GP kernel.\n\nForm: {form.name}: {form.form}\n\n{CODE_PROTOCOL}"
+
+
+_SHIPPED = ("optiforge.errors", "optiforge.solvers.gp", "optiforge.solvers.bo")
+"""The optiforge modules the sandboxed validator and BO round import (shipped as files)."""
+
+
+_NUMERICS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MKL_CBWR", "ATEN_CPU_CAPABILITY")
+"""Host settings that pick BLAS code paths: passed on so a sandboxed round rounds as here."""
+
+
+def _sandbox_env() -> dict[str, str]:
+    import os
+
+    return {"OMP_NUM_THREADS": "1", **{k: os.environ[k] for k in _NUMERICS_ENV if k in os.environ}}
+
+
+def _sandbox_of(ctx: RunContext) -> Any:
+    if ctx.sandbox is not None:
+        return ctx.sandbox
+    from optiforge.sandboxes import get_sandbox
+
+    return get_sandbox("local")
+
+
 def validate_source(src: str, d: int, ctx: RunContext, max_hyperparameters: int) -> str | None:
-    """Run the kernel validator on ``src`` in the sandbox; the reason it fails, or None."""
+    """Run the kernel validator on ``src`` in the sandbox; the reason it fails, or None.
+
+    Only decides whether to re-ask the LLM; scoring re-checks everything in the harness.
+    """
     import sys
+
+    from optiforge.sandboxes.payload import package_files
 
     if "def kernel" not in src:
         return "no `def kernel(x1, x2, params)` found in the reply"
-    sandbox = ctx.sandbox
-    if sandbox is None:
-        from optiforge.sandboxes import get_sandbox
-
-        sandbox = get_sandbox("local")
     req = json.dumps({"source": src, "d": d, "max_hyperparameters": max_hyperparameters})
-    res = sandbox.run(
+    res = _sandbox_of(ctx).run(
         f"{sys.executable} -m optiforge.solvers.gp.validate_cli < request.json",
-        files={"request.json": req},
+        files={**package_files(*_SHIPPED), "request.json": req},
         timeout_s=120,
-        env={"OMP_NUM_THREADS": "1"},
+        env=_sandbox_env(),
     )
     if res.timed_out:
         return "validation timed out"
@@ -550,9 +604,10 @@ def _discover(
             progress({"evaluations": int(Xu.shape[0]), "best": None})
         if chosen is None:
             return grammar.build_kernel("RBF_ARD")
-        return _spec_of(chosen.payload)
+        return _spec_of(chosen.payload, ctx, acq)
 
     # BOLoop directly rather than task.run_bo: same settings, plus the resumable evaluation log.
+    acq = AcqConfig(num_restarts=config.acq_restarts, raw_samples=config.acq_raw_samples)
     trace = BOLoop(
         task.problem(ctx.seed),
         budget=total,
@@ -560,7 +615,7 @@ def _discover(
         kernel_provider=provider,
         refresh_every=config.refresh_every,
         seed=ctx.seed,
-        acq_config=AcqConfig(num_restarts=config.acq_restarts, raw_samples=config.acq_raw_samples),
+        acq_config=acq,
         name="kernel-discovery",
         resume_path=resume_path,
     ).run()
@@ -606,13 +661,85 @@ def select_kernel(
     return incumbent
 
 
-def _spec_of(payload: dict[str, Any]) -> Any:
+def _spec_of(payload: dict[str, Any], ctx: RunContext, acq: Any) -> Any:
+    """The BO loop's kernel: library kernels built here, LLM code as a ``SandboxedKernel``."""
     if "expression" in payload:
         return grammar.build_kernel(payload["expression"])
-    from optiforge.solvers.gp import kernel_from_source
+    return SandboxedKernel(payload["source"], describe(payload)[:160], _sandbox_of(ctx), acq)
 
-    # Code that passed sandboxed validation and scoring is now used by the BO loop here.
-    return kernel_from_source(payload["source"])
+
+class SandboxedKernel:
+    """An LLM-written kernel as the BO loop sees it: source text and a sandboxed round.
+
+    ``solvers.bo.loop`` calls ``propose_round`` instead of fitting the kernel itself: the
+    GP fit and the qLogEI optimisation run in one sandbox run per round
+    (``harness/bo_round.py``), with the same seeds as the in-process loop; only the
+    proposed points come back (``candidate.npy``, loaded without pickle), and the loop
+    checks them before it evaluates the objective here. Any failure is a ``SolverError``:
+    the loop falls back to a random point and counts it.
+    """
+
+    def __init__(
+        self, source: str, expression: str, sandbox: Any, acq: Any, *, timeout_s: float = 300.0
+    ) -> None:
+        self.source, self.expression = source, expression
+        self.sandbox, self.acq, self.timeout_s = sandbox, acq, timeout_s
+
+    def propose_round(
+        self,
+        Xu: torch.Tensor,
+        target: torch.Tensor,
+        rnd: int,
+        *,
+        fit_seed: int,
+        round_seed: int,
+        gp_restarts: int,
+    ) -> Any:
+        """`1 x D` proposed points for round ``rnd`` (``ProposedPoints``), computed in the sandbox."""
+        import dataclasses
+        import io
+        import sys
+        from pathlib import Path
+
+        from optiforge.errors import SolverError
+        from optiforge.sandboxes.payload import package_files
+        from optiforge.solvers.bo.loop import ProposedPoints
+
+        req = {
+            "source": self.source,
+            "X": Xu.tolist(),
+            "target": target.tolist(),
+            "fit_seed": fit_seed,
+            "round_seed": round_seed,
+            "gp_restarts": gp_restarts,
+            "q": 1,
+            "acq": dataclasses.asdict(self.acq),
+        }
+        program = (Path(__file__).parent / "harness" / "bo_round.py").read_text()
+        res = self.sandbox.run(
+            f"{sys.executable} bo_round.py",
+            files={
+                **package_files(*_SHIPPED),
+                "bo_round.py": program,
+                "request.json": json.dumps(req),
+            },
+            timeout_s=self.timeout_s,
+            env=_sandbox_env(),
+            collect=["candidate.npy"],
+        )
+        raw = res.files.get("candidate.npy")
+        if res.timed_out or raw is None:
+            tail = (res.stderr or "").strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+            why = "timed out" if res.timed_out else tail[0][:300]
+            raise SolverError(f"sandboxed BO round with kernel {self.expression!r} failed: {why}")
+        data = raw.encode("utf-8") if isinstance(raw, str) else raw
+        try:
+            arr = np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            raise SolverError(f"sandboxed BO round returned no numeric array: {e}") from e
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
+            raise SolverError("sandboxed BO round returned a non-float array")
+        return ProposedPoints(torch.from_numpy(arr.astype(np.float64, copy=True)))
 
 
 def _final_comparison(
@@ -660,7 +787,7 @@ def _remember_lesson(
     d, r = final.get("discovered"), final.get("RBF_ARD")
     better = d is not None and r is not None and d < r
     lesson = (
-        f"On {task.suite}/{task.name} ({task.description}) the kernel {final.get('discovered_kernel')} "
+        f"On {task.suite}/{_agent_name(task)} ({task.description}) the kernel {final.get('discovered_kernel')} "
         f"{'beat' if better else 'did not beat'} RBF_ARD by LOO-CRPS on the final BO data "
         f"({_fmt(d)} vs {_fmt(r)})."
     )
@@ -670,7 +797,7 @@ def _remember_lesson(
     ctx.memory.add_experience(
         Experience(
             agent="kernel-discovery",
-            task_signature=f"{task.suite}/{task.name}",
+            task_signature=f"{task.suite}/{_agent_name(task)}",
             trajectory_summary=summary,
             outcome="better than RBF_ARD" if better else "no better than RBF_ARD",
             score=d,
@@ -678,6 +805,11 @@ def _remember_lesson(
             tags=["kernel-discovery", task.suite],
         )
     )
+
+
+def _agent_name(task: Any) -> str:
+    # Lessons may reach later prompts: the opaque name, never the CLI id that names the function.
+    return str(getattr(task, "agent_name", "") or "task")
 
 
 def _fmt(v: Any) -> str:

@@ -19,6 +19,12 @@ replayed on the reloaded data (providers are expected to be cheap to replay, e.g
 checkpointed searches). A problem that draws observation noise from a stream may define
 ``replay_noise(sizes: list[int])``; it is called with the batch sizes of the reloaded
 evaluations so the stream continues where the interrupted run left it.
+
+Kernels that must not run in this process (LLM-written code): a kernel provider may
+return an object with ``expression`` and ``propose_round(Xu, target, rnd, *, fit_seed,
+round_seed, gp_restarts)`` instead of a ``KernelSpec``; it fits and optimises the
+acquisition elsewhere (a sandbox) and returns ``ProposedPoints``, which the loop checks
+(shape, finite, inside the cube) and evaluates instead of running its own acquisition.
 """
 
 from __future__ import annotations
@@ -237,6 +243,32 @@ class ExactGPModel(Model):
         return post
 
 
+@dataclass
+class ProposedPoints:
+    """Points proposed for one round by a fit + acquisition that ran elsewhere (a sandbox).
+
+    ``X`` is `q x D` in the unit cube; it came from an untrusted process, so the loop
+    checks it (``checked_points``) before evaluating anything.
+    """
+
+    X: Tensor
+
+
+def checked_points(X: Any, q: int, D: int) -> Tensor:
+    """`q' x D` (1 <= q' <= q) finite unit-cube points from ``X``, or ``SolverError``."""
+    try:
+        X = torch.as_tensor(X, dtype=_DT)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise SolverError(f"proposed points are not a numeric array: {e}") from e
+    if X.ndim != 2 or X.shape[1] != D or X.shape[0] < 1:
+        raise SolverError(f"proposed points have shape {tuple(X.shape)}, expected (<= {q}, {D})")
+    if not bool(torch.isfinite(X).all()):
+        raise SolverError("proposed points are not finite")
+    if bool(((X < -1e-9) | (X > 1 + 1e-9)).any()):
+        raise SolverError("proposed points leave the unit cube")
+    return X[:q].clamp(0.0, 1.0)
+
+
 def _round_seed(seed: int, rnd: int) -> int:
     """Seed of round ``rnd``'s randomness: independent of what ran before (resumable)."""
     return (seed * 1_000_003 + 7919 * (rnd + 1)) % (2**63 - 1)
@@ -271,6 +303,22 @@ class _ExactGPFactory:
         spec = self.current
         assert spec is not None
         self.used.append(spec.expression)
+        propose = getattr(spec, "propose_round", None)
+        if callable(propose):
+            # A kernel whose code must not run here: it fits and proposes elsewhere.
+            out = propose(
+                Xu,
+                target,
+                rnd,
+                fit_seed=self.seed + rnd,
+                round_seed=_round_seed(self.seed, rnd),
+                gp_restarts=self.gp_restarts,
+            )
+            if not isinstance(out, ProposedPoints):
+                raise SolverError(
+                    f"propose_round returned {type(out).__name__}, not ProposedPoints"
+                )
+            return out  # type: ignore[return-value]
         if self.per_round_seed:
             # Reseed after the provider: however much randomness it used (a resumed, partly
             # checkpointed search uses less), the fit and the acquisition see the same stream.
@@ -298,6 +346,23 @@ class AcqConfig:
     raw_samples: int = 128
     maxiter: int = 50
     mc_samples: int = 128
+
+
+def optimize_qlogei(model: Model, target: Tensor, q: int, D: int, cfg: AcqConfig) -> Tensor:
+    """`q x D` maximiser of qLogEI over ``[0,1]^D`` for ``model`` fitted to ``target`` (maximise)."""
+    bounds = torch.stack([torch.zeros(D, dtype=_DT), torch.ones(D, dtype=_DT)])
+    acqf = qLogExpectedImprovement(model, best_f=target.max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # optimizer-convergence chatter, not errors
+        cand, _ = optimize_acqf(
+            acqf,
+            bounds=bounds,
+            q=q,
+            num_restarts=cfg.num_restarts,
+            raw_samples=cfg.raw_samples,
+            options={"maxiter": cfg.maxiter},
+        )
+    return cand.detach()
 
 
 class BOLoop:
@@ -417,7 +482,6 @@ class BOLoop:
             if callable(replay_noise):
                 replay_noise([int(yr.numel()) for yr in ys])
             rows = rows[1:]  # BO rounds after the initial design
-        bounds = torch.stack([torch.zeros(D, dtype=_DT), torch.ones(D, dtype=_DT)])
         rnd = len(rows)
         fallbacks = sum(1 for r in rows if r.get("fallback"))
         if rows and isinstance(self.model_factory, _ExactGPFactory):
@@ -433,21 +497,13 @@ class BOLoop:
             n_kernels = len(self._kernels)
             try:
                 model = self.model_factory(Xu, target, rnd)
-                if per_round:
-                    # Raw samples and MC base samples seeded per round: resumable.
-                    torch.manual_seed(_round_seed(self.seed, rnd) + 1)
-                acqf = qLogExpectedImprovement(model, best_f=target.max())
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # optimizer-convergence chatter, not errors
-                    cand, _ = optimize_acqf(
-                        acqf,
-                        bounds=bounds,
-                        q=q,
-                        num_restarts=cfg.num_restarts,
-                        raw_samples=cfg.raw_samples,
-                        options={"maxiter": cfg.maxiter},
-                    )
-                cand = cand.detach()
+                if isinstance(model, ProposedPoints):
+                    cand = checked_points(model.X, q, D)
+                else:
+                    if per_round:
+                        # Raw samples and MC base samples seeded per round: resumable.
+                        torch.manual_seed(_round_seed(self.seed, rnd) + 1)
+                    cand = optimize_qlogei(model, target, q, D, cfg)
             except (SolverError, RuntimeError, ValueError) as e:
                 # Honest fallback: a random point, counted in the trace.
                 fallbacks += 1

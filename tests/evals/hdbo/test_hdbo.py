@@ -158,7 +158,7 @@ def test_task_scores_kernel_candidates() -> None:
         "    return torch.exp(-0.5 * torch.cdist(x1, x2).pow(2) / params['lengthscale'] ** 2)\n"
     )
     s = task.evaluate({"source": src})
-    assert s.passed and s.details["isolated"] == "subprocess"
+    assert s.passed and s.details["isolated"] == "sandbox"
     assert s.value == pytest.approx(task.evaluate(rbf()).value, rel=1e-4)
 
 

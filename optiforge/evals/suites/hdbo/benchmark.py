@@ -3,7 +3,9 @@
 ``Task.evaluate(candidate)`` takes a kernel candidate (a ``KernelSpec``, or kernel source
 text; see ``optiforge.solvers.gp.validation``), validates it, fits it by marginal likelihood
 on the task's kernel data (a seeded Sobol design of the noisy objective, y standardised)
-and returns its LOO-CRPS (lower is better). ``Task.run_bo`` runs BO with a kernel provider
+and returns its LOO-CRPS (lower is better), computed by the harness from the kernel matrix
+(``scoring``: kernel source runs only in sandboxes and hands back only hyperparameter
+values and a Gram matrix; a number it prints is never read). ``Task.run_bo`` runs BO with a kernel provider
 within the task's evaluation budget; ``Task.score_trace`` re-evaluates the *noiseless*
 objective at the trace's points itself (a reported best value is never trusted).
 
@@ -11,18 +13,19 @@ Protocols: ``ci`` (10 initial + 20 BO evaluations) and ``literature`` (20 + 250,
 here rather than qLogNEI). Splits: ``dev`` (literature embeddings: first k dims), ``test``
 (same dimensions, other seeded embeddings/data), ``heldout`` (other dimensions, seeded
 embeddings, other Lasso data and size).
+
+What an agent is told: ``Task.name`` (``levy4_in_25``) is the stable public id users pass
+on the CLI (``--bench hdbo/levy4_in_25``); it names the hidden function, so it never goes
+into a prompt. Agents show an LLM ``agent_name`` (opaque, ``task-01``, by position in the
+split) and ``description``, which says only the input dimension: no function, effective
+dimensions or embedding. Those facts live in ``hidden`` (for the harness and the leak test).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -31,6 +34,12 @@ from torch import Tensor
 from optiforge.errors import ConfigError, InvalidCandidate, InvalidTask, SolverError
 from optiforge.evals.protocol import SPLITS, Score
 from optiforge.evals.suites.hdbo.problems import HDBOProblem, embedded, lasso, rover
+from optiforge.evals.suites.hdbo.scoring import (
+    FAILED_VALUE,
+    checked_gram,
+    gram_score,
+    score_kernel_source,
+)
 from optiforge.solvers.bo import AcqConfig, BOLoop, KernelProvider, Trace, run_baseline
 from optiforge.solvers.bo.loop import sobol, standardize
 from optiforge.solvers.gp import ExactGP, KernelSpec, validate_kernel
@@ -39,8 +48,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from optiforge.sandboxes import Sandbox
 
 _DT = torch.float64
-FAILED_VALUE = 1e30
-"""``Score.value`` of a rejected candidate (worse than any real LOO-CRPS)."""
 
 PROTOCOLS: dict[str, tuple[int, int]] = {"ci": (10, 30), "literature": (20, 270)}
 """protocol -> (n_init, total evaluation budget)."""
@@ -63,6 +70,11 @@ class HDBOTask:
     """What a run on this task is judged by: the best noiseless objective value found."""
     higher_is_better: bool = False
     description: str = ""
+    """What an agent may be told: the input dimension only (see the module docstring)."""
+    agent_name: str = ""
+    """Opaque name for prompts (``task-01``); ``name`` is the CLI id and reveals the function."""
+    hidden: dict[str, Any] = field(default_factory=dict)
+    """Facts an agent must not be told: function, effective dims, active dims, embedding."""
 
     def problem(self, seed: int = 0) -> HDBOProblem:
         """The objective (noisy ``__call__``, noiseless ``evaluate_true``)."""
@@ -112,18 +124,28 @@ class HDBOTask:
 
         ``details["fingerprint"]`` is the fitted kernel's normalised Gram matrix on the first
         ``n_fingerprint`` inputs (functional deduplication: see ``solvers.gp.validation``).
-        Kernel source always runs in a separate process (the sandbox when given).
+        Kernel source runs only inside sandboxes (``get_sandbox("local")`` when none is
+        given) and the LOO-CRPS is computed here from the Gram matrix it returns
+        (``scoring.score_kernel_source``); library kernels go through the same ``gram_score``.
         """
         if isinstance(candidate, dict) and "source" in candidate:
             candidate = candidate["source"]
         if isinstance(candidate, str):
-            return self._evaluate_source(
-                candidate, X, y, sandbox, seed, n_restarts=n_restarts, n_fingerprint=n_fingerprint
+            return score_kernel_source(
+                candidate,
+                X,
+                y,
+                sandbox,
+                seed=seed,
+                n_restarts=n_restarts,
+                n_fingerprint=n_fingerprint,
+                max_hyperparameters=self.max_hyperparameters,
             )
         if not isinstance(candidate, KernelSpec):
             raise InvalidCandidate(
                 f"hdbo candidates are KernelSpec or kernel source, got {type(candidate).__name__}"
             )
+        # A KernelSpec was built in this process from trusted library code.
         rep = validate_kernel(
             candidate, X.shape[1], max_hyperparameters=self.max_hyperparameters, seed=seed
         )
@@ -134,114 +156,24 @@ class HDBOTask:
             gp = ExactGP(candidate, n_restarts=n_restarts, seed=seed).fit(X, y)
         except SolverError as e:
             return Score(value=FAILED_VALUE, passed=False, details={"reason": f"fit failed: {e}"})
-        crps = gp.loo_crps()
         assert gp.params is not None
         with torch.no_grad():
-            P = X[:n_fingerprint]
-            K = candidate.fn(P, P, gp.params.kernel).to(_DT)
-            dg = torch.diagonal(K).clamp_min(1e-300).sqrt()
-            fingerprint = (K / (dg.unsqueeze(-1) * dg.unsqueeze(0))).tolist()
-        return Score(
-            value=crps,
-            passed=math.isfinite(crps),
-            metrics={
-                "nll": gp.nll_,
-                "bic": gp.bic(),
-                "n_hyperparameters": float(rep.n_hyperparameters),
-                "fit_s": time.perf_counter() - t0,
-            },
-            details={
-                "expression": candidate.expression,
-                "warnings": rep.warnings,
-                "fingerprint": fingerprint,
-            },
-        )
-
-    def _evaluate_source(
-        self,
-        src: str,
-        X: Tensor,
-        y: Tensor,
-        sandbox: Sandbox | None,
-        seed: int,
-        timeout_s: float = 300.0,
-        n_restarts: int = 2,
-        n_fingerprint: int = 16,
-    ) -> Score:
-        """Score kernel source in a separate process: the sandbox if given, else a plain subprocess.
-
-        The plain subprocess isolates crashes and hangs only; it is not a security boundary.
-        """
-        req = json.dumps(
-            {
-                "source": src,
-                "d": X.shape[1],
-                "X": X.tolist(),
-                "y": y.tolist(),
-                "seed": seed,
-                "max_hyperparameters": self.max_hyperparameters,
-                "n_restarts": n_restarts,
-                "n_fingerprint": n_fingerprint,
-            }
-        )
-        root = str(Path(__file__).resolve().parents[4])
-        cmd = f"{sys.executable} -m optiforge.solvers.gp.validate_cli < request.json"
-        if sandbox is not None:
-            res = sandbox.run(
-                cmd,
-                files={"request.json": req},
-                timeout_s=timeout_s,
-                env={"PYTHONPATH": root, "OMP_NUM_THREADS": "1"},
-            )
-            out, err, rc, timed_out = res.stdout, res.stderr, res.returncode, res.timed_out
-        else:
-            try:
-                p = subprocess.run(
-                    [sys.executable, "-m", "optiforge.solvers.gp.validate_cli"],
-                    input=req,
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout_s,
-                    check=False,
-                    env={"PYTHONPATH": root, "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
-                )
-                out, err, rc, timed_out = p.stdout, p.stderr, p.returncode, False
-            except subprocess.TimeoutExpired:
-                out, err, rc, timed_out = "", "", -1, True
-        if timed_out:
-            return Score(
-                value=FAILED_VALUE,
-                passed=False,
-                details={"reason": f"kernel evaluation timed out after {timeout_s:g} s"},
-            )
+            K = candidate.fn(X, X, gp.params.kernel).to(_DT)
         try:
-            rep = json.loads(out.strip().splitlines()[-1])
-        except (json.JSONDecodeError, IndexError):
-            return Score(
-                value=FAILED_VALUE,
-                passed=False,
-                details={"reason": f"validator crashed (rc={rc}): {err[-300:]}"},
-            )
-        if not rep.get("ok") or "loo_crps" not in rep:
-            return Score(
-                value=FAILED_VALUE, passed=False, details={"reason": rep.get("reason", "rejected")}
-            )
-        crps = float(rep["loo_crps"])
-        return Score(
-            value=crps,
-            passed=math.isfinite(crps),
-            metrics={
-                "nll": float(rep["nll"]),
-                "bic": float(rep["bic"]),
-                "n_hyperparameters": float(rep["n_hyperparameters"]),
-            },
-            details={
-                "params": rep.get("params", {}),
-                "warnings": rep.get("warnings", []),
-                "isolated": "sandbox" if sandbox else "subprocess",
-                "fingerprint": rep.get("fingerprint"),
-            },
+            K = checked_gram(K, X.shape[0])
+        except InvalidCandidate as e:
+            return Score(value=FAILED_VALUE, passed=False, details={"reason": str(e)})
+        score = gram_score(
+            K,
+            y,
+            n_hyperparameters=rep.n_hyperparameters,
+            seed=seed,
+            n_restarts=n_restarts,
+            n_fingerprint=n_fingerprint,
         )
+        score.metrics["fit_s"] = time.perf_counter() - t0
+        score.details.update(expression=candidate.expression, warnings=rep.warnings)
+        return score
 
     # --- BO runs ------------------------------------------------------------------------
 
@@ -361,7 +293,13 @@ def _tasks(split: str, n_init: int, budget: int) -> list[HDBOTask]:
                 make_problem=mk,
                 n_init=n_init,
                 budget=budget,
-                description=f"Minimise {fn} ({k} effective dims) embedded in [0,1]^{D}; noise std 0.01.",
+                description=_DESCRIPTION.format(D=D),
+                hidden={
+                    "function": fn,
+                    "effective_dims": k,
+                    "active_dims": list(p.active_dims),
+                    "embedding_seed": e,
+                },
             )
         )
     tasks.append(
@@ -371,7 +309,8 @@ def _tasks(split: str, n_init: int, budget: int) -> list[HDBOTask]:
             make_problem=lambda s: rover(seed=s),
             n_init=n_init,
             budget=budget,
-            description="Minimise cost-5 of a 30-point B-spline rover trajectory through 113 obstacles (60-d).",
+            description=_DESCRIPTION.format(D=60),
+            hidden={"function": "rover", "effective_dims": 60, "obstacles": 113},
         )
     )
     d, ds = lasso_cfg[split]
@@ -386,10 +325,17 @@ def _tasks(split: str, n_init: int, budget: int) -> list[HDBOTask]:
             make_problem=mk_lasso,
             n_init=n_init,
             budget=budget,
-            description=f"Minimise validation loss of a weighted Lasso over {d} per-feature log-penalties.",
+            description=_DESCRIPTION.format(D=d),
+            hidden={"function": "lasso", "effective_dims": d, "data_seed": ds},
         )
     )
+    for i, t in enumerate(tasks):
+        t.agent_name = f"task-{i + 1:02d}"
     return tasks
+
+
+_DESCRIPTION = "Minimise an expensive black-box function of {D} inputs scaled to [0, 1]."
+"""The one description every hdbo task gets: the input dimension and nothing else."""
 
 
 class HDBOBenchmark:
