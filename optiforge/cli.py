@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -292,6 +293,14 @@ def run(
     resume: Annotated[
         Path | None, typer.Option(help="Continue the interrupted run in this directory.")
     ] = None,
+    force_restart: Annotated[
+        bool,
+        typer.Option(
+            "--force-restart",
+            help="With --resume: move a damaged run aside (DIR.damaged-<time>) and start "
+            "the same task over in DIR.",
+        ),
+    ] = False,
     record: Annotated[
         Path | None, typer.Option(help="Record LLM exchanges to this cassette.")
     ] = None,
@@ -348,7 +357,18 @@ def run(
         ref = cfg.get("task") or ""
         task = resolve_task(ref)
         out_dir = resume
+        if force_restart:
+            from optiforge.config import RunSettings
+
+            # the same run over: its recorded settings (budget, seed, model, ...)
+            settings = RunSettings.model_validate(cfg.get("settings", settings.model_dump()))
+            aside = resume.with_name(f"{resume.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            resume.rename(aside)
+            err_console.print(f"--force-restart: moved {resume} to {aside}; starting over")
+            resume = None
     else:
+        if force_restart:
+            raise ConfigError("--force-restart goes with --resume RUN_DIR")
         if bench is None:
             if not spec.default_benchmark:
                 raise ConfigError(f"{spec.name} has no default benchmark: pass --bench SUITE/TASK")
@@ -565,7 +585,10 @@ def main(argv: list[str] | None = None) -> None:
     except OptiforgeError as e:
         if debug:
             raise
-        err_console.print(f"[red]error:[/] {type(e).__name__}: {e}", highlight=False)
+        # one line however long (a path in the message must not be wrapped)
+        err_console.print(
+            f"[red]error:[/] {type(e).__name__}: {e}", highlight=False, soft_wrap=True
+        )
         sys.exit(2)
 
 

@@ -34,7 +34,7 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from optiforge.errors import BudgetExceeded, ConfigError, InvalidCandidate, LLMError
+from optiforge.errors import BudgetExceeded, ConfigError, InvalidCandidate, LLMError, RunRecordError
 from optiforge.evals.protocol import Score, Task
 from optiforge.runs import NullTracer, Tracer, to_json_line
 
@@ -257,18 +257,35 @@ def _sort_key(higher: bool) -> Callable[[dict[str, Any]], float]:
 
 
 class _EvalLog:
-    """Per-run append-only log of finished evaluations (survives a kill mid-node)."""
+    """Per-run append-only log of finished evaluations (survives a kill mid-node).
+
+    A last line without its newline is a record torn by a kill mid-append: it is cut
+    off (so the next append starts a clean line) and counted in ``torn_tail``. Any
+    other unreadable line means the file was damaged: ``RunRecordError`` naming it.
+    """
 
     def __init__(self, run_dir: Path | None) -> None:
         self.path = run_dir / EVALUATIONS if run_dir else None
         self.done: dict[str, dict[str, Any]] = {}
+        self.torn_tail = False
         if self.path and self.path.exists():
-            for line in self.path.read_text().splitlines():
+            data = self.path.read_bytes()
+            cut = len(data)
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                with self.path.open("r+b") as fh:
+                    fh.truncate(cut)
+                self.torn_tail = True
+            for i, line in enumerate(data[:cut].splitlines(), 1):
                 try:
                     rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # torn last line from a kill
-                self.done[rec["id"]] = rec
+                    self.done[rec["id"]] = rec
+                except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+                    raise RunRecordError(
+                        f"{self.path}: line {i} is damaged (not an evaluation record); "
+                        "the run cannot resume from it: rerun with --force-restart to move "
+                        "the run aside and start over"
+                    ) from None
 
     def append(self, rec: dict[str, Any]) -> None:
         self.done[rec["id"]] = rec
@@ -711,7 +728,13 @@ def run_search(
     conn = None
     checkpointer = None
     if ctx.run_dir is not None:
-        conn, checkpointer = open_checkpointer(ctx.run_dir / CHECKPOINTS)
+        try:
+            conn, checkpointer = open_checkpointer(ctx.run_dir / CHECKPOINTS)
+        except sqlite3.DatabaseError as e:
+            raise RunRecordError(
+                f"{ctx.run_dir / CHECKPOINTS} is damaged ({e}); rerun with --force-restart "
+                "to move the run aside and start over"
+            ) from None
     elif resume:
         raise ConfigError("resume needs a run directory")
     try:
@@ -725,12 +748,21 @@ def run_search(
         }
         start: SearchState | None = {"round": 0}
         if checkpointer is not None:
-            snapshot = graph.get_state(cfg)
+            try:
+                snapshot = graph.get_state(cfg)
+            except sqlite3.DatabaseError as e:
+                raise RunRecordError(
+                    f"{ctx.run_dir / CHECKPOINTS} is damaged ({e}); rerun with --force-restart "
+                    "to move the run aside and start over"
+                ) from None
+            if resume and not snapshot.values:
+                _check_checkpoint(conn, {}, ctx.run_dir, prefix, config)
             if snapshot.values:
                 if not resume:
                     raise ConfigError(
                         f"{ctx.run_dir} already holds search '{thread_id}'; pass resume=True (--resume)"
                     )
+                _check_checkpoint(conn, snapshot.values, ctx.run_dir, prefix, config)
                 start = None  # continue from the last checkpoint
                 if not snapshot.next:
                     final = snapshot.values
@@ -742,6 +774,46 @@ def run_search(
     finally:
         if conn is not None:
             conn.close()
+
+
+def _check_checkpoint(
+    conn: Any, values: dict[str, Any], run_dir: Path | None, prefix: str, config: SearchConfig
+) -> None:
+    """Refuse to resume from a damaged checkpoint (one line naming the file).
+
+    A torn or cut WAL does not fail to open: SQLite drops the frames after the damage
+    and the run would silently continue from an older state. So the checkpoint is
+    cross-checked against the evaluation log: every evaluation the checkpoint knows must
+    be logged, and the log may be ahead of it by at most one round in flight.
+    """
+    assert run_dir is not None
+    db = run_dir / CHECKPOINTS
+    hint = "rerun with --force-restart to move the run aside and start over"
+    try:
+        row = conn.execute("PRAGMA integrity_check").fetchone()
+    except sqlite3.DatabaseError as e:
+        raise RunRecordError(f"{db} is damaged ({e}); {hint}") from None
+    if not row or row[0] != "ok":
+        raise RunRecordError(f"{db} is damaged (integrity check: {row}); {hint}")
+    log = _EvalLog(run_dir)
+
+    def mine(rid: str) -> bool:
+        return rid.startswith(prefix) if prefix else "." not in rid.split("-", 1)[0]
+
+    logged = {rid for rid in log.done if mine(rid)}
+    known = {h["id"] for h in values.get("history", [])}
+    if known - logged:
+        raise RunRecordError(
+            f"{run_dir / EVALUATIONS} lacks {len(known - logged)} evaluation(s) that {db} "
+            f"records: the log was cut or edited; {hint}"
+        )
+    ahead = logged - known
+    if len(ahead) > config.proposals_per_round:
+        raise RunRecordError(
+            f"{db} is behind {EVALUATIONS} by {len(ahead)} evaluations (at most "
+            f"{config.proposals_per_round} can be in flight): the checkpoint or its WAL "
+            f"was cut or damaged; {hint}"
+        )
 
 
 def _result(state: dict[str, Any]) -> SearchResult:
