@@ -90,10 +90,10 @@ def test_correct_kernel_passes_dev_and_heldout() -> None:
         (fx.ZEROS, "output is all zeros but the reference is not constant"),
         (fx.CACHED, "earlier call's output (cached result)"),
         (fx.MUTATES, "mutated input 0 in place"),
-        (fx.TORCH_REFERENCE, "called torch.softmax during the launch"),
+        (fx.TORCH_REFERENCE, "called aten::_softmax during the launch"),
         (fx.PATCHES_TIMER, "patched the timer at import time"),
         (fx.PATCHES_DO_BENCH_IN_LAUNCH, "patched the timer: triton.testing.do_bench replaced"),
-        (fx.TAMPERS_HARNESS, "harness file references.py was modified"),
+        (fx.TAMPERS_HARNESS, "attempted writing 'references.py'"),
     ],
 )
 def test_runtime_defences_reject_with_reason(source: str, reason: str) -> None:
@@ -101,6 +101,91 @@ def test_runtime_defences_reject_with_reason(source: str, reason: str) -> None:
     score = _task("torch_softmax").evaluate({"code": source}, static_checks=False)
     assert not score.passed
     assert reason in score.details["reason"], score.details
+
+
+# -- issue 11: each cheat the old in-process harness accepted at 1.0, with its reason ------------
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        # the dispatcher denies torch compute whatever happened to the tripwire
+        (fx.TRIPWIRE_EMPTIED, "called aten::_softmax during the launch"),
+        # there is no compare in the candidate's process: the parent compares
+        (fx.REPLACES_COMPARE, "384/384 elements off"),
+        (fx.TIMER_BLINDED, "patched the timer at import time (time.perf_counter replaced)"),
+        # the references never ship into a candidate run
+        (fx.READS_REFERENCE, "No module named 'references'"),
+        # a result.json is never read; an out.meta without this run's nonce is ignored
+        (fx.WRITES_RESULT_JSON, "out.meta was not written by the harness (no nonce of this run)"),
+        (fx.ATEXIT_REWRITE, "384/384 elements off"),
+        (fx.EDITS_AND_RESTORES, "attempted writing"),
+        # past the audit hook (a child process): the parent's hash guard
+        (fx.CHILD_EDITS_HARNESS, "harness file job.json was modified or removed during the run"),
+    ],
+)
+def test_issue11_cheats_rejected_with_reason(source: str, reason: str) -> None:
+    score = _task("torch_softmax").evaluate({"code": source}, static_checks=False)
+    assert not score.passed and score.value == 0.0
+    assert reason in score.details["reason"], score.details
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        (
+            "import torch\nm = torch.sys.modules['time']\ndef launch(x):\n    return x\n",
+            "reaches `modules`",
+        ),
+        (
+            "import builtins\nbuiltins.setattr(1, 'a', 2)\ndef launch(x):\n    return x\n",
+            "imports builtins",
+        ),
+        (
+            "import torch\nt = torch\nt.softmax = None\ndef launch(x):\n    return x\n",
+            "through an alias",
+        ),
+        (
+            "import triton\ntt = triton.testing\ntt.do_bench = None\ndef launch(x):\n    return x\n",
+            "touches the timer",
+        ),
+        ("def launch(x):\n    return x.numpy()\n", "tensor method .numpy()"),
+        (
+            "import torch\nf = torch.softmax\ndef launch(x):\n    return f(x, -1)\n",
+            "an alias of a torch op",
+        ),
+    ],
+)
+def test_static_check_gaps_closed(source: str, reason: str) -> None:
+    with pytest.raises(InvalidCandidate) as err:
+        check_candidate_source(source)
+    assert reason in str(err.value)
+
+
+def test_candidate_run_ships_no_reference_and_parent_ignores_result_json() -> None:
+    t = _task("torch_softmax")
+    files, guarded = t.run_files("candidate", fx.GOOD, b"", timing=False)
+    assert "references.py" not in files and "harness.py" not in files
+    assert set(guarded) >= {"runner.py", "job.json", "inputs.pt"} and "candidate.py" not in guarded
+    assert not any("reference" in k for k in files if k.endswith(".py") and "kernels" not in k)
+
+
+def test_runner_code_next_to_kernel_code_loads_no_global_name() -> None:
+    # Replacing names in the runner module, builtins or torch cannot change what _run does.
+    import dis
+    import types
+
+    from optiforge.evals.suites.kernelarena import runner
+
+    def codes(co: types.CodeType):
+        yield co
+        for k in co.co_consts:
+            if isinstance(k, types.CodeType):
+                yield from codes(k)
+
+    for co in codes(runner._run.__code__):
+        loads = [
+            i.argval for i in dis.get_instructions(co) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+        ]
+        assert loads == [], (co.co_name, loads)
 
 
 def test_dev_shape_special_casing_fails_heldout() -> None:

@@ -1,47 +1,52 @@
 """``kernelarena``: 26 Triton kernel tasks (triton2triton and torch2triton) with an anti-cheat harness.
 
 A candidate is ``{"code": <Triton source defining launch(*inputs) -> Tensor>, ...}``.
-``KernelTask.evaluate`` never trusts the agent:
+``KernelTask.evaluate`` never trusts the agent, and never trusts the candidate's process:
 
 1. static checks (:mod:`.static_checks`): parse, entry point, no torch compute ops, no
-   timer/harness access, no monkeypatching;
-2. a fresh sandbox work dir holding only the harness files (``harness.py``,
-   ``references.py``, ``spec.json``, the trusted starting kernel) and the candidate;
-   sha256 of every harness file is recorded before and re-checked after the run;
-3. inside the sandbox (:mod:`.harness`): seeded inputs for every case x seed, a torch
-   tripwire, input-mutation hashes, aliasing/cached-output checks, dtype-aware
-   tolerances plus a relative-norm bound, constant/zero output rejection, timer
-   identity checks, and on CUDA paired/interleaved timing whose outputs are validated.
+   timer/harness access, no monkeypatching (kept, but nothing below relies on them);
+2. the parent generates every input from a seed and computes the reference itself
+   (:mod:`.judge`, :mod:`.references`);
+3. a **candidate run**: a fresh sandbox work dir with the runner (:mod:`.runner`), the
+   inputs, ``optiforge.kernels`` and the candidate, *not* the references. The runner
+   loads before the candidate, guards it (audit hook, dispatcher-level denial of torch
+   compute, tripwire, mutation/aliasing/timer checks) and only saves the output tensors
+   (and, on a GPU, timings of samples it took);
+4. a **baseline run** (only when needed) with trusted code alone: the starting kernel's
+   outputs for held-out triton2triton cases (conditional correctness), and on a GPU
+   the baseline timings, the reference outputs of the timing inputs and a device
+   calibration;
+5. the parent checks the sha256 of every shipped harness file after each run, accepts
+   ``out.meta`` only with the run's nonce, loads tensors with ``weights_only=True``,
+   validates and compares them, and bounds any timing (:func:`.judge.timing_verdict`).
+   A ``result.json`` (or anything else a candidate writes) is never read.
 
 Splits: ``dev`` (small shapes the agent sees) and ``heldout`` (unseen shapes: other
 sizes, non-power-of-two, strided / transposed layouts). On held-out cases the score
 reports conditional correctness P(candidate correct | reference correct). Without a
-GPU the value is correctness-only (1.0 when every case passes) and the summary says
-performance was not measured.
+GPU nothing is timed: the value is correctness-only (1.0 when every case passes) and
+the summary says performance was not measured.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
+import secrets
 import sys
 from pathlib import Path
 from typing import Any
 
 from optiforge.errors import ConfigError, InvalidCandidate
 from optiforge.evals.protocol import Score
+from optiforge.evals.suites.kernelarena import judge
 from optiforge.evals.suites.kernelarena.specs import SPECS, Case, TaskSpec
 from optiforge.evals.suites.kernelarena.static_checks import check_candidate_source
 from optiforge.evals.suites.kernelarena.templates import TEMPLATES, render
 
 _HERE = Path(__file__).parent
-HARNESS_FILES = ("harness.py", "references.py")
+RUNNER = "runner.py"
 NOT_MEASURED = "not measured without GPU"
-
-
-def _sha(data: str | bytes) -> str:
-    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
 def cuda_available() -> bool:
@@ -84,35 +89,53 @@ class KernelTask:
         """The same task bound to another split (agents search on ``dev``, verified on ``heldout``)."""
         return KernelTask(self.spec, split, self.timeout_s, self.memory_mb)
 
-    # -- the harness -------------------------------------------------------------
+    # -- the runs ------------------------------------------------------------------
 
-    def harness_files(self, *, timing: bool) -> dict[str, str]:
-        """The files copied into each fresh sandbox work dir (besides the candidate)."""
-        files = {name: (_HERE / name).read_text() for name in HARNESS_FILES}
-        spec = {
-            "op": self.op,
-            "family": self.family,
-            "cases": [c.model_dump(mode="json") for c in self.cases],
-            "tolerances": {k: list(v) for k, v in self.spec.tolerances.items()},
-            "rel_norm": self.spec.rel_norm,
-            "timing": self.spec.timing if timing else None,
-            # Held-out triton2triton cases also run the starting kernel: P(cand ok | ref ok).
-            "reference_kernel": self.family == "triton2triton" and (self.split != "dev" or timing),
-        }
-        files["spec.json"] = json.dumps(spec, indent=1)
-        # The sandbox does not see the project: kernels import ``optiforge.kernels``
-        # (the library kernels candidates build on), shipped as files of the run.
+    def run_files(self, mode: str, entry_code: str, inputs: bytes, *, timing: bool) -> tuple[dict[str, str | bytes], dict[str, str]]:  # fmt: skip
+        """(files of one run, sha256 of every harness file in it). ``mode`` is
+        ``candidate`` (``entry_code`` is the candidate's; the references are not shipped)
+        or ``baseline`` (trusted code: the starting kernel or the torch reference)."""
         from optiforge.sandboxes.payload import package_files
 
+        files: dict[str, str | bytes] = {RUNNER: (_HERE / RUNNER).read_text(), "inputs.pt": inputs}
+        # The sandbox does not see the project: kernels import ``optiforge.kernels``
+        # (the library kernels candidates build on), shipped as files of the run.
         files.update(package_files("optiforge.kernels"))
-        if spec["reference_kernel"]:
-            files["reference_kernel.py"] = self.seed_code
-        return files
+        entry = "candidate.py" if mode == "candidate" else "baseline.py"
+        if mode == "baseline" and timing:
+            files["references.py"] = (_HERE / "references.py").read_text()
+        guarded = {k: judge.sha(v) for k, v in files.items()}
+        job = {"mode": mode, "entry": entry, "op": self.op, "guarded": sorted(guarded),
+               "timing": self.spec.timing if timing else None}  # fmt: skip
+        files["job.json"] = json.dumps(job)
+        guarded["job.json"] = judge.sha(files["job.json"])
+        if mode == "baseline":
+            guarded[entry] = judge.sha(entry_code)
+        files[entry] = entry_code
+        return files, guarded
+
+    def _sandbox_run(self, sandbox: Any, files: dict[str, str | bytes], guarded: dict[str, str],
+                     counts: set[int], gpu: bool) -> tuple[judge.RunRead | None, str, str, float]:  # fmt: skip
+        nonce = secrets.token_hex(16)
+        env = {} if gpu else {"TRITON_INTERPRET": "1"}
+        env["TRITON_CACHE_DIR"] = "/tmp/kernelarena-triton-cache"
+        res = sandbox.run([sys.executable, RUNNER], files={**files, "nonce.txt": nonce}, timeout_s=self.timeout_s,
+                          memory_mb=self.memory_mb, env=env, collect=[*guarded, "out.meta", "outputs.pt"])  # fmt: skip
+        read, why, stage = judge.read_run(res, nonce, guarded, counts)
+        if why == "timed out":
+            why = f"timed out after {self.timeout_s:.0f} s"
+        return read, why, stage, float(res.duration_s)
+
+    def _baseline_code(self) -> str:
+        if self.family == "triton2triton":
+            return self.seed_code
+        return f"from references import REFERENCES\n\nlaunch = REFERENCES[{self.op!r}]\n"
 
     def evaluate(
         self, candidate: Any, sandbox: Any | None = None, *, static_checks: bool = True
     ) -> Score:
-        """Score a candidate ``{"code": ...}`` (or bare source) in a fresh sandbox run.
+        """Score a candidate ``{"code": ...}`` (or bare source): a candidate run, and a
+        baseline run when the verdict needs one.
 
         static_checks: False only in tests that exercise the run-time defences alone.
         """
@@ -128,79 +151,120 @@ class KernelTask:
 
             sandbox = get_sandbox("local")
         gpu = cuda_available()
-        files = self.harness_files(timing=gpu)
-        files["candidate.py"] = str(code)
-        guarded = {k: _sha(v) for k, v in files.items() if k != "candidate.py"}
-        env = {} if gpu else {"TRITON_INTERPRET": "1"}
-        res = sandbox.run([sys.executable, "harness.py"], files=dict[str, str | bytes](files), timeout_s=self.timeout_s,
-                          memory_mb=self.memory_mb, env=env, collect=[*guarded, "result.json"])  # fmt: skip
-        metrics: dict[str, float] = {"sandbox_s": float(res.duration_s)}
-        fail = self._fail
-        if res.timed_out:
-            return fail(metrics, f"timed out after {self.timeout_s:.0f} s", "run")
-        for name, digest in guarded.items():
-            back = res.files.get(name)
-            if back is None or _sha(back) != digest:
-                return fail(
-                    metrics,
-                    f"harness file {name} was modified or removed during the run (hash guard)",
-                    "hash",
-                )
-        raw = res.files.get("result.json")
-        if raw is None:
-            tail = (res.stderr or "")[-400:]
-            return fail(
-                metrics, f"no result from the harness (exit {res.returncode}): {tail}", "run"
+        timed = gpu and bool(self.spec.timing)
+        inputs = judge.case_inputs(self.op, self.cases)
+        tsets = judge.timing_inputs(self.op, self.spec.timing) if timed else []
+        packed = judge.pack_inputs(inputs, tsets)
+        refs = [judge.reference(self.op, i) for i in inputs]
+        n_cases = len(inputs)
+        metrics: dict[str, float] = {}
+
+        files, guarded = self.run_files("candidate", str(code), packed, timing=timed)
+        cand, why, stage, dur = self._sandbox_run(
+            sandbox, files, guarded, {n_cases, n_cases + len(tsets)}, gpu
+        )
+        metrics["sandbox_s"] = dur
+        if cand is None:
+            return self._fail(metrics, why, stage)
+        denied = cand.meta.get("denied")
+        if isinstance(denied, list) and denied:
+            return self._fail(
+                metrics, f"kernel code attempted {denied[0]} (refused by the harness)", "guard"
             )
-        try:
-            result = json.loads(raw)
-        except json.JSONDecodeError:
-            return fail(metrics, "harness result is not JSON", "run")
-        return self._score(result, metrics, gpu)
+        if cand.meta.get("fatal"):
+            return self._fail(metrics, str(cand.meta["fatal"]), "compile")
+        rows = []
+        keys = [(c, seed) for c in self.cases for seed in c.seeds]
+        for k, (case, seed) in enumerate(keys):
+            tol = tuple(self.spec.tolerances[case.dtype])
+            rel_eps = float(self.spec.rel_norm[case.dtype])
+            why_k = (
+                cand.meta["reasons"][k]
+                if k < len(cand.meta["reasons"])
+                else "no result for this case"
+            )
+            stats: dict[str, float] = {}
+            if why_k is None:
+                why_k, stats = judge.compare(cand.outputs[k], refs[k], tol, rel_eps)  # type: ignore[arg-type]
+            rows.append({"shape": case.shape, "dtype": case.dtype, "seed": seed, "ok": why_k is None,
+                         "reason": why_k, "ref_ok": judge.finite(refs[k]), **stats})  # fmt: skip
+        all_ok = all(r["ok"] for r in rows)
+        need_ref_kernel = self.family == "triton2triton" and (self.split != "dev" or timed)
+        base = None
+        b_cases = inputs if need_ref_kernel else []
+        b_tsets = tsets if all_ok else []
+        if b_cases or b_tsets:
+            bfiles, bguard = self.run_files("baseline", self._baseline_code(), judge.pack_inputs(b_cases, b_tsets),
+                                            timing=bool(b_tsets))  # fmt: skip
+            base, bwhy, _, bdur = self._sandbox_run(
+                sandbox, bfiles, bguard, {len(b_cases) + len(b_tsets)}, gpu
+            )
+            metrics["sandbox_s"] += bdur
+            if base is None or base.meta.get("fatal"):
+                reason = bwhy if base is None else str(base.meta["fatal"])
+                return self._fail(metrics, f"baseline run failed: {reason}", "baseline")
+            if need_ref_kernel:
+                for k, r in enumerate(rows):
+                    case = keys[k][0]
+                    ok = base.meta["reasons"][k] is None and judge.compare(
+                        base.outputs[k], refs[k], tuple(self.spec.tolerances[case.dtype]),
+                        float(self.spec.rel_norm[case.dtype]))[0] is None  # fmt: skip
+                    r["ref_ok"] = r["ref_ok"] and ok
+        return self._score(rows, metrics, gpu, cand, base, tsets, n_cases, need_ref_kernel)
 
     @staticmethod
     def _fail(metrics: dict[str, float], reason: str, stage: str) -> Score:
         return Score(value=0.0, passed=False, metrics={**metrics, "correctness": 0.0},
                      details={"reason": reason, "stage": stage, "performance": NOT_MEASURED})  # fmt: skip
 
-    def _score(self, result: dict[str, Any], metrics: dict[str, float], gpu: bool) -> Score:
-        if result.get("fatal"):
-            return self._fail(metrics, str(result["fatal"]), "compile")
-        cases = result.get("cases") or []
-        expected = sum(len(c.seeds) for c in self.cases)
-        if len(cases) != expected:
-            return self._fail(metrics, f"harness ran {len(cases)} of {expected} cases", "run")
-        n_ok = sum(1 for c in cases if c["ok"])
-        ref_ok = [c for c in cases if c.get("ref_ok")]
+    def _score(self, rows: list[dict[str, Any]], metrics: dict[str, float], gpu: bool, cand: judge.RunRead,
+               base: judge.RunRead | None, tsets: list[Any], n_cases: int, ref_kernel: bool) -> Score:  # fmt: skip
+        n_ok = sum(1 for c in rows if c["ok"])
+        ref_ok = [c for c in rows if c.get("ref_ok")]
         metrics.update(
-            correctness=n_ok / len(cases), n_cases=float(len(cases)), n_correct=float(n_ok)
+            correctness=n_ok / len(rows), n_cases=float(len(rows)), n_correct=float(n_ok)
         )
         if ref_ok:
             metrics["conditional_correctness"] = sum(1 for c in ref_ok if c["ok"]) / len(ref_ok)
         failures = [
             f"{c['shape']} {c['dtype']} seed {c['seed']}: {c['reason']}"
-            for c in cases
+            for c in rows
             if not c["ok"]
         ]
         details: dict[str, Any] = {"failures": failures[:5], "split": self.split}
-        timing = result.get("timing") or {}
         if failures:
             details.update(reason=failures[0], stage="correctness", performance=NOT_MEASURED)
             return Score(value=0.0, passed=False, metrics=metrics, details=details)
-        if not gpu:
+        if not gpu or not tsets:
             details["performance"] = NOT_MEASURED
             # Correctness-only value: performance cannot be measured under the interpreter.
             return Score(value=1.0, passed=True, metrics=metrics, details=details)
-        if timing.get("status") != "measured":
+        assert base is not None
+        off = n_cases if ref_kernel else 0
+        if len(cand.outputs) < n_cases + len(tsets):
             details.update(
-                reason=f"timing: {timing.get('reason', timing.get('status'))}", stage="timing"
+                reason="timing: the candidate run returned no timed outputs", stage="timing"
             )
+            return Score(value=0.0, passed=False, metrics=metrics, details=details)
+        spec_t = self.spec.timing
+        for j in range(len(tsets)):
+            why, _ = judge.compare(cand.outputs[n_cases + j], base.outputs[off + j],  # type: ignore[arg-type]
+                                   tuple(self.spec.tolerances[spec_t["dtype"]]), float(self.spec.rel_norm[spec_t["dtype"]]))  # fmt: skip
+            if why:
+                details.update(reason=f"timing: timed run on set {j}: {why}", stage="timing")
+                return Score(value=0.0, passed=False, metrics=metrics, details=details)
+        work = max((judge.work_bounds(self.op, s, base.outputs[off + j]) for j, s in enumerate(tsets)),  # type: ignore[arg-type]
+                   key=lambda w: w[0])  # fmt: skip
+        timing, why = judge.timing_verdict(cand, base, int(spec_t.get("samples", 50)), *work)
+        if timing is None:
+            details.update(reason=f"timing: {why}", stage="timing")
             return Score(value=0.0, passed=False, metrics=metrics, details=details)
         metrics.update(speedup=float(timing["speedup"]), reference_ms=float(timing["reference_ms"]),
                        candidate_ms=float(timing["candidate_ms"]))  # fmt: skip
-        details["performance"] = (
-            f"paired CUDA-event median of {timing['samples']} samples vs {timing['baseline']}"
-        )
+        baseline = "reference kernel" if self.family == "triton2triton" else "torch reference"
+        details["performance"] = (f"CUDA-event median of {timing['samples']} samples each, candidate and {baseline} "
+                                  f"in separate runs, bounded by wall clock and the device roofline "
+                                  f"({timing['device']})")  # fmt: skip
         return Score(value=float(timing["speedup"]), passed=True, metrics=metrics, details=details)
 
 

@@ -28,13 +28,20 @@ COMPUTE_METHODS = frozenset({"softmax", "log_softmax", "sum", "mean", "amax", "a
                              "addmm", "norm", "var", "std", "cumsum", "logsumexp", "clamp", "pow", "sqrt", "rsqrt",
                              "abs", "baddbmm", "einsum", "silu", "neg", "where", "maximum", "minimum", "dot",
                              "layer_norm", "linear", "add_", "mul_", "div_", "sub_", "exp_", "relu_", "copy_",
-                             "addcmul", "lerp", "erf"})  # fmt: skip
+                             "addcmul", "lerp", "erf",
+                             # leaving torch for host Python/numpy is computing outside Triton too
+                             "numpy", "tolist", "__array__", "__dlpack__"})  # fmt: skip
 FORBIDDEN_NAMES = frozenset({"__import__", "eval", "exec", "compile", "open", "globals", "locals", "vars",
                              "getattr", "setattr", "delattr", "__builtins__", "__main__", "breakpoint",
                              "memoryview", "reference", "references", "REFERENCES", "harness"})  # fmt: skip
 FORBIDDEN_MODULES = frozenset({"sys", "os", "importlib", "inspect", "gc", "ctypes", "subprocess", "builtins",
                                "threading", "multiprocessing", "time", "pathlib", "io", "shutil", "socket",
                                "pickle", "json", "signal", "atexit", "functools", "weakref"})  # fmt: skip
+#: Attributes that reach the interpreter, the harness or frames whatever object they hang
+#: off (``torch.sys.modules[...]``, ``triton.os``, ``err.__traceback__.tb_frame``...).
+ESCAPE_ATTRS = frozenset({"modules", "_getframe", "f_back", "f_globals", "f_locals", "f_code", "tb_frame",
+                          "gi_frame", "cr_frame", "ag_frame", "_C", "_dynamo", "library", "_dispatch_library",
+                          "_thread", "_signal", "_posixsubprocess", "_imp"})  # fmt: skip
 TIMER_NAMES = frozenset({"perf_counter", "perf_counter_ns", "do_bench", "Event", "elapsed_time", "synchronize",
                          "monotonic", "process_time"})  # fmt: skip
 
@@ -50,9 +57,55 @@ def _dotted(node: ast.AST) -> str:
     return ""
 
 
+def _root(node: ast.AST) -> str | None:
+    """The name an attribute/subscript/call chain starts from (``torch`` in ``torch.sys.modules["x"].y``)."""
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _aliases(tree: ast.Module, modules: dict[str, str]) -> dict[str, str]:
+    """Names bound (``=``, ``:=``, ``for``, ``with ... as``) to a module or to something
+    reached from one, as far as the source shows: ``t = torch`` makes ``t`` an alias of
+    torch, ``m = torch.sys.modules["__main__"]`` an alias of a module too."""
+    out = dict(modules)
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(tree):
+            pairs: list[tuple[ast.AST, ast.AST]] = []
+            if isinstance(node, ast.Assign):
+                pairs = [(t, node.value) for t in node.targets]
+            elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+                pairs = [(node.target, node.value)]
+            elif isinstance(node, ast.For | ast.comprehension):
+                pairs = [(node.target, node.iter)]
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                pairs = [(node.optional_vars, node.context_expr)]
+            for target, value in pairs:
+                root = _root(value)
+                if root not in out:
+                    continue
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Name) and t.id not in out:
+                        out[t.id] = out[root]
+                        changed = True
+    return out
+
+
 def _is_jit(fn: ast.FunctionDef) -> bool:
     return any(_dotted(d.func if isinstance(d, ast.Call) else d).split(".")[-1] in {"jit", "autotune", "heuristics"}
                for d in fn.decorator_list)  # fmt: skip
+
+
+def _called(tree: ast.Module, attr: ast.Attribute) -> bool:
+    """Is ``attr`` the callee of a call, or the head of a longer dotted name?"""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.func is attr:
+            return True
+        if isinstance(node, ast.Attribute) and node.value is attr:
+            return True
+    return False
 
 
 def check_candidate_source(code: str, entry_point: str = "launch") -> ast.Module:
@@ -102,6 +155,12 @@ def check_candidate_source(code: str, entry_point: str = "launch") -> ast.Module
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") and node.attr.endswith("__"):
                 raise InvalidCandidate(f"accesses dunder attribute `{node.attr}`")
+            if node.attr in FORBIDDEN_MODULES or node.attr in ESCAPE_ATTRS:
+                raise InvalidCandidate(
+                    f"reaches `{node.attr}` through an attribute ({_dotted(node) or '...'})"
+                )
+            if node.attr in FORBIDDEN_NAMES:
+                raise InvalidCandidate(f"uses forbidden name `{node.attr}` through an attribute")
             if node.attr in TIMER_NAMES:
                 raise InvalidCandidate(f"touches the timer (`{_dotted(node) or node.attr}`)")
             if node.attr.startswith("reference"):
@@ -131,6 +190,7 @@ def check_candidate_source(code: str, entry_point: str = "launch") -> ast.Module
         if isinstance(fn, ast.FunctionDef) and _is_jit(fn)
         for n in ast.walk(fn)
     }
+    aliases = _aliases(tree, aliases)
     torch_names = {k for k, v in aliases.items() if v == "torch"}
     module_names = set(aliases)
     for node in ast.walk(tree):
@@ -175,11 +235,31 @@ def check_candidate_source(code: str, entry_point: str = "launch") -> ast.Module
                 raise InvalidCandidate(
                     f"calls tensor method .{node.func.attr}() outside a Triton kernel (a torch op)"
                 )
-        if isinstance(node, ast.Assign | ast.AugAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(node, ast.Attribute) and _root(node) in torch_names:
+            head, _, rest = _dotted(node).partition(".")
+            parent = node.value
+            if (
+                rest
+                and head
+                and rest not in ALLOWED_TORCH
+                and isinstance(parent, ast.Name)
+                and not _called(tree, node)
+            ):
+                raise InvalidCandidate(f"takes torch.{rest} as a value (an alias of a torch op)")
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
             for t in targets:
-                if isinstance(t, ast.Attribute) and _dotted(t).partition(".")[0] in module_names:
-                    raise InvalidCandidate(
-                        f"assigns to module attribute {_dotted(t)} (monkeypatching)"
-                    )
+                for sub in ast.walk(t):
+                    if not isinstance(sub, ast.Attribute | ast.Subscript):
+                        continue
+                    root = _root(sub)
+                    if root in module_names:
+                        raise InvalidCandidate(
+                            f"assigns to {_dotted(sub) or root + '[...]'} (monkeypatching a module, "
+                            "possibly through an alias)"
+                        )
+                    if isinstance(sub, ast.Attribute) and root != "self":
+                        raise InvalidCandidate(
+                            f"assigns to attribute {_dotted(sub) or sub.attr} (only `self.x = ...` is allowed)"
+                        )
     return tree
