@@ -20,7 +20,8 @@ Stages, by ``cfg["mode"]``:
   the command.
 * ``none``: no namespaces; this process becomes the command itself.
 
-The command stage: new session, rlimits (hard = soft, so they cannot be raised),
+The command stage: new session, rlimits (hard = soft, so they cannot be raised; CPU time's hard
+limit is one second above the soft one, so the kernel's SIGXCPU names the cause),
 drop to the run's unprivileged uid/gid (a fresh random one per run when root),
 ``PR_SET_NO_NEW_PRIVS``, a seccomp filter (ptrace, process_vm_*, namespace and mount
 syscalls, kernel keyring, bpf, perf, module loading ... fail with EPERM), all other
@@ -214,8 +215,8 @@ def command(cfg, status_fd):
         os.setsid()
     except OSError:
         pass
-    for which, value in cfg["rlimits"]:
-        resource.setrlimit(which, (value, value))
+    for which, soft, hard in cfg["rlimits"]:
+        resource.setrlimit(which, (soft, hard))
     uid, gid = cfg["uid"], cfg["gid"]
     if uid is not None:
         os.setgroups([])

@@ -754,13 +754,16 @@ def _run(
             child_env[MARKER_VAR] = token
         cpu = sb.cpu_time_s if sb.cpu_time_s is not None else math.ceil(timeout_s) + 1
         nproc = sb.max_procs if uid is not None else sb.max_procs + _count_tasks(os.getuid())
+        # (resource, soft, hard): hard = soft except CPU time, whose soft limit raises
+        # SIGXCPU (a death the result can name); a command that ignores it is SIGKILLed
+        # one CPU-second later at the hard limit
         rlimits = [
-            (int(resource.RLIMIT_AS), memory_mb << 20),
-            (int(resource.RLIMIT_CPU), math.ceil(cpu)),
-            (int(resource.RLIMIT_FSIZE), sb.max_file_mb << 20),
-            (int(resource.RLIMIT_NOFILE), sb.max_open_files),
-            (int(resource.RLIMIT_NPROC), nproc),
-            (int(resource.RLIMIT_CORE), 0),
+            (int(resource.RLIMIT_AS), memory_mb << 20, memory_mb << 20),
+            (int(resource.RLIMIT_CPU), math.ceil(cpu), math.ceil(cpu) + 1),
+            (int(resource.RLIMIT_FSIZE), sb.max_file_mb << 20, sb.max_file_mb << 20),
+            (int(resource.RLIMIT_NOFILE), sb.max_open_files, sb.max_open_files),
+            (int(resource.RLIMIT_NPROC), nproc, nproc),
+            (int(resource.RLIMIT_CORE), 0, 0),
         ]
         cgroup = _make_pids_cgroup(sb, token)
         memcg = _make_memory_cgroup(sb, token, (memory_mb + 2 * sb.tmpfs_mb) << 20)
@@ -918,7 +921,11 @@ def _result(
     killed_by: str | None = None
     if timed_out:
         killed_by = "timeout"
-    elif rc == -signal.SIGXCPU or (rc == -signal.SIGKILL and ru.ru_utime + ru.ru_stime >= cpu):
+    elif rc == -signal.SIGXCPU or (
+        # rusage is tick-sampled: it can read a little under what the kernel's CPU-limit
+        # timer counted when it fired
+        rc == -signal.SIGKILL and ru.ru_utime + ru.ru_stime >= math.ceil(cpu) - 0.25
+    ):
         killed_by = "cpu"
     elif rc != 0 and any(s in stderr for s in _MEMORY_SIGNS):
         killed_by = "memory"

@@ -152,8 +152,17 @@ def test_cpu_time_limit() -> None:
     sb = LocalSandbox(cpu_time_s=1)
     r = sb.run([PY, "-c", "while True: pass"], timeout_s=20)
     assert not r.timed_out and r.killed_by == "cpu"
+    assert r.returncode == -24  # SIGXCPU at the soft limit names the cause
     assert r.duration_s < 6.0
     assert r.protections.rlimit_cpu
+
+
+def test_cpu_time_limit_holds_when_sigxcpu_is_ignored() -> None:
+    sb = LocalSandbox(cpu_time_s=1)
+    code = "import signal; signal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True: pass"
+    r = sb.run([PY, "-c", code], timeout_s=20)
+    assert not r.timed_out and r.returncode == -9 and r.killed_by == "cpu"
+    assert r.duration_s < 8.0
 
 
 def test_file_size_limit() -> None:
