@@ -540,6 +540,15 @@ class SetOptimum(BaseModel):
     value: float
     grid_max: float
     """Largest E[Y|do] on the grid (for scale-free tolerances)."""
+    se: float = Field(default=0.0, ge=0)
+    """Standard error of ``value`` as an estimate of E[Y|do(x)] (0 for a closed form;
+    ``true_optimum`` itself does not estimate it and leaves 0 with ``method="crn"``)."""
+    method: Literal["crn", "monte_carlo", "closed_form"] = "crn"
+    """How ``value`` was obtained: ``crn`` the optimiser's own common-random-number estimate
+    (biased low by the optimisation over the same draws), ``monte_carlo`` an independent
+    estimate with standard error ``se``, ``closed_form`` exact."""
+    n_units: int | None = None
+    """Monte Carlo units behind ``value`` (None for a closed form)."""
 
 
 class GroundTruth(BaseModel):
@@ -552,7 +561,18 @@ class GroundTruth(BaseModel):
     x: dict[str, float]
     per_set: list[SetOptimum]
     n_mc: int
+    """Units of the search's common random numbers."""
     seed: int
+    """Seed of the search."""
+    se: float = Field(default=0.0, ge=0)
+    """Standard error of ``value`` (that of the best ``per_set`` entry)."""
+    method: Literal["crn", "monte_carlo", "closed_form"] = "crn"
+    """How ``value`` was obtained (see ``SetOptimum.method``)."""
+    se_target: float | None = None
+    """Absolute standard error the Monte Carlo estimates aimed at (None: none were made)."""
+    eval_seed: int | None = None
+    """Seed of those estimates: re-estimating E[Y|do(x)] with ``se_target`` and this seed
+    reproduces ``value`` at ``x`` exactly."""
 
     @property
     def value_range(self) -> float:

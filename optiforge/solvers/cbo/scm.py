@@ -153,7 +153,11 @@ class SCM:
                 raise InvalidCandidate(f"{v!r} is not a manipulable variable of this SCM")
 
     def _run(
-        self, interventions: Mapping[str, np.ndarray], n: int, rng: np.random.Generator
+        self,
+        interventions: Mapping[str, np.ndarray],
+        n: int,
+        rng: np.random.Generator,
+        noises: dict[str, np.ndarray] | None = None,
     ) -> Values:
         if n < 1:
             raise InvalidCandidate(f"need n >= 1 samples, got {n}")
@@ -163,6 +167,8 @@ class SCM:
             # Always draw the noise, even for intervened nodes, so that the random stream
             # (and hence common random numbers across interventions) stays aligned.
             noise = eq.noise.sample(n, rng)
+            if noises is not None and eq.noise.kind != "none":
+                noises[v] = noise
             if v in interventions:
                 values[v] = interventions[v]
             else:
@@ -237,3 +243,80 @@ class SCM:
         """``E[Y | do(names = x_i)]`` for each row of ``x`` (``m x k``) -> ``m``, with CRN."""
         rng = np.random.default_rng(seed)
         return self.do_batch(names, x, n_mc, rng)[self.target].mean(axis=1)
+
+    def expected_outcome_precise(
+        self,
+        interventions: Mapping[str, float],
+        *,
+        se_target: float,
+        seed: int,
+        chunk: int = 1 << 17,
+        max_n: int = 1 << 24,
+    ) -> tuple[float, float, int]:
+        """``E[Y | do(interventions)]`` to a stated Monte Carlo standard error.
+
+        Control variates: every node's exogenous noise ``e`` and ``e**2`` have known
+        means (normal: ``loc``, ``loc**2 + scale**2``; uniform: ``(low + high) / 2``,
+        ``(low**2 + low high + high**2) / 3``), so the regression-adjusted mean
+        ``mean(Y) - b^T (mean(C) - E[C])`` estimates ``E[Y|do]`` with only the part of
+        ``Y`` those terms do not explain left as noise (an additive target noise is
+        removed entirely). Chunks of ``chunk`` units (seeded ``[seed, chunk index]``,
+        deterministic) are drawn until the standard error is at most ``se_target`` or
+        ``max_n`` units are used.
+
+        Returns ``(estimate, standard error, units used)``.
+        """
+        fixed = self.check_intervention(interventions)
+        if se_target <= 0:
+            raise InvalidCandidate(f"se_target must be > 0, got {se_target}")
+        means: dict[str, tuple[float, float]] = {}
+        for v, eq in self.equations.items():
+            ns = eq.noise
+            if ns.kind == "normal":
+                means[v] = (ns.loc, ns.loc**2 + ns.scale**2)
+            elif ns.kind == "uniform":
+                means[v] = ((ns.low + ns.high) / 2, (ns.low**2 + ns.low * ns.high + ns.high**2) / 3)
+        names = [v for v in self._order if v in means and v not in fixed]
+        mu = np.array([m for v in names for m in means[v]])
+        k = mu.shape[0]
+        # Running sums around the known control means and a pilot mean of Y (stable sums).
+        n_tot, y0 = 0, 0.0
+        s_y = s_yy = 0.0
+        s_c = np.zeros(k)
+        s_cc = np.zeros((k, k))
+        s_cy = np.zeros(k)
+        est, se = float("nan"), float("inf")
+        i = 0
+        while n_tot < max_n:
+            rng = np.random.default_rng(np.random.SeedSequence([seed, i]))
+            noises: dict[str, np.ndarray] = {}
+            y = self._run({v: np.full(chunk, x) for v, x in fixed.items()}, chunk, rng, noises)[
+                self.target
+            ]
+            if i == 0:
+                y0 = float(y.mean())
+            yc = y - y0
+            c = np.stack([t for v in names for t in (noises[v], noises[v] ** 2)], axis=1) - mu
+            n_tot += chunk
+            s_y += float(yc.sum())
+            s_yy += float(yc @ yc)
+            s_c += c.sum(axis=0)
+            s_cc += c.T @ c
+            s_cy += c.T @ yc
+            i += 1
+            if i < 2:
+                continue
+            m_y, m_c = s_y / n_tot, s_c / n_tot
+            var_y = (s_yy - n_tot * m_y**2) / (n_tot - 1)
+            if k:
+                cov_cc = (s_cc - n_tot * np.outer(m_c, m_c)) / (n_tot - 1)
+                cov_cy = (s_cy - n_tot * m_c * m_y) / (n_tot - 1)
+                b = np.linalg.lstsq(cov_cc, cov_cy, rcond=None)[0]
+                res_var = max(var_y - float(cov_cy @ b), 0.0)
+                est = y0 + m_y - float(b @ m_c)
+            else:
+                res_var, est = var_y, y0 + m_y
+            se = float(np.sqrt(res_var / max(n_tot - k - 1, 1)))
+            if se <= se_target:
+                break
+        return float(est), se, n_tot

@@ -196,5 +196,5 @@ def test_language_prior_over_http(openai_server, toy: CBOTask) -> None:  # noqa:
     out = run_agent(toy, RunContext(llm=llm, tracer=ListTracer(), seed=0), AgentCBOConfig(), 2)
     assert openai_server.count == 1  # two rounds: before the first calibration call
     prompt = openai_server.requests[0]["messages"][-1]["content"]
-    assert "X: an upstream driver" in prompt and "Outcome: Y" in prompt
+    assert "X: a synthetic variable" in prompt and "Outcome: Y" in prompt
     assert [(b["cause"], b["effect"]) for b in out.extra["beliefs"]] == [("X", "Z"), ("Z", "Y")]

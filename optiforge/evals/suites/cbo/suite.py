@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from optiforge.errors import ConfigError, InvalidCandidate, InvalidTask
 from optiforge.evals.protocol import SPLITS, Score
-from optiforge.evals.suites.cbo.ground_truth import EVAL_N_MC, EVAL_SEED, load
+from optiforge.evals.suites.cbo.ground_truth import expected_outcome, load, se_target_for
 from optiforge.evals.suites.cbo.metrics import gap_metric
 from optiforge.evals.suites.cbo.scms import BenchmarkSpec, build
 from optiforge.solvers.cbo import SCM, CBOTrace, GroundTruth, InterventionDomain
@@ -102,11 +102,16 @@ class CBOTask:
         return self.spec.scm
 
     def true_value(self, values: dict[str, float]) -> float:
-        """True E[Y | do(values)] (MC, ``EVAL_N_MC`` units, fixed seed)."""
-        names = list(values)
-        self.scm.check_intervention(values)  # domain and name checks -> InvalidCandidate
-        x = np.array([[values[v] for v in names]])
-        return float(self.scm.expected_outcome_batch(names, x, EVAL_N_MC, EVAL_SEED)[0])
+        """True ``E[Y | do(values)]``: exact where the benchmark has a closed form for this
+        set, else a control-variate Monte Carlo estimate to the suite's standard-error
+        target (the estimator the stored optimum was measured with; see
+        :mod:`.ground_truth`). Domain and name errors raise ``InvalidCandidate``."""
+        return expected_outcome(self.spec, values, self.se_target)[0]
+
+    @cached_property
+    def se_target(self) -> float:
+        t = self.true_optimum
+        return t.se_target if t.se_target is not None else se_target_for(t.value, t.value_range)
 
     def evaluate(self, candidate: Any, sandbox: Sandbox | None = None) -> Score:
         """Score an intervention or a trace (``sandbox`` unused: no code is run)."""
