@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from _hidden_facts import hdbo_hidden_phrases
 
 import optiforge.agents.kernel_discovery as kd
 from optiforge.agents.kernel_discovery import SandboxedKernel, code_prompt, form_prompt
@@ -212,19 +213,6 @@ def test_agent_never_runs_llm_code_in_the_parent(
 # ----------------------------------------------------------------------------- prompts
 
 
-def _hidden_phrases(task: HDBOTask) -> list[str]:
-    h = task.hidden
-    fn, k = str(h["function"]), int(h["effective_dims"])
-    out = [fn, *fn.split("_"), task.name, "effective", "embed", "active dim", "inert"]
-    if k != task.dim:  # the input dimension is public; a smaller effective one is not
-        out += [f"{k} effective", f"{k}-d", f"{k} dim", f"{k}d ", f"first {k}", f"{k} active"]
-    if fn == "rover":
-        out += ["obstacle", "trajectory", "spline"]
-    if fn == "lasso":
-        out += ["penalt", "regression"]
-    return out
-
-
 def _all_tasks() -> list[HDBOTask]:
     return [t for split in ("dev", "test", "heldout") for t in HDBOBenchmark().tasks(split)]
 
@@ -247,7 +235,7 @@ def test_prompts_name_no_hidden_fact(task: HDBOTask) -> None:
     )
     assert task.agent_name and task.agent_name in text and str(task.dim) in text
     lowered = text.lower()
-    leaks = [p for p in _hidden_phrases(task) if p.lower() in lowered]
+    leaks = [p for p in hdbo_hidden_phrases(task) if p.lower() in lowered]
     assert not leaks, f"prompt for {task.name}@{task.split} leaks {leaks}: {text[:300]}"
 
 

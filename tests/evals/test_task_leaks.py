@@ -1,0 +1,155 @@
+"""No task description leaks its answer: one check per hidden fact, every suite, every split.
+
+An agent (and the LLM behind it) is told ``task.description``. Each suite hides some
+ground truth from it: funcfit the target expression, kernelarena the held-out shapes,
+autoro the reference optimum and solution, hdbo the function and its effective
+dimensions, cbo the causal graph and the optimal intervention. The hidden facts are
+read from each task's ground truth (never from the text under test), so a new task or
+a reworded description is checked without editing this file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from _hidden_facts import hdbo_hidden_phrases
+
+from optiforge.evals.registry import BUILTIN_BENCHMARKS, get_benchmark
+
+
+def _tasks(suite: str) -> list[Any]:
+    bench = get_benchmark(suite)
+    return [t for split in bench.splits for t in bench.tasks(split)]
+
+
+def _ids(task: Any) -> str:
+    return f"{task.suite}/{task.name}@{task.split}"
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(m) for m in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?", text)}
+
+
+def _mentions(text: str, word: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(word)}(?![\w])", text) is not None
+
+
+def test_every_registered_suite_is_checked() -> None:
+    assert set(BUILTIN_BENCHMARKS) == {"funcfit", "kernelarena", "autoro", "hdbo", "cbo"}, (
+        "a new suite needs its hidden facts listed in this file"
+    )
+
+
+# --- funcfit: the target expression ------------------------------------------------
+
+
+@pytest.mark.parametrize("task", _tasks("funcfit"), ids=_ids)
+def test_funcfit_hides_the_target(task: Any) -> None:
+    text = task.description.lower()
+    target = task.target.lower().replace(" ", "")
+    assert target not in text.replace(" ", "")
+    for fn in re.findall(r"np\.(\w+)", task.target):
+        assert not _mentions(text, fn), f"names the target's {fn}"
+    assert "x**" not in text and "x^" not in text
+    assert not _mentions(text, task.name.lower()), "the task name says the curve's family"
+    for family in ("quadratic", "cubic", "polynomial", "sine", "sinus", "cosine", "exponential"):
+        assert family not in text
+
+
+# --- kernelarena: the held-out shapes -----------------------------------------------
+
+
+@pytest.mark.parametrize("task", _tasks("kernelarena"), ids=_ids)
+def test_kernelarena_hides_the_heldout_shapes(task: Any) -> None:
+    dev = {(json.dumps(c.shape, sort_keys=True), c.dtype) for c in task.spec.dev}
+    for case in task.spec.heldout:
+        if (json.dumps(case.shape, sort_keys=True), case.dtype) in dev:
+            continue
+        assert str(case.shape) not in task.description
+        sizes = [v for v in case.shape.values() if isinstance(v, int)]
+        # every held-out size together in the text would give the shape away
+        if sizes and not all(f"{s}" in str(task.spec.dev) for s in sizes):
+            assert not all(_mentions(task.description, str(s)) for s in sizes), case
+    assert "references" not in task.description  # the module the judge computes from
+
+
+# --- autoro: the reference optimum and solution -------------------------------------
+
+
+@pytest.mark.parametrize("task", _tasks("autoro"), ids=_ids)
+def test_autoro_hides_the_reference(task: Any) -> None:
+    inst = task.instance
+    text = task.description
+    nums = _numbers(text)
+    ref = inst.reference_objective
+    for digits in (3, 4, 6):
+        # a rounded optimum may coincide with one of the problem's own numbers
+        if round(ref, digits) not in _numbers(inst.problem.to_json()):
+            assert round(ref, digits) not in nums, f"reference objective {ref} in the text"
+    assert repr(ref) not in text
+    x = [round(v, 4) for v in inst.reference_x]
+    nontrivial = [v for v in x if abs(v) > 1e-3 and v not in _numbers(inst.problem.to_json())]
+    if len(nontrivial) >= 2:
+        assert not set(nontrivial) <= nums, f"reference solution {x} in the text"
+    for word in ("reference_objective", "reference_x", "robust optimum is", "answer"):
+        assert word not in text.lower()
+
+
+# --- hdbo: the function, its effective dimensions, the CLI name ----------------------
+
+
+@pytest.mark.parametrize("task", _tasks("hdbo"), ids=_ids)
+def test_hdbo_hides_the_function(task: Any) -> None:
+    text = task.description.lower()
+    leaks = [p for p in hdbo_hidden_phrases(task) if p.lower() in text]
+    assert not leaks, f"{task.name} description leaks {leaks}: {task.description}"
+    assert str(task.dim) in task.description  # the input dimension is what it is told
+
+
+# --- cbo: the causal graph and the optimal intervention ------------------------------
+
+_CAUSAL_WORDS = (
+    "cause", "causal", "affect", "influenc", "depend", "parent", "child", "confound",
+    "mediat", "drive", "determin", "upstream", "downstream", "edge", "->", "→", "<-",
+    "graph", "dag", "chain", "through",
+)  # fmt: skip
+
+
+def _cbo_task_texts(task: Any) -> dict[str, str]:
+    return {
+        "description": task.description,
+        **{f"variables[{v}]": d for v, d in task.variables.items()},
+    }
+
+
+@pytest.mark.parametrize("task", _tasks("cbo"), ids=_ids)
+def test_cbo_hides_the_graph(task: Any) -> None:
+    nodes = list(task.scm.graph.nodes)
+    for where, text in _cbo_task_texts(task).items():
+        lowered = text.lower()
+        words = [w for w in _CAUSAL_WORDS if w in lowered]
+        assert not words, f"{task.name} {where} uses causal vocabulary {words}: {text!r}"
+    for v, d in task.variables.items():
+        others = [u for u in nodes if u != v and _mentions(d, u)]
+        assert not others, f"{task.name}: description of {v} names {others}: {d!r}"
+    assert set(task.variables) <= set(nodes)
+    # latent confounders are part of the graph, not of what the agent observes
+    assert not task.scm.latent & set(task.variables), task.scm.latent
+
+
+@pytest.mark.parametrize("task", _tasks("cbo"), ids=_ids)
+def test_cbo_hides_the_optimum(task: Any) -> None:
+    truth = task.true_optimum
+    # numbers the text must show: bounds, costs, budgets (a rounded optimum may hit one)
+    public = {float(b) for d in task.domains.values() for b in (d.low, d.high, d.cost)}
+    public |= {float(task.n_trials), float(task.budget_cost)}
+    nums = _numbers(task.description) - public
+    for digits in (2, 3, 4):
+        assert round(truth.value, digits) not in nums, f"optimum {truth.value} in the text"
+    for v, x in truth.x.items():
+        for digits in (2, 3, 4):
+            assert round(x, digits) not in nums, f"optimal {v}={x} in the text"
+    assert "optim" not in task.description.lower().replace("minimise", "")
