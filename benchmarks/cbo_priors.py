@@ -69,7 +69,7 @@ def run_one(
         plain_bo_baseline,
         run_agent,
     )
-    from optiforge.agents.base import RunContext
+    from optiforge.agents.kit import RunContext
     from optiforge.evals.suites.cbo.reference import trials_to_tolerance
     from optiforge.runs import ListTracer
     from optiforge.solvers.cbo import CBOTrace

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optiforge.agents.base import RunContext, SearchConfig, run_search
+from optiforge.agents.kit import RunContext, SearchConfig, run_search
 from optiforge.evals.protocol import Score
 from optiforge.sandboxes import ProcessExecutor
 from optiforge.testing.toy_search import GaussianProposer, ToyProblem

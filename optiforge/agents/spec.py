@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from optiforge.agents.base import RunContext
+from optiforge.agents.kit import RunContext
 from optiforge.evals.protocol import Task
 
 

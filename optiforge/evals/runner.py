@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from optiforge.agents import AgentOutcome, AgentSpec, get_agent
-from optiforge.agents.base import RunContext
+from optiforge.agents.kit import RunContext
 from optiforge.config import RunSettings, build_config
 from optiforge.errors import ConfigError, OptiforgeError
 from optiforge.evals.registry import get_benchmark

@@ -665,11 +665,26 @@ class Store:
     # -- any record ---------------------------------------------------------------------
 
     def get(self, record_id: str) -> Record:
-        """The record with this id, whatever its kind."""
+        """The record with this id, whatever its kind.
+
+        Raises:
+            MemoryStoreError: no record has this id (``find`` returns None instead).
+        """
+        found = self.find(record_id)
+        if found is None:
+            raise MemoryStoreError(f"unknown memory id {record_id!r}")
+        return found
+
+    def find(self, record_id: str) -> Record | None:
+        """The record with this id, or None when there is none.
+
+        Raises:
+            MemoryStoreError: the id is indexed but its row is missing (a corrupt store).
+        """
         with self._read() as s:
             kind = s.scalar(select(DocumentRow.kind).where(DocumentRow.record_id == record_id))
             if kind is None:
-                raise MemoryStoreError(f"unknown memory id {record_id!r}")
+                return None
             got = self._fetch(s, kind, [record_id])
             if not got:
                 raise MemoryStoreError(f"memory id {record_id!r} has no {kind} row (corrupt store)")

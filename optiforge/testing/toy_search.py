@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optiforge.agents.base import Evaluated, Proposal, RunContext
+from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score
 

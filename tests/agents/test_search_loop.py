@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from optiforge.agents.base import RunContext, SearchConfig, run_search
+from optiforge.agents.kit import RunContext, SearchConfig, run_search
 from optiforge.errors import ConfigError
 from optiforge.llm import Budget
 from optiforge.runs import ListTracer
@@ -151,7 +151,7 @@ _CHILD = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from optiforge.agents.base import RunContext, SearchConfig, run_search
+    from optiforge.agents.kit import RunContext, SearchConfig, run_search
     from optiforge.testing.toy_search import GaussianProposer, ToyProblem
     run_dir, log, resume = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
     ctx = RunContext(seed=7, run_dir=run_dir)

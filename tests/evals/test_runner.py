@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from optiforge.agents import AgentOutcome, AgentSpec
-from optiforge.agents.base import SearchConfig, run_search
+from optiforge.agents.kit import SearchConfig, run_search
 from optiforge.config import RunSettings
 from optiforge.evals.runner import average_ranks, mean_ci95, run_eval, run_task, summarize
 from optiforge.testing.toy_search import GaussianProposer, ToyProblem, ToyTask

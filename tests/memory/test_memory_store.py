@@ -92,6 +92,8 @@ def test_errors_are_one_line_memory_errors(store: Store) -> None:
     e = store.add_experience(_exp())
     with pytest.raises(MemoryStoreError, match="unknown memory id 'nope'"):
         store.get("nope")
+    assert store.find("nope") is None  # absence without an exception
+    assert store.find(e) == store.get(e)
     with pytest.raises(MemoryStoreError, match="already exists"):
         store.add_experience(_exp(id=e))
     with pytest.raises(MemoryStoreError, match="already exists"):

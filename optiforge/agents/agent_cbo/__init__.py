@@ -64,7 +64,7 @@ from optiforge.agents.agent_cbo.structure import (
     run_pc,
     to_graph,
 )
-from optiforge.agents.base import RunContext, open_checkpointer
+from optiforge.agents.kit import RunContext, run_graph
 from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.errors import BudgetExceeded, ConfigError, InvalidTask, LLMError
 from optiforge.solvers.cbo import CBOConfig, CBOTrace, run_bo, run_cbo
@@ -488,36 +488,19 @@ def run_agent(
         raise ConfigError("agent-cbo: checkpointing and resume need a run directory")
     t0 = time.perf_counter()
     budget_trials = n_trials or task.n_trials
-    cfg: dict[str, Any] = {"configurable": {"thread_id": THREAD_ID},
-                           "recursion_limit": 8 * budget_trials + 20}  # fmt: skip
-    conn = None
-    try:
-        checkpointer = None
-        if durable or resume:
-            assert ctx.run_dir is not None
-            conn, checkpointer = open_checkpointer(ctx.run_dir / CHECKPOINTS)
-        graph, live = build_graph(task, config, n_trials, checkpointer)
-        start: AgentCBOState | None = {}
-        snapshot: Any = None
-        kw: dict[str, Any] = {}
-        if checkpointer is not None:
-            # "sync": every finished node is on disk before the next starts.
-            kw["durability"] = "sync"
-            snapshot = graph.get_state(cfg)
-            if snapshot.values:
-                if not resume:
-                    raise ConfigError(
-                        f"{ctx.run_dir} already holds an agent-cbo run; pass resume=True (--resume)"
-                    )
-                start = None  # continue from the last checkpoint
-        if snapshot is not None and start is None and not snapshot.next:  # run had finished
-            final = dict(snapshot.values)
-            live["session"] = restore_session(task, config, n_trials, ctx.seed, final)
-        else:
-            final = graph.invoke(start, cfg, context=ctx, **kw)
-    finally:
-        if conn is not None:
-            conn.close()
+    built: dict[str, Any] = {}  # the graph's live handles (its nodes write the session there)
+
+    def build(checkpointer: Any | None) -> Any:
+        graph, built["live"] = build_graph(task, config, n_trials, checkpointer)
+        return graph
+
+    run = run_graph(
+        build, ctx, start={}, thread_id=THREAD_ID, resume=resume, durable=durable or resume,
+        recursion_limit=8 * budget_trials + 20, what="an agent-cbo run", checkpoints=CHECKPOINTS,
+    )  # fmt: skip
+    final, live = run.state, built["live"]
+    if run.already_done:  # nothing ran: rebuild the session from the final state
+        live["session"] = restore_session(task, config, n_trials, ctx.seed, final)
     session: CBOSession = live["session"]
     if not session.trace.trials:
         raise InvalidTask("agent-cbo ran no intervention")

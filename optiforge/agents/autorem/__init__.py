@@ -48,7 +48,7 @@ from optiforge.agents.autorem.experience import (
     to_experience,
 )
 from optiforge.agents.autorem.report import accuracy_table, summary_notes
-from optiforge.agents.base import RunContext
+from optiforge.agents.kit import RunContext
 from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.evals.protocol import Task
 

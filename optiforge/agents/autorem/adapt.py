@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.autorem.agent import AutoREMConfig, run_instance
-from optiforge.agents.base import RunContext
+from optiforge.agents.kit import RunContext
 from optiforge.errors import ConfigError
 
 

@@ -19,7 +19,6 @@ Offline (no LLM) the writer is the reference reformulator emitted as code
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -39,14 +38,14 @@ from optiforge.agents.autorem.experience import (
     retrieve_entries,
     to_experience,
 )
-from optiforge.agents.base import RunContext, open_checkpointer
+from optiforge.agents.kit import RunContext, run_graph
+from optiforge.agents.kit.lineage import memory_id, record_candidate, task_id
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import (
     BudgetExceeded,
     ConfigError,
     InvalidTask,
     LLMError,
-    MemoryStoreError,
 )
 from optiforge.evals.suites.autoro.benchmark import AutoROTask
 from optiforge.evals.suites.autoro.instances import ROInstance, parse_instance
@@ -188,9 +187,7 @@ def extract_code(text: str) -> str:
 
 
 def _cand_id(ctx: RunContext, task: AutoROTask, index: int) -> str:
-    run = ctx.run_dir.name if ctx.run_dir else "norun"
-    key = f"{run}:{task.name}:{ctx.seed}:{index}"
-    return f"cand_autorem_{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+    return memory_id(ctx, f"{task.name}:{ctx.seed}:{index}", prefix="cand_autorem")
 
 
 def build_graph(task: AutoROTask, config: AutoREMConfig, *, checkpointer: Any = None) -> Any:
@@ -333,31 +330,19 @@ def _attempt_fields(a: dict[str, Any]) -> dict[str, Any]:
 
 def _remember_attempt(ctx: RunContext, task: AutoROTask, att: dict[str, Any]) -> None:
     """One memory ``Candidate`` per attempt, parent = previous attempt (idempotent)."""
-    if ctx.memory is None:
-        return
-    from optiforge.memory import Candidate
-
-    cid = _cand_id(ctx, task, att["index"])
-    try:
-        ctx.memory.get(cid)
-        return  # already stored (resumed run)
-    except MemoryStoreError:
-        pass
-    parents = [_cand_id(ctx, task, att["index"] - 1)] if att["index"] > 0 else []
     metrics = {k: v for k, v in att.get("metrics", {}).items()}
     metrics["attempt"] = float(att["index"])
-    ctx.memory.add_candidate(
-        Candidate(
-            id=cid,
-            agent=AGENT,
-            task=f"{task.suite}/{task.name}@{task.split}",
-            code=att["code"],
-            parent_ids=parents,
-            metrics=metrics,
-            score=1.0 if att["passed"] else 0.0,
-            status="accepted" if att["passed"] else "rejected",
-            tags=[AGENT, att["origin"], *sorted(set(task.instance.set_types))],
-        )
+    record_candidate(
+        ctx,
+        mem_id=_cand_id(ctx, task, att["index"]),
+        agent=AGENT,
+        task=task_id(task),
+        code=att["code"],
+        parent_ids=[_cand_id(ctx, task, att["index"] - 1)] if att["index"] > 0 else [],
+        metrics=metrics,
+        score=1.0 if att["passed"] else 0.0,
+        status="accepted" if att["passed"] else "rejected",
+        tags=[AGENT, att["origin"], *sorted(set(task.instance.set_types))],
     )
 
 
@@ -388,11 +373,8 @@ def _reflect(
     written: list[str] = []
     for entry in entries:
         eid = experience_id(entry)
-        try:
-            ctx.memory.get(eid)
+        if ctx.memory.find(eid) is not None:
             continue  # the same lesson is already in memory
-        except MemoryStoreError:
-            pass
         ctx.memory.add_experience(to_experience(entry, inst, traj, model))
         written.append(eid)
     ctx.tracer.event(
@@ -414,31 +396,13 @@ def run_instance(
     thread_id: str | None = None,
 ) -> AutoREMState:
     """Run the graph on one instance; checkpoints in ``ctx.run_dir`` when set."""
-    conn = None
-    checkpointer = None
     thread = thread_id or f"autorem-{task.name}"
-    if ctx.run_dir is not None:
-        conn, checkpointer = open_checkpointer(ctx.run_dir / CHECKPOINTS)
-    try:
-        graph = build_graph(task, config, checkpointer=checkpointer)
-        cfg: dict[str, Any] = {"configurable": {"thread_id": thread}, "recursion_limit": 100}
-        start: AutoREMState | None = {}
-        if checkpointer is not None:
-            snap = graph.get_state(cfg)
-            if snap.values:
-                if not resume:
-                    raise ConfigError(
-                        f"{ctx.run_dir} already holds AutoREM thread {thread!r}; pass resume=True"
-                    )
-                if not snap.next:
-                    return snap.values  # type: ignore[return-value]
-                start = None
-        # durability applies only with a checkpointer (LangGraph fails without one)
-        kw: dict[str, Any] = {"durability": "sync"} if checkpointer is not None else {}
-        return graph.invoke(start, cfg, context=ctx, **kw)  # type: ignore[no-any-return]
-    finally:
-        if conn is not None:
-            conn.close()
+    run = run_graph(
+        lambda cp: build_graph(task, config, checkpointer=cp), ctx, start={},
+        thread_id=thread, resume=resume, what=f"AutoREM thread {thread!r}",
+        checkpoints=CHECKPOINTS,
+    )  # fmt: skip
+    return run.state  # type: ignore[return-value]
 
 
 def outcome_from_state(state: AutoREMState, *, memory_used: bool) -> AgentOutcome:

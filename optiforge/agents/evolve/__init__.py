@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from optiforge.agents.base import (
+from optiforge.agents.kit import (
     Evaluated,
     Proposal,
     RunContext,
     SearchConfig,
     run_search,
 )
+from optiforge.agents.kit.evaluator import SandboxedTaskEvaluator
 from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score, Task
@@ -42,24 +43,6 @@ class EvolveConfig(BaseModel):
     """Name of the function every candidate must define."""
     parents_shown: int = Field(default=3, ge=1)
     """Programs (best first) shown to the LLM in each prompt."""
-
-
-class _TaskEvaluator:
-    """Picklable evaluator: the task scores a payload in a fresh local sandbox."""
-
-    def __init__(
-        self, task: Task, sandbox_backend: str = "local", events_path: str | None = None
-    ) -> None:
-        self.task = task
-        self.backend = sandbox_backend
-        self.events_path = events_path
-
-    def __call__(self, payload: dict[str, Any]) -> Score:
-        from optiforge.runs import FileTracer
-        from optiforge.sandboxes import get_sandbox
-
-        tracer = FileTracer(self.events_path) if self.events_path else None
-        return self.task.evaluate(payload, get_sandbox(self.backend, tracer=tracer))
 
 
 class CodeProblem:
@@ -98,7 +81,7 @@ class CodeProblem:
         return {"code": ast.unparse(tree) + "\n"}
 
     def evaluator(self) -> Callable[[dict[str, Any]], Score]:
-        return _TaskEvaluator(self.task, self.backend, self.events_path)
+        return SandboxedTaskEvaluator(self.task, self.backend, self.events_path)
 
     def reflect(
         self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext

@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from optiforge.agents.base import RunContext, SearchConfig, run_search
 from optiforge.agents.hawkeye.problem import KernelProblem
 from optiforge.agents.hawkeye.proposers import (
     AutotuneProposer,
@@ -31,6 +30,7 @@ from optiforge.agents.hawkeye.proposers import (
     prior_preference,
 )
 from optiforge.agents.hawkeye.roofline import detect_arch
+from optiforge.agents.kit import RunContext, SearchConfig, run_search
 from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Task

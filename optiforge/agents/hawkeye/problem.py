@@ -5,29 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from optiforge.agents.base import Evaluated, Proposal, RunContext
 from optiforge.agents.hawkeye.roofline import task_facts
 from optiforge.agents.hawkeye.strategies import KernelFacts, detect_all
+from optiforge.agents.kit import Evaluated, Proposal, RunContext
+from optiforge.agents.kit.evaluator import SandboxedTaskEvaluator
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score
 from optiforge.evals.suites.kernelarena.static_checks import check_candidate_source
 from optiforge.evals.suites.kernelarena.templates import read_params
-
-
-class HarnessEvaluator:
-    """Picklable evaluator: the task's own harness in a fresh local sandbox (never our numbers)."""
-
-    def __init__(self, task: Any, backend: str = "local", events_path: str | None = None) -> None:
-        self.task = task
-        self.backend = backend
-        self.events_path = events_path
-
-    def __call__(self, payload: dict[str, Any]) -> Score:
-        from optiforge.runs import FileTracer
-        from optiforge.sandboxes import get_sandbox
-
-        tracer = FileTracer(self.events_path) if self.events_path else None
-        return self.task.evaluate(payload, get_sandbox(self.backend, tracer=tracer))
 
 
 class KernelProblem:
@@ -64,7 +49,7 @@ class KernelProblem:
                 "params": dict(proposal.payload.get("params") or {}), "applied": applied}  # fmt: skip
 
     def evaluator(self) -> Callable[[dict[str, Any]], Score]:
-        return HarnessEvaluator(self.task, self.backend, self.events_path)
+        return SandboxedTaskEvaluator(self.task, self.backend, self.events_path)
 
     def reflect(
         self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext

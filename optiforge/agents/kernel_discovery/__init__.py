@@ -57,8 +57,9 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from optiforge.agents.base import Evaluated, Proposal, RunContext, SearchConfig, run_search
 from optiforge.agents.kernel_discovery import grammar
+from optiforge.agents.kit import Evaluated, Proposal, RunContext, SearchConfig, run_search
+from optiforge.agents.kit.lineage import record_lesson
 from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.errors import ConfigError, InvalidCandidate
 from optiforge.evals.protocol import Score
@@ -782,7 +783,6 @@ def _remember_lesson(
 ) -> None:
     if ctx.memory is None or not refreshes:
         return
-    from optiforge.memory import Experience
 
     d, r = final.get("discovered"), final.get("RBF_ARD")
     better = d is not None and r is not None and d < r
@@ -794,16 +794,15 @@ def _remember_lesson(
     summary = "; ".join(
         f"round {x['round']}: {x['best']} ({_fmt(x['best_loo_crps'])})" for x in refreshes
     )
-    ctx.memory.add_experience(
-        Experience(
-            agent="kernel-discovery",
-            task_signature=f"{task.suite}/{_agent_name(task)}",
-            trajectory_summary=summary,
-            outcome="better than RBF_ARD" if better else "no better than RBF_ARD",
-            score=d,
-            lesson=lesson,
-            tags=["kernel-discovery", task.suite],
-        )
+    record_lesson(
+        ctx,
+        agent="kernel-discovery",
+        task=f"{task.suite}/{_agent_name(task)}",
+        trajectory_summary=summary,
+        outcome="better than RBF_ARD" if better else "no better than RBF_ARD",
+        score=d,
+        lesson=lesson,
+        tags=["kernel-discovery", task.suite],
     )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig, EdgeBelief, EdgeBeliefs, run_agent
-from optiforge.agents.base import RunContext
+from optiforge.agents.kit import RunContext
 from optiforge.config import RunSettings
 from optiforge.evals.suites.cbo import CBOBenchmark, CBOTask
 from optiforge.runs import ListTracer

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig
-from optiforge.agents.base import RunContext
+from optiforge.agents.kit import RunContext
 from optiforge.errors import ConfigError
 from optiforge.evals.suites.cbo import CBOBenchmark, CBOTask
 from optiforge.runs import FileTracer
@@ -30,7 +30,7 @@ CHILD = (
 import sys, time
 from pathlib import Path
 from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig
-from optiforge.agents.base import RunContext
+from optiforge.agents.kit import RunContext
 from optiforge.evals.suites.cbo import CBOBenchmark
 from optiforge.runs import FileTracer
 

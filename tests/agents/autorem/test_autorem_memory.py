@@ -17,7 +17,7 @@ from optiforge.agents.autorem import (
     entry_from_experience,
     solve,
 )
-from optiforge.agents.base import RunContext
+from optiforge.agents.kit import RunContext
 from optiforge.evals.suites.autoro import AutoROBenchmark
 from optiforge.llm import LiteLLM
 from optiforge.memory import Store

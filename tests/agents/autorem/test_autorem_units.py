@@ -23,7 +23,7 @@ from optiforge.agents.autorem import (
     run_instance,
     to_experience,
 )
-from optiforge.agents.base import RunContext
+from optiforge.agents.kit import RunContext
 from optiforge.errors import InvalidTask, MemoryStoreError
 from optiforge.evals.protocol import Score
 from optiforge.evals.suites.autoro import AutoROTask

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from optiforge.agents.base import Proposal, RunContext, SearchConfig, run_search
+from optiforge.agents.kit import Proposal, RunContext, SearchConfig, run_search
 from optiforge.agents.hawkeye import SPEC, AutotuneProposer, KernelProblem, LLMKernelProposer
 from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate

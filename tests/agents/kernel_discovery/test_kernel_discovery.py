@@ -81,7 +81,7 @@ def test_functional_duplicates_found_by_fingerprint() -> None:
         e: task.score_kernel(grammar.build_kernel(e), X, y)
         for e in ("RBF_ARD", "RBF_ARD * RBF_ARD", "Periodic")
     }
-    from optiforge.agents.base import Evaluated
+    from optiforge.agents.kit import Evaluated
 
     evs = [
         Evaluated(

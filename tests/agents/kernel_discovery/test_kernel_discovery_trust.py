@@ -224,7 +224,7 @@ def test_prompts_name_no_hidden_fact(task: HDBOTask) -> None:
             self.task = task
             self.X = torch.zeros(17, task.dim, dtype=torch.float64)
 
-    from optiforge.agents.base import Evaluated
+    from optiforge.agents.kit import Evaluated
 
     pop = [
         Evaluated(id="a", key="a", payload={"expression": "RBF_ARD"}, passed=True, value=0.2),

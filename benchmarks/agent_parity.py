@@ -1,0 +1,106 @@
+"""Same numbers before and after a refactor: every agent on its suite's dev split, offline.
+
+Runs ``optiforge eval AGENT --split dev --model offline`` for the five built-in agents
+(fixed seeds, tasks and budgets, baselines included), then writes one JSON of
+``{agent: {task/seed/runner: value}}``. Run it on two checkouts and compare::
+
+    PYTHONPATH=/path/to/old python benchmarks/agent_parity.py --out old.json
+    python benchmarks/agent_parity.py --out new.json
+    python benchmarks/agent_parity.py --compare old.json new.json
+
+Numbers are compared exactly (offline runs are deterministic for a seed); a difference
+is printed per row. Takes about 10 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# agent -> (suite, tasks, budget): small enough to finish in minutes, big enough to search
+PLAN: dict[str, tuple[str, str, int]] = {
+    "evolve": ("funcfit", "quadratic,sine", 12),
+    "kernel-discovery": ("hdbo", "levy4_in_25,branin2_in_100", 30),
+    "hawkeye": ("kernelarena", "t2t_add,torch_softmax", 6),
+    "autorem": ("autoro", "autoro-dev-d1-0000-s0,autoro-dev-d3-0002-s0,autoro-dev-d5-0004-s0", 0),
+    "agent-cbo": ("cbo", "toy_graph,independent", 0),
+}
+
+
+def _rows(eval_dir: Path) -> dict[str, float | str | None]:
+    out: dict[str, float | str | None] = {}
+    for line in (eval_dir / "results.jsonl").read_text().splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        key = f"{r['task']}/{r['seed']}/{r['method']}"
+        v = r.get("value", r.get("error"))
+        out[key] = v if v is None or isinstance(v, str) else float(v)
+    return out
+
+
+def run(out: Path, agents: list[str], seeds: int) -> None:
+    results: dict[str, dict[str, float | str | None]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for agent in agents:
+            suite, tasks, budget = PLAN[agent]
+            cmd = ["optiforge", "eval", agent, "--bench", suite, "--split", "dev"]
+            cmd += ["--seeds", str(seeds), "--model", "offline", "--memory", "none"]
+            cmd += ["--out", str(Path(tmp) / agent)]
+            if tasks:
+                cmd += ["--tasks", tasks]
+            if budget:
+                cmd += ["--budget", str(budget)]
+            t0 = time.perf_counter()
+            env = {**os.environ, "OMP_NUM_THREADS": "1"}
+            bindir = Path(sys.executable).parent
+            proc = subprocess.run(
+                [str(bindir / cmd[0]), *cmd[1:]], capture_output=True, text=True, env=env
+            )
+            dt = time.perf_counter() - t0
+            if proc.returncode not in (0, 1):
+                print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
+                raise SystemExit(f"{agent}: eval exited {proc.returncode}")
+            results[agent] = _rows(Path(tmp) / agent)
+            print(f"{agent:18s} {len(results[agent]):3d} rows  {dt:6.1f} s", flush=True)
+    out.write_text(json.dumps(results, indent=1, sort_keys=True))
+    print(f"wrote {out}")
+
+
+def compare(old: Path, new: Path) -> int:
+    a, b = json.loads(old.read_text()), json.loads(new.read_text())
+    bad = 0
+    print(f"{'agent':18s} {'rows':>5s} {'same':>5s}")
+    for agent in sorted(set(a) | set(b)):
+        ra, rb = a.get(agent, {}), b.get(agent, {})
+        keys = sorted(set(ra) | set(rb))
+        same = [k for k in keys if k in ra and k in rb and ra[k] == rb[k]]
+        print(f"{agent:18s} {len(keys):5d} {len(same):5d}")
+        for k in keys:
+            if k not in same:
+                bad += 1
+                print(f"  differs: {k}: {ra.get(k, 'missing')} -> {rb.get(k, 'missing')}")
+    return 1 if bad else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("agent_parity.json"))
+    ap.add_argument("--agents", default=",".join(PLAN))
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
+    args = ap.parse_args()
+    if args.compare:
+        return compare(*args.compare)
+    run(args.out, args.agents.split(","), args.seeds)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,44 @@
+"""The agent kit: what every agent is built from, written once.
+
+- ``context``: ``RunContext``, the live handles a graph's nodes share;
+- ``driver``: ``run_graph``, the durable driver (checkpoint, resume, close);
+- ``search``: the propose -> materialize -> evaluate -> reflect -> select loop;
+- ``lineage``: the memory writer (candidates with lineage, lessons);
+- ``evaluator``: the sandboxed task evaluator an executor can ship to a worker;
+- ``outcome``: a search result as the harness's ``AgentOutcome``.
+"""
+
+from optiforge.agents.kit.context import RunContext
+from optiforge.agents.kit.driver import CHECKPOINTS, GraphRun, open_checkpointer, run_graph
+from optiforge.agents.kit.search import (
+    EVALUATIONS,
+    Evaluated,
+    Proposal,
+    Proposer,
+    SearchConfig,
+    SearchProblem,
+    SearchResult,
+    SearchState,
+    build_search_graph,
+    payload_key,
+    run_search,
+)
+
+__all__ = [
+    "CHECKPOINTS",
+    "EVALUATIONS",
+    "Evaluated",
+    "GraphRun",
+    "Proposal",
+    "Proposer",
+    "RunContext",
+    "SearchConfig",
+    "SearchProblem",
+    "SearchResult",
+    "SearchState",
+    "build_search_graph",
+    "open_checkpointer",
+    "payload_key",
+    "run_graph",
+    "run_search",
+]

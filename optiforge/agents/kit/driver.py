@@ -1,0 +1,134 @@
+"""``run_graph``: the one durable driver (checkpoint, resume, close) for every agent graph.
+
+A graph is compiled with LangGraph's SQLite checkpointer in the run directory
+(``checkpoints.sqlite``) and invoked with ``durability="sync"``, so every finished node
+is on disk before the next one starts. A run killed at any point resumes from its last
+finished node (``resume=True``, the CLI's ``--resume``); a finished run resumed returns
+its final state without running anything.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from optiforge.agents.kit.context import RunContext
+from optiforge.errors import ConfigError, RunRecordError
+
+CHECKPOINTS = "checkpoints.sqlite"
+FORCE_RESTART_HINT = "rerun with --force-restart to move the run aside and start over"
+
+
+def open_checkpointer(path: Path) -> tuple[sqlite3.Connection, Any]:
+    """A LangGraph ``SqliteSaver`` on ``path`` (WAL, ``synchronous=NORMAL``) and its connection.
+
+    WAL with NORMAL sync makes each commit durable against a crash or ``kill -9`` of this
+    process (the same guarantee as the event log) without an fsync per graph step, which
+    otherwise dominates a loop of cheap evaluations. The caller closes the connection.
+
+    Raises:
+        RunRecordError: the file exists and is not a SQLite database.
+    """
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.DatabaseError as e:
+        raise RunRecordError(f"{path} is damaged ({e}); {FORCE_RESTART_HINT}") from None
+    return conn, SqliteSaver(conn)
+
+
+@dataclass(frozen=True)
+class GraphRun:
+    """What ``run_graph`` returns."""
+
+    state: dict[str, Any]
+    """The graph's final state."""
+    resumed: bool
+    """Started from a checkpoint rather than from ``start``."""
+    already_done: bool
+    """The checkpointed run had finished: nothing ran this time."""
+
+
+ResumeCheck = Callable[[sqlite3.Connection, dict[str, Any]], None]
+"""``check(conn, checkpointed_values)``: raise ``RunRecordError`` to refuse a resume."""
+
+
+def run_graph(
+    build: Callable[[Any | None], Any],
+    ctx: RunContext,
+    *,
+    start: Mapping[str, Any],
+    thread_id: str,
+    resume: bool = False,
+    durable: bool = True,
+    recursion_limit: int = 100,
+    check: ResumeCheck | None = None,
+    what: str = "run",
+    checkpoints: str = CHECKPOINTS,
+) -> GraphRun:
+    """Build, (re)start and run one agent graph to its end; always closes the checkpoint.
+
+    Args:
+        build: ``checkpointer -> compiled graph`` (the checkpointer is None when the run
+            is not durable).
+        ctx: the run's live handles; checkpoints go to ``ctx.run_dir`` when it is set.
+        start: the initial state of a fresh run.
+        thread_id: the graph's thread in the checkpoint (several graphs may share a run).
+        resume: continue the checkpointed thread instead of refusing to overwrite it.
+        durable: checkpoint when ``ctx.run_dir`` is set (False: never).
+        recursion_limit: LangGraph's step cap.
+        check: called on every resume (also when the thread has no checkpoint yet).
+        what: how errors name the graph (e.g. ``"AutoREM thread 'x'"``).
+        checkpoints: the checkpoint file's name in the run directory.
+
+    Raises:
+        ConfigError: resume without a run directory, or a fresh start over a thread
+            that already holds a run.
+        RunRecordError: the checkpoint is damaged (or ``check`` refused it).
+    """
+    if resume and (ctx.run_dir is None or not durable):
+        raise ConfigError(f"{what}: resume needs a run directory")
+    conn: sqlite3.Connection | None = None
+    checkpointer = None
+    if durable and ctx.run_dir is not None:
+        conn, checkpointer = open_checkpointer(ctx.run_dir / checkpoints)
+    try:
+        graph = build(checkpointer)
+        cfg: dict[str, Any] = {
+            "configurable": {"thread_id": thread_id},
+            "recursion_limit": recursion_limit,
+        }
+        initial: dict[str, Any] | None = dict(start)
+        resumed = False
+        if checkpointer is not None:
+            assert conn is not None and ctx.run_dir is not None
+            try:
+                snapshot = graph.get_state(cfg)
+            except sqlite3.DatabaseError as e:
+                path = ctx.run_dir / checkpoints
+                raise RunRecordError(f"{path} is damaged ({e}); {FORCE_RESTART_HINT}") from None
+            if snapshot.values and not resume:
+                raise ConfigError(
+                    f"{ctx.run_dir} already holds {what} (thread {thread_id!r}); "
+                    "pass resume=True (--resume)"
+                )
+            if resume and check is not None:
+                check(conn, dict(snapshot.values or {}))
+            if snapshot.values:
+                resumed, initial = True, None  # continue from the last checkpoint
+                if not snapshot.next:
+                    return GraphRun(dict(snapshot.values), resumed=True, already_done=True)
+        # "sync": every finished node is on disk before the next starts (needs a checkpointer)
+        kw: dict[str, Any] = {"durability": "sync"} if checkpointer is not None else {}
+        final = graph.invoke(initial, cfg, context=ctx, **kw)
+        return GraphRun(dict(final), resumed=resumed, already_done=False)
+    finally:
+        if conn is not None:
+            conn.close()

@@ -1,0 +1,99 @@
+"""The one memory writer: candidates with their lineage, and lessons, idempotent on resume.
+
+Every agent records what it tried through these two functions, so the memory's
+contract (ids stable across a resume, parents only when stored, absence is ``None``)
+lives in one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from optiforge.agents.kit.context import RunContext
+
+
+def task_id(task: Any) -> str:
+    """``suite/name@split``: how memory names a task."""
+    return (
+        f"{getattr(task, 'suite', '?')}/{getattr(task, 'name', '?')}@{getattr(task, 'split', '?')}"
+    )
+
+
+def memory_id(ctx: RunContext, local_id: str, *, prefix: str = "cand") -> str:
+    """A memory id for ``local_id`` that is the same on every resume of this run."""
+    run = ctx.run_dir.name if ctx.run_dir else "norun"
+    return f"{prefix}_{hashlib.sha256(f'{run}:{local_id}'.encode()).hexdigest()[:24]}"
+
+
+def record_candidate(
+    ctx: RunContext,
+    *,
+    mem_id: str,
+    task: str,
+    code: str | None = None,
+    config: dict[str, Any] | None = None,
+    parent_ids: Sequence[str] = (),
+    metrics: dict[str, float] | None = None,
+    score: float | None = None,
+    status: str = "evaluated",
+    tags: Sequence[str] = (),
+    agent: str | None = None,
+) -> bool:
+    """Store one candidate (no-op without memory, or when ``mem_id`` is already stored).
+
+    Parents that are not in memory are dropped (a parent from a run without memory, or
+    one that failed before it was written). Returns whether a record was written.
+    """
+    store = ctx.memory
+    if store is None or store.find(mem_id) is not None:
+        return False
+    from optiforge.memory import Candidate
+
+    if code is None and config is None:
+        config = {}
+    store.add_candidate(
+        Candidate(
+            id=mem_id,
+            agent=agent or ctx.agent,
+            task=task,
+            code=code,
+            config=config,
+            parent_ids=[p for p in parent_ids if store.find(p) is not None],
+            metrics=dict(metrics or {}),
+            score=score,
+            status=status,
+            tags=[t for t in tags if t],
+        )
+    )
+    return True
+
+
+def record_lesson(
+    ctx: RunContext,
+    *,
+    task: str,
+    lesson: str,
+    trajectory_summary: str,
+    outcome: str,
+    tags: Sequence[str] = (),
+    agent: str | None = None,
+    score: float | None = None,
+) -> None:
+    """Store one lesson (an ``Experience``); no-op without memory."""
+    if ctx.memory is None:
+        return
+    from optiforge.memory import Experience
+
+    ctx.memory.add_experience(
+        Experience(
+            agent=agent or ctx.agent,
+            task_signature=task,
+            trajectory_summary=trajectory_summary,
+            outcome=outcome,
+            lesson=lesson,
+            score=score,
+            tags=list(tags),
+        )
+    )

@@ -1,0 +1,717 @@
+"""The shared search loop: propose -> materialize -> evaluate -> reflect -> select.
+
+One LangGraph graph serves every agent that searches over candidates (kernels, programs,
+configs). An agent supplies a ``SearchProblem`` (seeds, materialization, a picklable
+evaluator, optional reflection) and a ``Proposer`` (an LLM one and a heuristic one behind
+the same protocol). The graph state holds only serializable data (ids, payloads,
+scores); live handles (LLM, sandbox, memory, executor, budget, tracer) travel in
+``RunContext`` through LangGraph's ``context_schema``.
+
+Durability: the graph is compiled with LangGraph's SQLite checkpointer in the run
+directory (``checkpoints.sqlite``) and invoked with ``durability="sync"``, so every
+finished node is on disk. Inside the evaluate node each finished evaluation is appended
+to ``evaluations.jsonl`` at once; a run killed mid-node resumes with ``resume=True``
+(``--resume RUN_DIR``) and does not repeat the evaluations that had finished.
+
+Budgets: the number of evaluations (``SearchConfig.max_evaluations``), LLM spend and
+sandbox seconds (``RunContext.budget``). Running out is a normal stop
+(``stop_reason``), not a crash.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypedDict, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from optiforge.agents.kit.context import RunContext
+from optiforge.agents.kit.driver import CHECKPOINTS, FORCE_RESTART_HINT, run_graph
+from optiforge.agents.kit.lineage import memory_id, record_candidate, record_lesson, task_id
+from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, RunRecordError
+from optiforge.evals.protocol import Score, Task
+from optiforge.runs import to_json_line
+
+EVALUATIONS = "evaluations.jsonl"
+
+
+# ----------------------------------------------------------------------------- records
+
+
+class Proposal(BaseModel):
+    """A candidate before evaluation: a JSON-serialisable payload plus lineage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    payload: dict[str, Any]
+    """What the candidate is (code, config, expression...)."""
+    parent_ids: list[str] = Field(default_factory=list)
+    origin: str = "seed"
+    """How it came about: ``seed``, ``mutation``, ``crossover``, ``llm``..."""
+    rationale: str = ""
+
+
+class Evaluated(BaseModel):
+    """A candidate after evaluation (or after failing materialization)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    key: str
+    """Hash of the materialized payload: identical candidates share a key."""
+    payload: dict[str, Any]
+    parent_ids: list[str] = Field(default_factory=list)
+    origin: str = "seed"
+    rationale: str = ""
+    round: int = 0
+    passed: bool = False
+    value: float | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    eval_s: float = 0.0
+
+    def describe(self) -> str:
+        """One line for prompts and logs."""
+        if self.error:
+            return f"{self.id}: failed ({self.error})"
+        return f"{self.id}: value={self.value:.6g}" if self.value is not None else self.id
+
+
+class SearchConfig(BaseModel):
+    """Knobs of the shared loop (agents embed or extend this)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_evaluations: int = Field(default=32, ge=1)
+    """Candidate evaluations the search may spend (duplicates are not evaluated again)."""
+    max_rounds: int = Field(default=1000, ge=1)
+    proposals_per_round: int = Field(default=4, ge=1)
+    population_size: int = Field(default=8, ge=1)
+    """Survivors kept by selection (best passing candidates)."""
+    patience: int | None = Field(default=None, ge=1)
+    """Stop after this many rounds without improvement (None: never)."""
+    max_duplicate_rounds: int = Field(default=3, ge=1)
+    """Stop after this many consecutive rounds whose proposals were all duplicates."""
+
+
+def payload_key(payload: dict[str, Any]) -> str:
+    """Stable hash of a payload (canonical JSON)."""
+    blob = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+# ----------------------------------------------------------------------------- protocols
+
+
+@runtime_checkable
+class SearchProblem(Protocol):
+    """What an agent supplies to the loop."""
+
+    task: Task
+    higher_is_better: bool
+
+    def initial(self, ctx: RunContext) -> list[Proposal]:
+        """Seed candidates (evaluated in round 0)."""
+        ...
+
+    def materialize(self, proposal: Proposal, ctx: RunContext) -> dict[str, Any]:
+        """Turn a proposal into an evaluable payload; raise ``InvalidCandidate`` to reject."""
+        ...
+
+    def evaluator(self) -> Callable[[dict[str, Any]], Score]:
+        """A picklable callable scoring one materialized payload (runs in executor workers)."""
+        ...
+
+    def reflect(
+        self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
+    ) -> list[str]:
+        """Lessons from one round (may be empty); the loop stores them in memory."""
+        ...
+
+
+@runtime_checkable
+class Proposer(Protocol):
+    """Makes new candidates from the current population (LLM or heuristic)."""
+
+    name: str
+
+    def propose(
+        self,
+        problem: SearchProblem,
+        population: list[Evaluated],
+        n: int,
+        round_: int,
+        ctx: RunContext,
+    ) -> list[Proposal]:
+        """Up to ``n`` new proposals; may raise ``BudgetExceeded``/``LLMError``."""
+        ...
+
+
+class SearchState(TypedDict, total=False):
+    """Graph state (serializable only)."""
+
+    round: int
+    proposals: list[dict[str, Any]]
+    batch: list[dict[str, Any]]
+    """This round's materialized (or failed) candidates awaiting evaluation."""
+    population: list[dict[str, Any]]
+    history: list[dict[str, Any]]
+    """Every evaluated candidate in order (for convergence traces)."""
+    seen: list[str]
+    n_evaluations: int
+    n_duplicates: int
+    n_invalid: int
+    best: dict[str, Any] | None
+    stale_rounds: int
+    duplicate_rounds: int
+    lessons: list[str]
+    done: bool
+    stop_reason: str
+
+
+class SearchResult(BaseModel):
+    """Outcome of ``run_search``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    best: Evaluated | None
+    history: list[Evaluated]
+    population: list[Evaluated]
+    n_evaluations: int
+    n_duplicates: int
+    n_invalid: int
+    rounds: int
+    stop_reason: str
+    lessons: list[str] = Field(default_factory=list)
+
+    def trace(self, higher_is_better: bool) -> list[float | None]:
+        """Best-so-far value after each evaluation (None until a candidate passes)."""
+        out: list[float | None] = []
+        best: float | None = None
+        for ev in self.history:
+            if (
+                ev.passed
+                and ev.value is not None
+                and (best is None or (ev.value > best if higher_is_better else ev.value < best))
+            ):
+                best = ev.value
+            out.append(best)
+        return out
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _better(a: float, b: float, higher: bool) -> bool:
+    return a > b if higher else a < b
+
+
+def _sort_key(higher: bool) -> Callable[[dict[str, Any]], float]:
+    def key(ev: dict[str, Any]) -> float:
+        v = ev.get("value")
+        if not ev.get("passed") or v is None or not math.isfinite(v):
+            return math.inf
+        return -v if higher else v
+
+    return key
+
+
+class _EvalLog:
+    """Per-run append-only log of finished evaluations (survives a kill mid-node).
+
+    A last line without its newline is a record torn by a kill mid-append: it is cut
+    off (so the next append starts a clean line) and counted in ``torn_tail``. Any
+    other unreadable line means the file was damaged: ``RunRecordError`` naming it.
+    """
+
+    def __init__(self, run_dir: Path | None) -> None:
+        self.path = run_dir / EVALUATIONS if run_dir else None
+        self.done: dict[str, dict[str, Any]] = {}
+        self.torn_tail = False
+        if self.path and self.path.exists():
+            data = self.path.read_bytes()
+            cut = len(data)
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                with self.path.open("r+b") as fh:
+                    fh.truncate(cut)
+                self.torn_tail = True
+            for i, line in enumerate(data[:cut].splitlines(), 1):
+                try:
+                    rec = json.loads(line)
+                    self.done[rec["id"]] = rec
+                except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+                    raise RunRecordError(
+                        f"{self.path}: line {i} is damaged (not an evaluation record); "
+                        "the run cannot resume from it: rerun with --force-restart to move "
+                        "the run aside and start over"
+                    ) from None
+
+    def append(self, rec: dict[str, Any]) -> None:
+        self.done[rec["id"]] = rec
+        if self.path:
+            with self.path.open("a") as fh:
+                fh.write(to_json_line(rec))
+                fh.flush()
+
+
+# ----------------------------------------------------------------------------- graph
+
+
+@dataclass
+class _Loop:
+    """What every node of one search graph reads (fixed for the graph's life)."""
+
+    problem: SearchProblem
+    proposer: Proposer
+    config: SearchConfig
+    id_prefix: str
+    evaluator: Callable[[dict[str, Any]], Score]
+    logs: dict[str, _EvalLog] = field(default_factory=dict)
+
+    def eval_log(self, ctx: RunContext) -> _EvalLog:
+        """The run's evaluation log, read once per graph (not once per round)."""
+        key = str(ctx.run_dir)
+        if key not in self.logs:
+            self.logs[key] = _EvalLog(ctx.run_dir)
+        return self.logs[key]
+
+
+def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
+    """Seeds in round 0, then up to ``proposals_per_round`` from the proposer."""
+    ctx: RunContext = runtime.context
+    config = loop.config
+    rnd = state.get("round", 0)
+    remaining = config.max_evaluations - state.get("n_evaluations", 0)
+    if remaining <= 0:
+        return {"proposals": [], "done": True, "stop_reason": "evaluation budget spent"}
+    try:
+        if rnd == 0:
+            props = loop.problem.initial(ctx)
+        else:
+            population = [Evaluated.model_validate(p) for p in state.get("population", [])]
+            n = min(config.proposals_per_round, remaining)
+            props = loop.proposer.propose(loop.problem, population, n, rnd, ctx)
+    except BudgetExceeded as err:
+        ctx.tracer.event("search_stop", reason=f"budget: {err.limit}", round=rnd)
+        return {
+            "proposals": [],
+            "done": True,
+            "stop_reason": f"budget exhausted ({err.limit}): {err}",
+        }
+    except LLMError as err:
+        # A provider failure after retries ends the search with what it has.
+        ctx.tracer.event("search_stop", reason="llm_error", error=str(err), round=rnd)
+        return {
+            "proposals": [],
+            "done": True,
+            "stop_reason": f"LLM error: {type(err).__name__}: {err}",
+        }
+    props = props[:remaining] if rnd > 0 else props
+    ctx.tracer.event("proposed", round=rnd, n=len(props), proposer=loop.proposer.name)
+    return {"proposals": [p.model_dump(mode="json") for p in props]}
+
+
+def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
+    """Proposals -> evaluable payloads; invalid ones fail here, duplicates are dropped."""
+    ctx: RunContext = runtime.context
+    rnd = state.get("round", 0)
+    seen = set(state.get("seen", []))
+    batch: list[dict[str, Any]] = []
+    n_dup = state.get("n_duplicates", 0)
+    n_invalid = state.get("n_invalid", 0)
+    for i, raw in enumerate(state.get("proposals", [])):
+        prop = Proposal.model_validate(raw)
+        # Ids are deterministic in (round, position) so a resumed run re-creates them.
+        digest = uuid.uuid5(uuid.NAMESPACE_OID, json.dumps(raw, sort_keys=True, default=str))
+        cid = f"{loop.id_prefix}r{rnd}c{i}-{ctx.seed}-{digest.hex[:8]}"
+        lineage = {
+            "parent_ids": prop.parent_ids,
+            "origin": prop.origin,
+            "rationale": prop.rationale,
+        }
+        try:
+            payload = loop.problem.materialize(prop, ctx)
+        except InvalidCandidate as err:
+            n_invalid += 1
+            ev = Evaluated(
+                id=cid, key=payload_key(prop.payload), payload=prop.payload, round=rnd,
+                error=f"invalid: {err}", **lineage,
+            )  # fmt: skip
+            ctx.tracer.event("candidate_invalid", id=cid, reason=str(err), round=rnd)
+            batch.append(ev.model_dump(mode="json"))
+            continue
+        key = payload_key(payload)
+        if key in seen:
+            n_dup += 1
+            ctx.tracer.event("candidate_duplicate", id=cid, key=key, round=rnd)
+            continue
+        seen.add(key)
+        ev = Evaluated(id=cid, key=key, payload=payload, round=rnd, **lineage)
+        batch.append(ev.model_dump(mode="json"))
+    return {"batch": batch, "seen": sorted(seen), "n_duplicates": n_dup, "n_invalid": n_invalid}
+
+
+def evaluate_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
+    """Score the batch through the executor; each result is logged the moment it lands."""
+    ctx: RunContext = runtime.context
+    log = loop.eval_log(ctx)
+    batch = [dict(b) for b in state.get("batch", [])]
+    todo = [b for b in batch if b.get("error") is None and b["id"] not in log.done]
+    results: dict[str, dict[str, Any]] = {}
+    if todo:
+        _check_sandbox_budget(ctx)
+        t0 = time.perf_counter()
+
+        def on_result(b: dict[str, Any], score: Score | BaseException) -> None:
+            # Logged the moment it finishes: a kill loses only evaluations in flight.
+            rec = _merge_score(b, score, time.perf_counter() - t0)
+            log.append(rec)
+            results[b["id"]] = rec
+            sandbox_s = float(rec["metrics"].get("sandbox_s", 0.0))
+            if ctx.budget is not None and sandbox_s > 0:
+                ctx.budget.charge_sandbox(sandbox_s)
+            ctx.tracer.event(
+                "evaluation", id=b["id"], passed=rec["passed"], value=rec["value"],
+                eval_s=rec["eval_s"], round=state.get("round", 0), error=rec["error"],
+            )  # fmt: skip
+
+        _map(ctx.executor, loop.evaluator, todo, on_result)
+    evaluated = [
+        b if b.get("error") is not None else (results.get(b["id"]) or log.done[b["id"]])
+        for b in batch
+    ]
+    _remember(ctx, loop.problem, evaluated)
+    n_new = sum(1 for e in evaluated if not _is_invalid(e))
+    return {
+        "batch": evaluated,
+        "history": list(state.get("history", [])) + evaluated,
+        "n_evaluations": state.get("n_evaluations", 0) + n_new,
+    }
+
+
+def reflect_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
+    """The problem's lessons from this round, stored in memory."""
+    ctx: RunContext = runtime.context
+    batch = [Evaluated.model_validate(b) for b in state.get("batch", [])]
+    population = [Evaluated.model_validate(p) for p in state.get("population", [])]
+    try:
+        lessons = loop.problem.reflect(batch, population, ctx) if batch else []
+    except (BudgetExceeded, LLMError) as err:
+        ctx.tracer.event("reflect_skipped", reason=str(err))
+        lessons = []
+    if lessons and ctx.memory is not None:
+        _store_lessons(ctx, loop.problem, lessons, batch)
+    return {"lessons": list(state.get("lessons", [])) + lessons}
+
+
+def select_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
+    """Keep the best ``population_size``; decide whether the search stops and why."""
+    ctx: RunContext = runtime.context
+    config, higher = loop.config, loop.problem.higher_is_better
+    rnd = state.get("round", 0)
+    pool = list(state.get("population", [])) + list(state.get("batch", []))
+    passing = [p for p in pool if p.get("passed") and p.get("value") is not None]
+    passing.sort(key=_sort_key(higher))
+    population = passing[: config.population_size]
+    old_best = state.get("best")
+    best = population[0] if population else old_best
+    improved = best is not None and (
+        old_best is None or _better(best["value"], old_best["value"], higher)
+    )
+    stale = 0 if improved else state.get("stale_rounds", 0) + 1
+    batch_new = [b for b in state.get("batch", []) if not _is_invalid(b)]
+    dup_rounds = 0 if batch_new else state.get("duplicate_rounds", 0) + 1
+    done, reason = bool(state.get("done")), state.get("stop_reason", "")
+    if not done:
+        if state.get("n_evaluations", 0) >= config.max_evaluations:
+            done, reason = True, "evaluation budget spent"
+        elif rnd + 1 >= config.max_rounds:
+            done, reason = True, "max rounds reached"
+        elif config.patience is not None and stale >= config.patience:
+            done, reason = True, f"no improvement in {stale} rounds"
+        elif dup_rounds >= config.max_duplicate_rounds:
+            done, reason = True, f"{dup_rounds} rounds without a new candidate"
+        elif _budget_spent(ctx):
+            done, reason = True, "budget exhausted"
+    best_value = best["value"] if best else None
+    if ctx.progress is not None:
+        ctx.progress(
+            {
+                "round": rnd,
+                "evaluations": state.get("n_evaluations", 0),
+                "max_evaluations": config.max_evaluations,
+                "best": best_value,
+            }
+        )
+    ctx.tracer.event(
+        "round_done", round=rnd, best=best_value, evaluations=state.get("n_evaluations", 0),
+        done=done, reason=reason,
+    )  # fmt: skip
+    return {
+        "population": population,
+        "best": best,
+        "stale_rounds": stale,
+        "duplicate_rounds": dup_rounds,
+        "round": rnd + 1,
+        "proposals": [],
+        "batch": [],
+        "done": done,
+        "stop_reason": reason,
+    }
+
+
+def _after_propose(state: SearchState) -> str:
+    return "select" if state.get("done") else "materialize"
+
+
+def _after_select(state: SearchState) -> str:
+    from langgraph.graph import END
+
+    return END if state.get("done") else "propose"
+
+
+def build_search_graph(
+    problem: SearchProblem,
+    proposer: Proposer,
+    config: SearchConfig,
+    *,
+    checkpointer: Any | None = None,
+    id_prefix: str = "",
+) -> Any:
+    """Compile the propose -> materialize -> evaluate -> reflect -> select graph.
+
+    id_prefix: prepended to candidate ids, so several searches sharing one run directory
+    (e.g. one per BO round) never share ids or cached evaluations.
+    """
+    from langgraph.graph import END, START, StateGraph
+
+    loop = _Loop(problem, proposer, config, id_prefix, problem.evaluator())
+    graph = StateGraph(SearchState, context_schema=RunContext)
+    nodes = {
+        "propose": propose_node,
+        "materialize": materialize_node,
+        "evaluate": evaluate_node,
+        "reflect": reflect_node,
+        "select": select_node,
+    }
+    for name, fn in nodes.items():
+        graph.add_node(name, functools.partial(fn, loop))
+    graph.add_edge(START, "propose")
+    graph.add_conditional_edges("propose", _after_propose, ["materialize", "select"])
+    graph.add_edge("materialize", "evaluate")
+    graph.add_edge("evaluate", "reflect")
+    graph.add_edge("reflect", "select")
+    graph.add_conditional_edges("select", _after_select, ["propose", END])
+    return graph.compile(checkpointer=checkpointer)
+
+
+def _is_invalid(ev: dict[str, Any]) -> bool:
+    """Rejected at materialization (never evaluated, costs no evaluation budget)."""
+    return str(ev.get("error") or "").startswith("invalid:")
+
+
+def _merge_score(b: dict[str, Any], score: Score | BaseException, share_s: float) -> dict[str, Any]:
+    rec = dict(b)
+    if isinstance(score, BaseException):
+        rec.update(
+            passed=False, value=None, error=f"evaluator crashed: {type(score).__name__}: {score}"
+        )
+        rec["eval_s"] = share_s
+        return rec
+    value = float(score.value) if score.value is not None else None
+    finite = value is not None and math.isfinite(value)
+    rec.update(
+        passed=bool(score.passed and finite),
+        value=value if finite else None,
+        metrics={k: float(v) for k, v in score.metrics.items()},
+        details=json.loads(json.dumps(score.details, default=str)),
+        error=None
+        if (score.passed and finite)
+        else str(score.details.get("reason", "did not pass")),
+        eval_s=float(score.metrics.get("eval_s", share_s)),
+    )
+    return rec
+
+
+def _map(
+    executor: Any | None,
+    fn: Callable[[dict[str, Any]], Score],
+    items: list[dict[str, Any]],
+    on_result: Callable[[dict[str, Any], Score | BaseException], None],
+) -> None:
+    """Evaluate ``items[i]["payload"]`` through the executor, reporting each as it finishes.
+
+    An evaluator that raises fails its candidate (the exception becomes the result).
+    """
+    if executor is None:
+        for item in items:
+            try:
+                score: Score | BaseException = fn(item["payload"])
+            except Exception as err:  # noqa: BLE001 - a crashing evaluator fails its candidate
+                score = err
+            on_result(item, score)
+        return
+    from concurrent.futures import as_completed
+
+    futures = {executor.submit(fn, item["payload"]): item for item in items}
+    for fut in as_completed(futures):
+        try:
+            score = fut.result()
+        except Exception as err:  # noqa: BLE001
+            score = err
+        on_result(futures[fut], score)
+
+
+def _check_sandbox_budget(ctx: RunContext) -> None:
+    if ctx.budget is not None:
+        ctx.budget.check_sandbox()
+
+
+def _budget_spent(ctx: RunContext) -> bool:
+    if ctx.budget is None:
+        return False
+    try:
+        ctx.budget.check_before_call()
+        ctx.budget.check_sandbox()
+    except BudgetExceeded:
+        return True
+    return False
+
+
+def _remember(ctx: RunContext, problem: SearchProblem, evaluated: list[dict[str, Any]]) -> None:
+    """Write each candidate to memory with its lineage (idempotent on resume)."""
+    if ctx.memory is None:
+        return
+    task = task_id(problem.task)
+    for ev in evaluated:
+        payload = ev["payload"]
+        code = payload.get("code") if isinstance(payload.get("code"), str) else None
+        config = {k: v for k, v in payload.items() if k != "code"} or None
+        record_candidate(
+            ctx,
+            mem_id=memory_id(ctx, ev["id"]),
+            task=task,
+            code=code,
+            config=config,
+            parent_ids=[memory_id(ctx, p) for p in ev.get("parent_ids", [])],
+            metrics=dict(ev.get("metrics") or {}),
+            score=ev.get("value"),
+            status="evaluated" if ev.get("passed") else "failed",
+            tags=[t for t in (ev.get("origin"), f"round-{ev.get('round', 0)}") if t],
+        )
+
+
+def _store_lessons(
+    ctx: RunContext, problem: SearchProblem, lessons: list[str], batch: list[Evaluated]
+) -> None:
+    summary = "; ".join(ev.describe() for ev in batch[:6])
+    for lesson in lessons:
+        record_lesson(
+            ctx,
+            task=task_id(problem.task),
+            lesson=lesson,
+            trajectory_summary=summary,
+            outcome=f"round {batch[0].round if batch else 0}",
+            tags=[ctx.agent, getattr(problem.task, "suite", "task")],
+        )
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def run_search(
+    problem: SearchProblem,
+    proposer: Proposer,
+    ctx: RunContext,
+    config: SearchConfig,
+    *,
+    thread_id: str = "search",
+    resume: bool = False,
+) -> SearchResult:
+    """Run (or resume) the search; checkpoints go to ``ctx.run_dir`` when it is set.
+
+    Raises:
+        ConfigError: ``resume`` without a run directory, or a fresh start over a run.
+        RunRecordError: the checkpoint or the evaluation log is damaged.
+    """
+    prefix = "" if thread_id == "search" else f"{thread_id}."
+
+    def build(checkpointer: Any | None) -> Any:
+        return build_search_graph(
+            problem, proposer, config, checkpointer=checkpointer, id_prefix=prefix
+        )
+
+    def check(conn: sqlite3.Connection, values: dict[str, Any]) -> None:
+        _check_checkpoint(conn, values, ctx.run_dir, prefix, config)
+
+    run = run_graph(
+        build, ctx, start={"round": 0}, thread_id=thread_id, resume=resume,
+        recursion_limit=10 * config.max_rounds + 50, check=check, what=f"search {thread_id!r}",
+    )  # fmt: skip
+    return _result(run.state)
+
+
+def _check_checkpoint(
+    conn: Any, values: dict[str, Any], run_dir: Path | None, prefix: str, config: SearchConfig
+) -> None:
+    """Refuse to resume from a damaged checkpoint (one line naming the file).
+
+    A torn or cut WAL does not fail to open: SQLite drops the frames after the damage
+    and the run would silently continue from an older state. So the checkpoint is
+    cross-checked against the evaluation log: every evaluation the checkpoint knows must
+    be logged, and the log may be ahead of it by at most one round in flight.
+    """
+    assert run_dir is not None
+    db = run_dir / CHECKPOINTS
+    hint = FORCE_RESTART_HINT
+    try:
+        row = conn.execute("PRAGMA integrity_check").fetchone()
+    except sqlite3.DatabaseError as e:
+        raise RunRecordError(f"{db} is damaged ({e}); {hint}") from None
+    if not row or row[0] != "ok":
+        raise RunRecordError(f"{db} is damaged (integrity check: {row}); {hint}")
+    log = _EvalLog(run_dir)
+
+    def mine(rid: str) -> bool:
+        return rid.startswith(prefix) if prefix else "." not in rid.split("-", 1)[0]
+
+    logged = {rid for rid in log.done if mine(rid)}
+    known = {h["id"] for h in values.get("history", [])}
+    if known - logged:
+        raise RunRecordError(
+            f"{run_dir / EVALUATIONS} lacks {len(known - logged)} evaluation(s) that {db} "
+            f"records: the log was cut or edited; {hint}"
+        )
+    ahead = logged - known
+    if len(ahead) > config.proposals_per_round:
+        raise RunRecordError(
+            f"{db} is behind {EVALUATIONS} by {len(ahead)} evaluations (at most "
+            f"{config.proposals_per_round} can be in flight): the checkpoint or its WAL "
+            f"was cut or damaged; {hint}"
+        )
+
+
+def _result(state: dict[str, Any]) -> SearchResult:
+    best = state.get("best")
+    return SearchResult(
+        best=Evaluated.model_validate(best) if best else None,
+        history=[Evaluated.model_validate(h) for h in state.get("history", [])],
+        population=[Evaluated.model_validate(p) for p in state.get("population", [])],
+        n_evaluations=state.get("n_evaluations", 0),
+        n_duplicates=state.get("n_duplicates", 0),
+        n_invalid=state.get("n_invalid", 0),
+        rounds=state.get("round", 0),
+        stop_reason=state.get("stop_reason", ""),
+        lessons=state.get("lessons", []),
+    )
