@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from optiforge.errors import RunRecordError
+from optiforge.evals.plots import save_task_grid, task_grid
 
 
 def _fmt(v: Any, digits: int = 4) -> str:
@@ -87,31 +88,6 @@ def write_markdown(summary: dict[str, Any], out: Path, sections: list[str] | Non
     ]
     path = out / "summary.md"
     path.write_text("\n".join(lines))
-    return path
-
-
-def task_grid(n_tasks: int) -> tuple[Any, Any]:
-    """A figure with one subplot per task, three per row (``axes`` is 2-d)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ncol = min(3, n_tasks)
-    nrow = math.ceil(n_tasks / ncol)
-    return plt.subplots(nrow, ncol, figsize=(4.5 * ncol, 3.2 * nrow), squeeze=False)
-
-
-def save_task_grid(fig: Any, axes: Any, n_tasks: int, path: Path) -> Path:
-    """Blank the unused subplots, put the legend on the first, save ``path`` and close."""
-    import matplotlib.pyplot as plt
-
-    for ax in list(axes.flat)[n_tasks:]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 

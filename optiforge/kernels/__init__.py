@@ -1,6 +1,8 @@
 """Triton kernels with plain-torch references (vector ops, softmax, norms, matmul,
 fused attention, InQuant KV-cache quantisation) and a registry that agents and
-benchmarks use to launch, check and tune them.
+benchmarks use to launch, check and tune them. ``templates`` holds the templated
+starting kernels of the KernelArena tasks and ``checks`` the static checks on a
+candidate kernel's source (pure Python: neither imports torch nor triton).
 
 Nothing here imports triton at ``import optiforge`` time: import a submodule
 (``optiforge.kernels.matmul``) or ``optiforge.kernels.registry`` explicitly. Each

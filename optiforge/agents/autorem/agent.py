@@ -48,8 +48,8 @@ from optiforge.errors import (
     LLMError,
 )
 from optiforge.evals.suites.autoro.benchmark import AutoROTask
-from optiforge.evals.suites.autoro.instances import ROInstance, parse_instance
 from optiforge.llm.structured import extract_code_block
+from optiforge.solvers.robust.instance import ROInstance, parse_instance
 
 CHECKPOINTS = "autorem_checkpoints.sqlite"
 

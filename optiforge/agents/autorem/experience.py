@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optiforge.agents.autorem.codegen import support_rule
 from optiforge.errors import MemoryStoreError, StructuredOutputError
-from optiforge.evals.suites.autoro.instances import ROInstance
+from optiforge.solvers.robust.instance import ROInstance
 
 AGENT = "autorem"
 GENERAL_TAG = "general"

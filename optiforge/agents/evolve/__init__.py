@@ -32,6 +32,9 @@ from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score, Task
 from optiforge.llm.structured import extract_code_block
 
+SEED_CODE = "def f(x):\n    return 0.0 * x\n"
+"""The program the search starts from when the task declares no ``seed_code``."""
+
 
 class EvolveConfig(BaseModel):
     """Options of the ``evolve`` agent."""
@@ -210,8 +213,6 @@ def solve(
 ) -> AgentOutcome:
     """Run the evolver on a code-scored task (``funcfit`` and similar)."""
     assert isinstance(config, EvolveConfig)
-    from optiforge.evals.suites.funcfit import SEED_CODE
-
     search = config.search.model_copy(update={"max_evaluations": budget} if budget else {})
     events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
     problem = CodeProblem(
@@ -241,8 +242,6 @@ def solve(
 
 def seed_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutcome:
     """The seed program, unchanged (what the search starts from)."""
-    from optiforge.evals.suites.funcfit import SEED_CODE
-
     payload = {"code": getattr(task, "seed_code", SEED_CODE)}
     score = task.evaluate(payload, ctx.sandbox)
     return AgentOutcome(
@@ -256,8 +255,6 @@ def seed_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutco
 
 def random_restart_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutcome:
     """Random programs (one mutation of the seed each), best of the same budget."""
-    from optiforge.evals.suites.funcfit import SEED_CODE
-
     rng = ctx.rng("random-baseline")
     n = budget or 20
     best_payload, best, trace = None, None, []

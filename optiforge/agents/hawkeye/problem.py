@@ -11,8 +11,8 @@ from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.evaluator import SandboxedTaskEvaluator
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score
-from optiforge.evals.suites.kernelarena.static_checks import check_candidate_source
-from optiforge.evals.suites.kernelarena.templates import read_params
+from optiforge.kernels.checks import check_candidate_source
+from optiforge.kernels.templates import read_params
 
 
 class KernelProblem:

@@ -8,7 +8,7 @@ from typing import Any
 from optiforge.agents.hawkeye.strategies import Strategy, choose_strategies
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.errors import InvalidCandidate
-from optiforge.evals.suites.kernelarena.templates import TEMPLATES, read_params, render
+from optiforge.kernels.templates import TEMPLATES, read_params, render
 from optiforge.llm.structured import extract_code_block
 
 

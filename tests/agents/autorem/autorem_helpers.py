@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from optiforge.agents.autorem import counterpart_program
-from optiforge.evals.suites.autoro import AutoROTask, ROInstance, make_instance
+from optiforge.evals.suites.autoro import AutoROTask, make_instance
 from optiforge.solvers.robust import parse_problem
+from optiforge.solvers.robust.instance import ROInstance
 
 _MARKER = "Problem JSON (instance.json):\n"
 

@@ -14,7 +14,7 @@ from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.runner import run_eval
 from optiforge.evals.suites.kernelarena import KernelArenaBenchmark
-from optiforge.evals.suites.kernelarena.templates import read_params
+from optiforge.kernels.templates import read_params
 from optiforge.testing import ScriptedLLM
 
 GOOD_SOFTMAX = """

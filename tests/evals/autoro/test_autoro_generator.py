@@ -13,13 +13,13 @@ from optiforge.evals.suites.autoro import (
     AutoROBenchmark,
     generate,
     make_instance,
-    parse_instance,
 )
 from optiforge.solvers.robust import (
     nominal_counterpart,
     reference_counterpart,
     verify,
 )
+from optiforge.solvers.robust.instance import parse_instance
 
 N = 30
 

@@ -16,8 +16,8 @@ from optiforge.evals.suites.kernelarena import (
     clipped_geomean_speedup,
     fast_p,
 )
-from optiforge.evals.suites.kernelarena.static_checks import check_candidate_source
-from optiforge.evals.suites.kernelarena.templates import TEMPLATES, read_params, render
+from optiforge.kernels.checks import check_candidate_source
+from optiforge.kernels.templates import TEMPLATES, read_params, render
 
 
 def _task(name: str, split: str = "dev") -> KernelTask:

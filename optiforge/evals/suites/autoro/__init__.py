@@ -2,13 +2,7 @@
 
 from optiforge.evals.suites.autoro.applications import APP_OPTIMA, app_instances, app_problems
 from optiforge.evals.suites.autoro.benchmark import AUTORO_SPLITS, AutoROBenchmark, AutoROTask
-from optiforge.evals.suites.autoro.instances import (
-    GENERATED_SPLITS,
-    ROInstance,
-    generate,
-    make_instance,
-    parse_instance,
-)
+from optiforge.evals.suites.autoro.instances import GENERATED_SPLITS, generate, make_instance
 
 __all__ = [
     "APP_OPTIMA",
@@ -16,10 +10,8 @@ __all__ = [
     "GENERATED_SPLITS",
     "AutoROBenchmark",
     "AutoROTask",
-    "ROInstance",
     "app_instances",
     "app_problems",
     "generate",
     "make_instance",
-    "parse_instance",
 ]

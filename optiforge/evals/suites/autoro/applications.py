@@ -18,7 +18,6 @@ from typing import Any, Literal
 import numpy as np
 
 from optiforge.errors import InvalidTask
-from optiforge.evals.suites.autoro.instances import ROInstance
 from optiforge.solvers.robust import (
     BoxSet,
     BudgetSet,
@@ -31,6 +30,7 @@ from optiforge.solvers.robust import (
     PolyhedronPart,
     ROProblem,
 )
+from optiforge.solvers.robust.instance import ROInstance
 
 App = tuple[str, int, str, ROProblem]
 """(title, difficulty, statement, ground-truth problem)."""

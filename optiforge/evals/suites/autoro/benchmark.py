@@ -15,7 +15,7 @@ from typing import Any
 from optiforge.errors import ConfigError, SandboxError
 from optiforge.evals.protocol import Score
 from optiforge.evals.suites.autoro.applications import app_instances
-from optiforge.evals.suites.autoro.instances import ROInstance, generate
+from optiforge.evals.suites.autoro.instances import generate
 from optiforge.solvers.robust import (
     DEFAULT_ABS_TOL,
     DEFAULT_FEAS_TOL,
@@ -25,6 +25,7 @@ from optiforge.solvers.robust import (
     verify_candidate_code,
 )
 from optiforge.solvers.robust.candidate import __doc__ as IO_PROTOCOL
+from optiforge.solvers.robust.instance import ROInstance
 
 AUTORO_SPLITS: tuple[str, ...] = ("dev", "test", "heldout", "app")
 # test seeds differ from dev so "in-distribution" never means "the same instances"

@@ -19,12 +19,10 @@ number of uncertain rows (1, 2, 3, 4, 6) and how set types mix. Splits:
 
 from __future__ import annotations
 
-import json
 import zlib
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optiforge.errors import InvalidTask, SolverError
 from optiforge.solvers.robust import (
@@ -44,6 +42,7 @@ from optiforge.solvers.robust import (
     verify,
     worst_case_support,
 )
+from optiforge.solvers.robust.instance import ROInstance
 
 GENERATED_SPLITS: tuple[str, ...] = ("dev", "test", "heldout")
 IN_DISTRIBUTION_SETS: tuple[str, ...] = ("box", "ellipsoidal", "budget")
@@ -51,48 +50,6 @@ OOD_SETS: tuple[str, ...] = ("polyhedral", "intersection")
 MAX_ATTEMPTS = 25
 _N_VARS = {1: 3, 2: 4, 3: 5, 4: 6, 5: 8}
 _N_UNCERTAIN = {1: 1, 2: 2, 3: 3, 4: 4, 5: 6}
-
-
-class ROInstance(BaseModel):
-    """One AutoRO-Bench instance: the problem, what an agent is told, the reference optimum."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    id: str
-    split: str
-    """``dev``, ``test``, ``heldout`` or ``app``."""
-    difficulty: int = Field(ge=1, le=5)
-    description: str
-    """Natural-language statement given to an agent together with the problem JSON."""
-    problem: ROProblem
-    reference_objective: float
-    """Robust optimum from the reference reformulator."""
-    reference_x: list[float]
-    """Reference robust solution (empty for the application set, which records only the optimum)."""
-    set_types: list[str] = Field(default_factory=list)
-    features: list[str] = Field(default_factory=list)
-    """Structural tags: ``soc``, ``uncertain_objective``, ``ge_rows``, ``equality``..."""
-
-    def to_json(self, **kwargs: Any) -> str:
-        """Serialize to JSON (``parse_instance`` reads it back)."""
-        return self.model_dump_json(**kwargs)
-
-
-def parse_instance(data: str | bytes | dict[str, Any]) -> ROInstance:
-    """Parse an ``ROInstance`` from JSON text or a dict; bad input raises ``InvalidTask``."""
-    if isinstance(data, str | bytes):
-        try:
-            data = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InvalidTask(f"malformed JSON for AutoRO instance: {exc}") from None
-    if not isinstance(data, dict):
-        raise InvalidTask("AutoRO instance must be a JSON object")
-    try:
-        return ROInstance.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise InvalidTask(f"invalid AutoRO instance: {loc}: {first['msg']}") from None
 
 
 def _rng(seed: int, split: str, difficulty: int, index: int, attempt: int) -> np.random.Generator:

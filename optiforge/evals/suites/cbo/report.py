@@ -134,7 +134,7 @@ def report_sections(summary: dict[str, Any]) -> list[str]:
 
 def report_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """``cost_convergence.png``: best true E[Y|do] vs cumulative cost, mean ± 95% CI."""
-    from optiforge.evals.report import save_task_grid, task_grid
+    from optiforge.evals.plots import save_task_grid, task_grid
 
     tasks = list((summary.get("suite_metrics") or {}).get("per_task") or {})
     if not tasks:

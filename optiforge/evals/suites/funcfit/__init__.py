@@ -18,8 +18,6 @@ import numpy as np
 from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Score
 
-SEED_CODE = "def f(x):\n    return 0.0 * x\n"
-
 _RUNNER = r"""
 import json, sys
 import numpy as np

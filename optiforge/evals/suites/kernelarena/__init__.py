@@ -3,7 +3,7 @@
 A candidate is ``{"code": <Triton source defining launch(*inputs) -> Tensor>, ...}``.
 ``KernelTask.evaluate`` never trusts the agent, and never trusts the candidate's process:
 
-1. static checks (:mod:`.static_checks`): parse, entry point, no torch compute ops, no
+1. static checks (:mod:`optiforge.kernels.checks`): parse, entry point, no torch compute ops, no
    timer/harness access, no monkeypatching (kept, but nothing below relies on them);
 2. the parent generates every input from a seed and computes the reference itself
    (:mod:`.judge`, :mod:`.references`);
@@ -41,8 +41,8 @@ from optiforge.errors import ConfigError, InvalidCandidate
 from optiforge.evals.protocol import Score
 from optiforge.evals.suites.kernelarena import judge
 from optiforge.evals.suites.kernelarena.specs import SPECS, Case, TaskSpec
-from optiforge.evals.suites.kernelarena.static_checks import check_candidate_source
-from optiforge.evals.suites.kernelarena.templates import TEMPLATES, render
+from optiforge.kernels.checks import check_candidate_source
+from optiforge.kernels.templates import TEMPLATES, render
 
 _HERE = Path(__file__).parent
 RUNNER = "runner.py"

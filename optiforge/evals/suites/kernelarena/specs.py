@@ -39,7 +39,7 @@ class TaskSpec(BaseModel):
     family: str
     """``triton2triton`` (start: a naive Triton kernel) or ``torch2triton`` (start: a torch reference)."""
     op: str
-    """Key into ``references.REFERENCES`` and ``templates.TEMPLATES``."""
+    """Key into ``references.REFERENCES`` and ``optiforge.kernels.templates.TEMPLATES``."""
     description: str
     dev: list[Case]
     heldout: list[Case]
