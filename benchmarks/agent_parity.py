@@ -33,20 +33,22 @@ PLAN: dict[str, tuple[str, str, int]] = {
 }
 
 
-def _rows(eval_dir: Path) -> dict[str, float | str | None]:
-    out: dict[str, float | str | None] = {}
+def _rows(eval_dir: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
     for line in (eval_dir / "results.jsonl").read_text().splitlines():
         if not line.strip():
             continue
         r = json.loads(line)
         key = f"{r['task']}/{r['seed']}/{r['method']}"
-        v = r.get("value", r.get("error"))
-        out[key] = v if v is None or isinstance(v, str) else float(v)
+        if "error" in r:
+            out[key] = f"error: {r['error']}"[:200]
+        else:  # the verified score, the agent's own claim, and the evaluations it spent
+            out[key] = f"{r.get('best_score')!r} claimed={r.get('claimed_score')!r} n={r.get('n_evaluations')}"
     return out
 
 
 def run(out: Path, agents: list[str], seeds: int) -> None:
-    results: dict[str, dict[str, float | str | None]] = {}
+    results: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for agent in agents:
             suite, tasks, budget = PLAN[agent]

@@ -329,7 +329,7 @@ def run(
     from optiforge.agents import get_agent
     from optiforge.evals.registry import get_benchmark, resolve_task
     from optiforge.evals.report import write_run_plot
-    from optiforge.evals.runner import run_task
+    from optiforge.evals.runner import run_budget, run_task
     from optiforge.runs import new_run_id
 
     spec = get_agent(agent)
@@ -385,7 +385,7 @@ def run(
     with prog:
         bar = prog.add_task(
             f"{spec.name} on {task.suite}/{task.name}",
-            total=settings.budget or spec.default_budget,
+            total=run_budget(task, spec, settings),
             info="",
         )
 

@@ -33,9 +33,9 @@ class AgentOutcome(BaseModel):
 Solve = Callable[[Task, RunContext, BaseModel, int | None, bool], AgentOutcome]
 """``solve(task, ctx, config, budget, resume) -> AgentOutcome``."""
 
-Baseline = Callable[..., AgentOutcome]
-"""``baseline(task, ctx, budget[, config]) -> AgentOutcome`` (same budget as the agent; a
-4th parameter, when declared, receives the agent's validated config)."""
+Baseline = Callable[[Task, RunContext, int | None, Any], AgentOutcome]
+"""``baseline(task, ctx, budget, config) -> AgentOutcome``: the agent's budget and its
+validated config (a baseline that needs no config ignores it)."""
 
 
 @dataclass(frozen=True)

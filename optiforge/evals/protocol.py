@@ -8,6 +8,7 @@ developers), ``test`` (in-distribution, unseen) and ``heldout`` (unseen configur
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,6 +49,9 @@ class Task(Protocol):
     higher_is_better: bool
     description: str
     """What an agent (or an LLM) is told about the task."""
+    budget: int | None
+    """Evaluations one run may spend when ``--budget`` is not given (None: the agent's
+    default). The one budget name: a CBO task's trial count, an hdbo protocol's total."""
 
     def evaluate(self, candidate: Any, sandbox: Sandbox | None = None) -> Score:
         """Score ``candidate``; run untrusted code only inside ``sandbox``."""
@@ -56,14 +60,7 @@ class Task(Protocol):
 
 @runtime_checkable
 class Benchmark(Protocol):
-    """A named collection of tasks with splits.
-
-    Optional hooks the eval runner calls when a suite defines them: ``notes(split,
-    settings) -> list[str]`` (lines under the results table), ``suite_metrics(rows) ->
-    dict`` (stored as ``summary["suite_metrics"]``), ``report_sections(summary) ->
-    list[str]`` (markdown appended to ``summary.md``) and ``report_plots(summary, rows,
-    out) -> list[Path]`` (extra PNGs in the eval directory).
-    """
+    """A named collection of tasks with splits, and the report hooks of ``SuiteHooks``."""
 
     name: str
     splits: tuple[str, ...]
@@ -71,3 +68,36 @@ class Benchmark(Protocol):
     def tasks(self, split: str = "dev") -> list[Task]:
         """All tasks of ``split``; raises ``ConfigError`` for an unknown split."""
         ...
+
+    def notes(self, split: str, settings: Any = None) -> list[str]: ...
+
+    def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None: ...
+
+    def report_sections(self, summary: dict[str, Any]) -> list[str]: ...
+
+    def report_plots(
+        self, summary: dict[str, Any], rows: list[dict[str, Any]], out: Path
+    ) -> list[Path]: ...
+
+
+class SuiteHooks:
+    """The report hooks the eval runner calls on every suite; a suite subclasses this
+    and overrides the ones it has (the defaults add nothing)."""
+
+    def notes(self, split: str, settings: Any = None) -> list[str]:
+        """Lines printed under the results table (e.g. what the metric means on CPU)."""
+        return []
+
+    def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Suite-level numbers from the result rows (``summary["suite_metrics"]``)."""
+        return None
+
+    def report_sections(self, summary: dict[str, Any]) -> list[str]:
+        """Markdown appended to ``summary.md``."""
+        return []
+
+    def report_plots(
+        self, summary: dict[str, Any], rows: list[dict[str, Any]], out: Path
+    ) -> list[Path]:
+        """Extra PNGs written into the eval directory (their paths)."""
+        return []

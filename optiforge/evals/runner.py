@@ -35,6 +35,11 @@ RESULTS = "results.jsonl"
 # ----------------------------------------------------------------------------- context
 
 
+def run_budget(task: Any, spec: AgentSpec, settings: RunSettings) -> int:
+    """Evaluations of one run: ``--budget``, else the task's own, else the agent's default."""
+    return int(settings.budget or task.budget or spec.default_budget)
+
+
 def build_context(
     settings: RunSettings,
     recorder: RunRecorder | None,
@@ -130,11 +135,7 @@ def _verify(
     """Re-score the returned candidate ourselves (never trust the agent's number)."""
     if outcome.best_candidate is None:
         return None, False, {"reason": "no candidate passed"}
-    verify = getattr(task, "verify_outcome", None)
-    if callable(verify):
-        score = verify(outcome, ctx.sandbox)
-    else:
-        score = task.evaluate(outcome.best_candidate, ctx.sandbox)
+    score = task.evaluate(outcome.best_candidate, ctx.sandbox)
     value = float(score.value) if score.passed and math.isfinite(score.value) else None
     return value, bool(score.passed), {"metrics": score.metrics, "details": score.details}
 
@@ -198,18 +199,17 @@ def run_task(
             )
 
         ctx.progress = with_spend
-    # --budget, else the task's own (e.g. a CBO task's trial count), else the agent's.
-    budget = settings.budget or getattr(task, "default_budget", None) or spec.default_budget
+    budget = run_budget(task, spec, settings)
     try:
         if method == spec.name:
             outcome = spec.solve(task, ctx, config, budget, resume)
         else:
-            outcome = _call_baseline(spec.baselines[method], task, ctx, budget, config)
+            outcome = spec.baselines[method](task, ctx, budget, config)
         value, passed, verification = _verify(task, outcome, ctx)
         baseline_name, baseline_score = None, None
         if with_baseline and method == spec.name and spec.primary_baseline:
             baseline_name = spec.primary_baseline
-            b_out = _call_baseline(spec.baselines[baseline_name], task, ctx, budget, config)
+            b_out = spec.baselines[baseline_name](task, ctx, budget, config)
             baseline_score, _, _ = _verify(task, b_out, ctx)
         snap = ctx.budget.snapshot() if ctx.budget is not None else {}
         summary = {
@@ -252,19 +252,6 @@ def run_task(
         raise
     finally:
         _close_context(ctx)
-
-
-def _call_baseline(
-    fn: Any, task: Any, ctx: RunContext, budget: int | None, config: Any
-) -> AgentOutcome:
-    """Baselines take ``(task, ctx, budget)``, or also the agent's config as a 4th argument."""
-    import inspect
-
-    try:
-        n = len(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        n = 3
-    return fn(task, ctx, budget, config) if n >= 4 else fn(task, ctx, budget)
 
 
 def _harness_trace(verification: dict[str, Any]) -> list[float | None] | None:
@@ -406,23 +393,20 @@ def run_eval(
     rows = [r for r in _read_rows(results_path) if "error" not in r]
     summary = summarize(rows, agent=spec.name, benchmark=bench, split=split, methods=methods)
     summary["errors"] = [r for r in _read_rows(results_path) if "error" in r]
-    notes_fn = getattr(benchmark, "notes", None)
-    summary["notes"] = notes + (list(notes_fn(split, settings)) if callable(notes_fn) else [])
+    summary["notes"] = notes + list(benchmark.notes(split, settings))
     if spec.summary_notes is not None:
         summary["notes"] += list(spec.summary_notes(rows))
-    metrics_fn = getattr(benchmark, "suite_metrics", None)
-    if callable(metrics_fn):
-        summary["suite_metrics"] = metrics_fn(rows)
-    sections_fn = getattr(benchmark, "report_sections", None)
-    if callable(sections_fn):
-        summary["report_sections"] = list(sections_fn(summary))
+    suite_metrics = benchmark.suite_metrics(rows)
+    if suite_metrics is not None:
+        summary["suite_metrics"] = suite_metrics
+    sections = list(benchmark.report_sections(summary))
+    if sections:
+        summary["report_sections"] = sections
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
     from optiforge.evals.report import write_markdown, write_plots
 
     write_plots(summary, rows, out)
-    plots_fn = getattr(benchmark, "report_plots", None)
-    if callable(plots_fn):
-        plots_fn(summary, rows, out)
+    benchmark.report_plots(summary, rows, out)
     write_markdown(summary, out, summary.get("report_sections"))
     return summary
 

@@ -27,6 +27,7 @@ class ToyTask:
     metric: str = "loss"
     higher_is_better: bool = False
     description: str = "minimise (a-3)^2 + (b+1)^2"
+    budget: int | None = None
 
     def evaluate(self, candidate: Any, sandbox: Any | None = None) -> Score:
         return ToyEvaluator()(candidate)
@@ -132,6 +133,8 @@ class JSONLLMProposer:
         shown = "\n".join(
             f"a={p.payload['a']}, b={p.payload['b']}: loss {p.value}" for p in population[:3]
         )
+        if ctx.llm is None:
+            raise InvalidCandidate("the toy LLM proposer needs an LLM")
         out = []
         for _ in range(n):
             reply = ctx.llm.complete(
@@ -144,6 +147,7 @@ class JSONLLMProposer:
                 schema=Point,
             )
             pt = reply.parsed
+            assert isinstance(pt, Point)  # complete(schema=Point) parses into Point or raises
             out.append(
                 Proposal(
                     payload={"a": pt.a, "b": pt.b},

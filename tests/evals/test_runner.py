@@ -82,7 +82,7 @@ def _toy_solve(task, ctx, config, budget, resume):  # type: ignore[no-untyped-de
     )
 
 
-def _toy_seed_baseline(task, ctx, budget):  # type: ignore[no-untyped-def]
+def _toy_seed_baseline(task, ctx, budget, config=None):  # type: ignore[no-untyped-def]
     return AgentOutcome(
         best_candidate={"a": 0.0, "b": 0.0}, claimed_value=10.0, trace=[10.0], n_evaluations=1
     )
@@ -151,3 +151,19 @@ def test_eval_on_funcfit_is_resumable(tmp_path: Path) -> None:
     s2 = run_eval("evolve", "funcfit", settings, out, split="dev", seeds=2, baselines=["seed"])
     assert len((out / "results.jsonl").read_text().splitlines()) == 8
     assert s2["tasks"] == s1["tasks"]
+
+
+def test_the_task_budget_is_the_one_budget_name() -> None:
+    """--budget, else the task's own budget (an hdbo protocol's total), else the agent's."""
+    from optiforge.agents import get_agent
+    from optiforge.evals.runner import run_budget
+    from optiforge.evals.suites.cbo import CBOBenchmark
+    from optiforge.evals.suites.hdbo import HDBOBenchmark
+
+    kd = get_agent("kernel-discovery")
+    lit = HDBOBenchmark("literature").tasks("dev")[0]
+    assert run_budget(lit, kd, RunSettings()) == 270  # was the agent's default before
+    assert run_budget(lit, kd, RunSettings(budget=12)) == 12
+    cbo = CBOBenchmark().tasks("dev")[0]
+    assert run_budget(cbo, get_agent("agent-cbo"), RunSettings()) == cbo.n_trials
+    assert run_budget(ToyTask(), TOY, RunSettings()) == TOY.default_budget

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import operator
 import time
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, cast
 
 import networkx as nx
 import numpy as np
@@ -500,7 +500,8 @@ def run_agent(
     )  # fmt: skip
     final, live = run.state, built["live"]
     if run.already_done:  # nothing ran: rebuild the session from the final state
-        live["session"] = restore_session(task, config, n_trials, ctx.seed, final)
+        state = cast(AgentCBOState, final)  # run_graph returns the graph's state as a plain dict
+        live["session"] = restore_session(task, config, n_trials, ctx.seed, state)
     session: CBOSession = live["session"]
     if not session.trace.trials:
         raise InvalidTask("agent-cbo ran no intervention")
@@ -543,7 +544,9 @@ def known_graph_baseline(
     return _outcome(tr, "baseline", time.perf_counter() - t0, {"proposer": "known-graph"})
 
 
-def plain_bo_baseline(task: Any, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def plain_bo_baseline(
+    task: Any, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """One GP over all manipulable variables, no causal knowledge."""
     t0 = time.perf_counter()
     cfg = CBOConfig(n_trials=budget or task.n_trials, budget_cost=task.budget_cost)

@@ -22,6 +22,8 @@ Baselines:
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from optiforge.agents.autorem.adapt import AdaptationReport, adapt
@@ -69,7 +71,9 @@ def solve(
     return outcome_from_state(state, memory_used=cfg.use_memory and ctx.memory is not None)
 
 
-def nominal_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def nominal_baseline(
+    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """The nominal (non-robust) counterpart as a program: must score 0 on generated instances."""
     atask = load_task(task)
     code = counterpart_program(atask.instance.problem, robust=False)
@@ -92,7 +96,9 @@ def nominal_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOu
     )
 
 
-def no_memory_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def no_memory_baseline(
+    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """The agent without retrieval or reflection (offline: identical to the agent)."""
     cfg = AutoREMConfig(use_memory=False, reflect="never")
     if budget is not None:

@@ -90,8 +90,8 @@ class CodeProblem:
         self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
     ) -> list[str]:
         # Lessons are only recorded when something new was learned: a failure mode.
-        failures = [ev for ev in batch if ev.error and not ev.error.startswith("invalid")]
-        return [f"candidate failed on {self.task.name}: {ev.error[:200]}" for ev in failures[:2]]
+        failures = [ev.error for ev in batch if ev.error and not ev.error.startswith("invalid")]
+        return [f"candidate failed on {self.task.name}: {err[:200]}" for err in failures[:2]]
 
 
 class LLMCodeProposer:
@@ -188,6 +188,7 @@ def mutate_code(code: str, rng: np.random.Generator) -> str:
     choice = rng.random()
     if consts and choice < 0.55:
         node = consts[int(rng.integers(len(consts)))]
+        assert isinstance(node.value, int | float)  # consts holds numeric constants only
         v = float(node.value)
         node.value = round(
             v + rng.normal(0, 0.5)
@@ -196,10 +197,11 @@ def mutate_code(code: str, rng: np.random.Generator) -> str:
             4,
         )
     elif binops and choice < 0.7:
-        node = binops[int(rng.integers(len(binops)))]
-        node.op = _OPS[int(rng.integers(len(_OPS)))]
+        binop = binops[int(rng.integers(len(binops)))]
+        binop.op = _OPS[int(rng.integers(len(_OPS)))]
     elif returns:
         ret = returns[0]
+        assert ret.value is not None  # returns holds value-returning statements only
         term = ast.parse(_TERMS[int(rng.integers(len(_TERMS)))], mode="eval").body
         coef = ast.Constant(value=round(float(rng.normal(0, 1)), 3))
         ret.value = ast.BinOp(
@@ -240,7 +242,9 @@ def solve(
     )
 
 
-def seed_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def seed_baseline(
+    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """The seed program, unchanged (what the search starts from)."""
     payload = {"code": getattr(task, "seed_code", SEED_CODE)}
     score = task.evaluate(payload, ctx.sandbox)
@@ -253,7 +257,9 @@ def seed_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutco
     )
 
 
-def random_restart_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def random_restart_baseline(
+    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """Random programs (one mutation of the seed each), best of the same budget."""
     rng = ctx.rng("random-baseline")
     n = budget or 20

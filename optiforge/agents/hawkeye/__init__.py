@@ -115,7 +115,9 @@ def solve(
     return _search(task, ctx, config, budget, resume, proposer)
 
 
-def reference_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def reference_baseline(
+    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """The task's own starting kernel, unchanged (speedup 1.0 by construction on GPU)."""
     _check_task(task)
     payload = {"code": task.seed_code}  # type: ignore[attr-defined]
@@ -124,7 +126,9 @@ def reference_baseline(task: Task, ctx: RunContext, budget: int | None) -> Agent
                         trace=[score.value if score.passed else None], n_evaluations=1, stop_reason="baseline")  # fmt: skip
 
 
-def autotune_baseline(task: Task, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def autotune_baseline(
+    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """The offline autotuner alone, with the same budget (the non-LLM baseline)."""
     return _search(task, ctx, HawkeyeConfig(), budget, False, AutotuneProposer())
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -60,7 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from optiforge.agents.kernel_discovery import grammar
 from optiforge.agents.kit import Evaluated, Proposal, RunContext, SearchConfig, run_search
 from optiforge.agents.kit.lineage import record_lesson
-from optiforge.agents.spec import AgentOutcome, AgentSpec
+from optiforge.agents.spec import AgentOutcome, AgentSpec, Baseline
 from optiforge.errors import ConfigError, InvalidCandidate
 from optiforge.evals.protocol import Score
 from optiforge.llm.structured import extract_code_block
@@ -369,6 +369,7 @@ class LLMKernelProposer:
         ctx: RunContext,
     ) -> KernelForm:
         msg = form_prompt(problem, population, parents, op)
+        assert ctx.llm is not None  # propose() refuses to run without an LLM
         reply = ctx.llm.complete([{"role": "user", "content": msg}], schema=KernelForm)
         assert isinstance(reply.parsed, KernelForm)
         return reply.parsed
@@ -381,6 +382,7 @@ class LLMKernelProposer:
             }
         ]
         src = ""
+        assert ctx.llm is not None  # propose() refuses to run without an LLM
         for attempt in range(self.config.max_code_reasks + 1):
             reply = ctx.llm.complete(messages)
             src = extract_code_block(reply.text)
@@ -489,7 +491,8 @@ def functional_clusters(evaluated: list[Evaluated], tol: float) -> list[list[Eva
     """Group passing candidates whose fingerprints agree within ``tol`` (greedy, best first)."""
     clusters: list[tuple[torch.Tensor, list[Evaluated]]] = []
     for ev in sorted(
-        [e for e in evaluated if e.passed and e.value is not None], key=lambda e: e.value
+        [e for e in evaluated if e.passed and e.value is not None],
+        key=lambda e: cast(float, e.value),  # None filtered out above
     ):
         fp = ev.details.get("fingerprint")
         if fp is None:
@@ -818,8 +821,8 @@ def _fmt(v: Any) -> str:
 # ----------------------------------------------------------------------------- baselines
 
 
-def _bo_baseline(name: str) -> Callable[[Any, RunContext, int | None], AgentOutcome]:
-    def run(task: Any, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def _bo_baseline(name: str) -> Baseline:
+    def run(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
         from optiforge.solvers.bo import AcqConfig, run_baseline
 
         trace = run_baseline(
@@ -842,13 +845,15 @@ def _bo_baseline(name: str) -> Callable[[Any, RunContext, int | None], AgentOutc
     return run
 
 
-def compositional_baseline(task: Any, ctx: RunContext, budget: int | None) -> AgentOutcome:
+def compositional_baseline(
+    task: Any, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
     """The classic compositional kernel search in the same loop (no LLM, whatever --model says)."""
     config = KernelDiscoveryConfig()
     return _discover(task, ctx, config, budget, False, CompositionalProposer(config))
 
 
-def _baselines() -> dict[str, Callable[[Any, RunContext, int | None], AgentOutcome]]:
+def _baselines() -> dict[str, Baseline]:
     names = ["gp_rbf_ard", "random", "sobol", "gp_matern52_ard", "gp_rq", "vanilla_bo", "turbo"]
     out = {n: _bo_baseline(n) for n in names}
     out["compositional"] = compositional_baseline

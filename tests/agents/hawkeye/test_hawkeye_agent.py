@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from optiforge.agents.kit import Proposal, RunContext, SearchConfig, run_search
 from optiforge.agents.hawkeye import SPEC, AutotuneProposer, KernelProblem, LLMKernelProposer
+from optiforge.agents.kit import Proposal, RunContext, SearchConfig, run_search
 from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.runner import run_eval

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optiforge.errors import ConfigError, SandboxError
-from optiforge.evals.protocol import Score
+from optiforge.evals.protocol import Score, SuiteHooks
 from optiforge.evals.suites.autoro.applications import app_instances
 from optiforge.evals.suites.autoro.instances import generate
 from optiforge.solvers.robust import (
@@ -44,6 +44,8 @@ class AutoROTask:
     suite: str = "autoro"
     metric: str = "accuracy"
     higher_is_better: bool = True
+    budget: int | None = None
+    """No budget of its own: the agent's attempt limit applies."""
     name: str = field(init=False)
     split: str = field(init=False)
     description: str = field(init=False)
@@ -129,7 +131,7 @@ class AutoROTask:
 
 
 @dataclass
-class AutoROBenchmark:
+class AutoROBenchmark(SuiteHooks):
     """AutoRO-Bench: generated ``dev``/``test``/``heldout`` instances plus the ``app`` set.
 
     n_per_split: generated instances per split (difficulty cycles 1..5).

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from optiforge.errors import ConfigError, InvalidCandidate, InvalidTask
-from optiforge.evals.protocol import SPLITS, Score
+from optiforge.evals.protocol import SPLITS, Score, SuiteHooks
 from optiforge.evals.suites.cbo.ground_truth import expected_outcome, load, se_target_for
 from optiforge.evals.suites.cbo.metrics import gap_metric
 from optiforge.evals.suites.cbo.scms import BenchmarkSpec, build
@@ -75,8 +75,8 @@ class CBOTask:
         self.true_optimum = truth
         n_trials = n_trials or task_trials(spec.name)
         self.n_trials = n_trials
-        self.default_budget = n_trials
-        """The runner's budget when --budget is not given: this task's trial count."""
+        self.budget: int | None = n_trials
+        """Evaluations of one run when --budget is not given: this task's trial count."""
         scm = spec.scm
         self.variables: dict[str, str] = dict(spec.variables)
         self.target: str = scm.target
@@ -174,7 +174,7 @@ class CBOTask:
         )  # fmt: skip
 
 
-class CBOBenchmark:
+class CBOBenchmark(SuiteHooks):
     """The causal-BO suite (``dev``/``test``/``heldout``)."""
 
     name = "cbo"

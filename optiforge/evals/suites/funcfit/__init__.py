@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from optiforge.errors import ConfigError
-from optiforge.evals.protocol import Score
+from optiforge.evals.protocol import Score, SuiteHooks
 
 _RUNNER = r"""
 import json, sys
@@ -55,6 +55,8 @@ class FuncFitTask:
     metric: str = "mse"
     higher_is_better: bool = False
     timeout_s: float = 10.0
+    budget: int | None = None
+    """No budget of its own: the agent's default."""
     description: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -125,7 +127,7 @@ class FuncFitTask:
         return Score(value=mse, passed=True, metrics=metrics)
 
 
-class FuncFitBenchmark:
+class FuncFitBenchmark(SuiteHooks):
     """The ``funcfit`` suite."""
 
     name = "funcfit"

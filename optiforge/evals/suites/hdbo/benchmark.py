@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 from optiforge.errors import ConfigError, InvalidCandidate, InvalidTask, SolverError
-from optiforge.evals.protocol import SPLITS, Score
+from optiforge.evals.protocol import SPLITS, Score, SuiteHooks
 from optiforge.evals.suites.hdbo.problems import HDBOProblem, embedded, lasso, rover
 from optiforge.evals.suites.hdbo.scoring import (
     FAILED_VALUE,
@@ -63,6 +63,7 @@ class HDBOTask:
     """seed -> problem (the seed drives observation noise only)."""
     n_init: int = 10
     budget: int = 30
+    """Total evaluations (initial design included) of one run under the task's protocol."""
     n_kernel_data: int = 40
     max_hyperparameters: int = 256
     suite: str = "hdbo"
@@ -338,7 +339,7 @@ _DESCRIPTION = "Minimise an expensive black-box function of {D} inputs scaled to
 """The one description every hdbo task gets: the input dimension and nothing else."""
 
 
-class HDBOBenchmark:
+class HDBOBenchmark(SuiteHooks):
     """High-dimensional BO suite (synthetic embedded functions, rover, synthetic LassoBench)."""
 
     name = "hdbo"

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from optiforge.errors import ConfigError, InvalidCandidate
-from optiforge.evals.protocol import Score
+from optiforge.evals.protocol import Score, SuiteHooks
 from optiforge.evals.suites.kernelarena import judge
 from optiforge.evals.suites.kernelarena.specs import SPECS, Case, TaskSpec
 from optiforge.kernels.checks import check_candidate_source
@@ -61,6 +61,8 @@ class KernelTask:
 
     suite = "kernelarena"
     higher_is_better = True
+    budget: int | None = None
+    """No budget of its own: the agent's default."""
 
     def __init__(
         self, spec: TaskSpec, split: str, timeout_s: float = 240.0, memory_mb: int = 6144
@@ -207,7 +209,7 @@ class KernelTask:
                 for k, r in enumerate(rows):
                     case = keys[k][0]
                     ok = base.meta["reasons"][k] is None and judge.compare(
-                        base.outputs[k], refs[k], tuple(self.spec.tolerances[case.dtype]),
+                        base.outputs[k], refs[k], self.spec.tolerances[case.dtype],
                         float(self.spec.rel_norm[case.dtype]))[0] is None  # fmt: skip
                     r["ref_ok"] = r["ref_ok"] and ok
         return self._score(rows, metrics, gpu, cand, base, tsets, n_cases, need_ref_kernel)
@@ -249,7 +251,7 @@ class KernelTask:
         spec_t = self.spec.timing
         for j in range(len(tsets)):
             why, _ = judge.compare(cand.outputs[n_cases + j], base.outputs[off + j],  # type: ignore[arg-type]
-                                   tuple(self.spec.tolerances[spec_t["dtype"]]), float(self.spec.rel_norm[spec_t["dtype"]]))  # fmt: skip
+                                   self.spec.tolerances[spec_t["dtype"]], float(self.spec.rel_norm[spec_t["dtype"]]))  # fmt: skip
             if why:
                 details.update(reason=f"timing: timed run on set {j}: {why}", stage="timing")
                 return Score(value=0.0, passed=False, metrics=metrics, details=details)
@@ -268,7 +270,7 @@ class KernelTask:
         return Score(value=float(timing["speedup"]), passed=True, metrics=metrics, details=details)
 
 
-class KernelArenaBenchmark:
+class KernelArenaBenchmark(SuiteHooks):
     """The ``kernelarena`` suite."""
 
     name = "kernelarena"
