@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optiforge.agents.kit.context import RunContext
+
+if TYPE_CHECKING:
+    from optiforge.memory.records import CandidateStatus
 
 
 def task_id(task: Any) -> str:
@@ -37,7 +40,7 @@ def record_candidate(
     parent_ids: Sequence[str] = (),
     metrics: dict[str, float] | None = None,
     score: float | None = None,
-    status: str = "evaluated",
+    status: CandidateStatus = "evaluated",
     tags: Sequence[str] = (),
     agent: str | None = None,
 ) -> bool:

@@ -335,18 +335,17 @@ def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str,
         # Ids are deterministic in (round, position) so a resumed run re-creates them.
         digest = uuid.uuid5(uuid.NAMESPACE_OID, json.dumps(raw, sort_keys=True, default=str))
         cid = f"{loop.id_prefix}r{rnd}c{i}-{ctx.seed}-{digest.hex[:8]}"
-        lineage = {
-            "parent_ids": prop.parent_ids,
-            "origin": prop.origin,
-            "rationale": prop.rationale,
-        }
+        lineage = Evaluated(
+            id=cid, key="", payload={}, round=rnd, parent_ids=prop.parent_ids,
+            origin=prop.origin, rationale=prop.rationale,
+        )  # fmt: skip
         try:
             payload = loop.problem.materialize(prop, ctx)
         except InvalidCandidate as err:
             n_invalid += 1
-            ev = Evaluated(
-                id=cid, key=payload_key(prop.payload), payload=prop.payload, round=rnd,
-                error=f"invalid: {err}", **lineage,
+            ev = lineage.model_copy(
+                update={"key": payload_key(prop.payload), "payload": prop.payload,
+                        "error": f"invalid: {err}"}
             )  # fmt: skip
             ctx.tracer.event("candidate_invalid", id=cid, reason=str(err), round=rnd)
             batch.append(ev.model_dump(mode="json"))
@@ -357,7 +356,7 @@ def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str,
             ctx.tracer.event("candidate_duplicate", id=cid, key=key, round=rnd)
             continue
         seen.add(key)
-        ev = Evaluated(id=cid, key=key, payload=payload, round=rnd, **lineage)
+        ev = lineage.model_copy(update={"key": key, "payload": payload})
         batch.append(ev.model_dump(mode="json"))
     return {"batch": batch, "seen": sorted(seen), "n_duplicates": n_dup, "n_invalid": n_invalid}
 
