@@ -32,6 +32,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check optiforge tests benchmarks
 	$(BIN)/ruff format --check optiforge tests benchmarks
+	$(BIN)/mypy optiforge
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache runs

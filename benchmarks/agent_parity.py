@@ -43,7 +43,9 @@ def _rows(eval_dir: Path) -> dict[str, str]:
         if "error" in r:
             out[key] = f"error: {r['error']}"[:200]
         else:  # the verified score, the agent's own claim, and the evaluations it spent
-            out[key] = f"{r.get('best_score')!r} claimed={r.get('claimed_score')!r} n={r.get('n_evaluations')}"
+            out[key] = (
+                f"{r.get('best_score')!r} claimed={r.get('claimed_score')!r} n={r.get('n_evaluations')}"
+            )
     return out
 
 

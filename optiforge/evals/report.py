@@ -99,7 +99,7 @@ def write_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path) 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    paths = []
+    paths: list[Path] = []
     tasks = list(summary["tasks"])
     if not tasks:
         return paths
@@ -281,11 +281,11 @@ def render_report(directory: str | Path) -> Path:
                 + html.escape(json.dumps(summary["extra"], indent=2, default=str))
                 + "</pre>"
             )
-        png = d / "convergence.png"
-        if not png.exists():
+        plot = d / "convergence.png"
+        if not plot.exists():
             write_run_plot(summary, d)
-        if png.exists():
-            parts.append(_img(png))
+        if plot.exists():
+            parts.append(_img(plot))
     parts.append("</body></html>")
     out = d / "report.html"
     out.write_text("\n".join(parts))

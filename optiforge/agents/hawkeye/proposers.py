@@ -10,6 +10,7 @@ from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.errors import InvalidCandidate
 from optiforge.kernels.templates import TEMPLATES, read_params, render
 from optiforge.llm.structured import extract_code_block
+from optiforge.memory.records import Experience
 
 
 def prior_preference(facts: Any) -> dict[str, Any]:
@@ -162,4 +163,5 @@ def _memory_lessons(ctx: RunContext, problem: Any, k: int = 3) -> str:
                                  agent="hawkeye", method="lexical")  # fmt: skip
     except Exception:  # noqa: BLE001 - memory is advisory; a broken store must not stop the search
         return "- (memory unavailable)"
-    return "\n".join(f"- {h.record.lesson[:300]}" for h in hits) or "- none"
+    lessons = [h.record.lesson for h in hits if isinstance(h.record, Experience)]
+    return "\n".join(f"- {lesson[:300]}" for lesson in lessons) or "- none"

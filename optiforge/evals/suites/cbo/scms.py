@@ -491,15 +491,11 @@ def alpine2() -> BenchmarkSpec:
         )
     )
     for i in range(1, 6):
-        eqs.append(
-            _eq(
-                f"n{i}",
-                (f"x{i}", f"n{i - 1}"),
-                lambda p, e, i=i: np.sqrt(p[f"x{i}"]) * np.sin(p[f"x{i}"]) * p[f"n{i - 1}"],
-                "a synthetic variable",
-                NONE,
-            )
-        )
+
+        def link(p: P, e: np.ndarray, i: int = i) -> np.ndarray:
+            return np.sqrt(p[f"x{i}"]) * np.sin(p[f"x{i}"]) * p[f"n{i - 1}"]
+
+        eqs.append(_eq(f"n{i}", (f"x{i}", f"n{i - 1}"), link, "a synthetic variable", NONE))
     eqs.append(_eq("Y", ("n5",), lambda p, e: p["n5"] + e, "the outcome to minimise", _n(0.1)))
     scm = SCM(eqs, "Y", {f"x{i}": _dom(0, 10) for i in range(6)})
 

@@ -161,7 +161,7 @@ def _setup() -> dict[str, Any]:
     c.update(vars(builtins))  # builtins as locals of _run (copied now, before anyone patches them)
     TB = torch._C.TensorBase  # noqa: N806
     c.update(tb_detach=TB.detach, tb_cpu=TB.cpu, tb_clone=TB.clone, tb_numpy=TB.numpy, tb_view=TB.view,
-             tb_storage=TB.untyped_storage, tb_zero=TB.zero_, st_ptr=torch._C.StorageBase.data_ptr,
+             tb_storage=TB.untyped_storage, tb_zero=TB.zero_, st_ptr=torch._C.StorageBase.data_ptr,  # type: ignore[attr-defined]  # torch's stub declares StorageBase without members
              tensor_cls=torch.Tensor, bf16=torch.bfloat16, int16=torch.int16, contig=torch.contiguous_format,
              len_tf=torch._C._len_torch_function_stack, pop_tf=torch._C._pop_torch_function_stack,
              push_tf=torch._C._push_on_torch_function_stack, len_td=torch._C._len_torch_dispatch_stack,
@@ -353,6 +353,10 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
         c["baseline_extras"],
     )
     wire, wire_hits, poison_hits = c.get("wire"), c.get("wire_hits", []), c.get("poison_hits", [])
+    # Set by _setup only for a hostile run (None otherwise); Any: captured callables.
+    dispatch_library: Any
+    catch_warnings: Any
+    simplefilter: Any
     poison_plan, dispatch_library, refuse = (
         c.get("poison_plan", []),
         c.get("dispatch_library"),
@@ -444,6 +448,7 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
             if _len(args) > 1 and args[1] in frame_attrs:
                 deny("reading " + text(args[1]))
         elif event == "object.__setattr__":
+            obj: Any
             obj, name = (args[0], args[1]) if _len(args) > 1 else (None, "")
             if name == "__code__":
                 deny("replacing a function's __code__")
@@ -475,7 +480,7 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
         elif event in process_events and not cuda:  # on a GPU Triton runs its compilers
             deny(event)
 
-    lib = None
+    lib: Any = None
     mask0 = 0
     if hostile:
         lib = dispatch_library("IMPL", "aten", "")  # kept alive by this frame: the denials hold
@@ -498,7 +503,7 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
 
     # -- load the kernel module ----------------------------------------------------------
     fatal = None
-    launch = None
+    launch: Any = None
     try:
         launch = import_candidate(job["entry"])
     except BaseExc as err:  # noqa: BLE001 - SystemExit too: kernel code may not end the run
