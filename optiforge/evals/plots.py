@@ -1,4 +1,4 @@
-"""Plot helpers shared by the run report (``optiforge.evals.report``) and suite reports."""
+"""Plot helpers shared by the run report (``optiforge.harness.report``) and suite reports."""
 
 from __future__ import annotations
 

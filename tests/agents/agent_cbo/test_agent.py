@@ -126,7 +126,7 @@ def test_intervention_evidence_marks_descendants() -> None:
 
 
 def test_offline_agent_through_runner(toy: CBOTask, tmp_path: Path) -> None:
-    from optiforge.evals.runner import run_task
+    from optiforge.harness.runner import run_task
 
     settings = RunSettings.model_validate({"model": "offline", "budget": 8, "seed": 0})
     summary = run_task(SPEC, toy, settings, tmp_path / "run", with_baseline=False)

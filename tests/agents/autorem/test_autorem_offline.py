@@ -10,7 +10,7 @@ from autorem_helpers import instance, task
 
 from optiforge.agents.autorem import SPEC, accuracy_table, counterpart_program
 from optiforge.config import RunSettings
-from optiforge.evals.runner import run_task
+from optiforge.harness.runner import run_task
 from optiforge.sandboxes import get_sandbox
 from optiforge.solvers.robust import parse_candidate_output, reference_counterpart, verify
 

@@ -12,8 +12,8 @@ from optiforge.agents.hawkeye import SPEC, AutotuneProposer, KernelProblem, LLMK
 from optiforge.agents.kit import Proposal, RunContext, SearchConfig, run_search
 from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate
-from optiforge.evals.runner import run_eval
 from optiforge.evals.suites.kernelarena import KernelArenaBenchmark
+from optiforge.harness.runner import run_eval
 from optiforge.kernels.templates import read_params
 from optiforge.testing import ScriptedLLM
 

@@ -16,7 +16,7 @@ from optiforge.agents.kernel_discovery import (
 from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.registry import resolve_task
-from optiforge.evals.runner import run_task
+from optiforge.harness.runner import run_task
 
 GOOD_KERNEL = """
 NAME = "rq-times-exp"

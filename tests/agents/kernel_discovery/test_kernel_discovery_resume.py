@@ -20,8 +20,8 @@ from optiforge.agents.kernel_discovery import BO_EVALUATIONS, select_kernel
 from optiforge.agents.kit import Evaluated
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task
-from optiforge.evals.runner import run_task
 from optiforge.evals.suites.hdbo.problems import HDBOProblem
+from optiforge.harness.runner import run_task
 
 BUDGET, KILL_AFTER = 15, 13
 AGENT = {
@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_limits
 torch.set_num_threads(1); threadpool_limits(1)
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task
-from optiforge.evals.runner import run_task
+from optiforge.harness.runner import run_task
 from optiforge.evals.suites.hdbo.problems import HDBOProblem
 run_dir, count, stop_after, agent, budget = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 orig = HDBOProblem.__call__

@@ -24,8 +24,8 @@ from optiforge.agents.kernel_discovery import SandboxedKernel, code_prompt, form
 from optiforge.config import RunSettings
 from optiforge.errors import SolverError
 from optiforge.evals.registry import resolve_task
-from optiforge.evals.runner import run_task
 from optiforge.evals.suites.hdbo import HDBOBenchmark, HDBOTask, embedded
+from optiforge.harness.runner import run_task
 from optiforge.sandboxes import get_sandbox
 from optiforge.sandboxes.base import ExecResult, Protections
 from optiforge.solvers.bo import AcqConfig, BOLoop

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from optiforge.cli.memory import app
 from optiforge.errors import MemoryStoreError
 from optiforge.memory import Candidate, Experience, Store
-from optiforge.memory.cli import app
 
 runner = CliRunner()
 

@@ -30,7 +30,7 @@ def _context(
 ) -> Any:
     """A RunContext like the runner's; the memory opens with or without the MiniLM embedder."""
     from optiforge.config import RunSettings
-    from optiforge.evals.runner import build_context
+    from optiforge.harness.context import build_context
     from optiforge.memory import Store
 
     settings = RunSettings(

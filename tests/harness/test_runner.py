@@ -11,7 +11,7 @@ import pytest
 from optiforge.agents import AgentOutcome, AgentSpec
 from optiforge.agents.kit import SearchConfig, run_search
 from optiforge.config import RunSettings
-from optiforge.evals.runner import average_ranks, mean_ci95, run_eval, run_task, summarize
+from optiforge.harness.runner import average_ranks, mean_ci95, run_eval, run_task, summarize
 from optiforge.testing.toy_search import GaussianProposer, ToyProblem, ToyTask
 
 
@@ -156,9 +156,9 @@ def test_eval_on_funcfit_is_resumable(tmp_path: Path) -> None:
 def test_the_task_budget_is_the_one_budget_name() -> None:
     """--budget, else the task's own budget (an hdbo protocol's total), else the agent's."""
     from optiforge.agents import get_agent
-    from optiforge.evals.runner import run_budget
     from optiforge.evals.suites.cbo import CBOBenchmark
     from optiforge.evals.suites.hdbo import HDBOBenchmark
+    from optiforge.harness.runner import run_budget
 
     kd = get_agent("kernel-discovery")
     lit = HDBOBenchmark("literature").tasks("dev")[0]

@@ -328,8 +328,8 @@ def run(
     _sandbox_policy(unsafe_sandbox, sandbox)
     from optiforge.agents import get_agent
     from optiforge.evals.registry import get_benchmark, resolve_task
-    from optiforge.evals.report import write_run_plot
-    from optiforge.evals.runner import run_budget, run_task
+    from optiforge.harness.report import write_run_plot
+    from optiforge.harness.runner import run_budget, run_task
     from optiforge.runs import new_run_id
 
     spec = get_agent(agent)
@@ -478,8 +478,8 @@ def eval_cmd(
     """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
     _sandbox_policy(unsafe_sandbox, "local")
     from optiforge.agents import get_agent
-    from optiforge.evals.report import eval_tables
-    from optiforge.evals.runner import run_eval
+    from optiforge.harness.report import eval_tables
+    from optiforge.harness.runner import run_eval
     from optiforge.runs import new_run_id
 
     spec = get_agent(agent)
@@ -549,7 +549,7 @@ def eval_cmd(
 @app.command()
 def report(directory: Annotated[Path, typer.Argument(help="A run or eval directory.")]) -> None:
     """Render a run or eval as one self-contained HTML page (report.html)."""
-    from optiforge.evals.report import render_report
+    from optiforge.harness.report import render_report
 
     path = render_report(directory)
     console.print(f"wrote {path}")
@@ -557,10 +557,10 @@ def report(directory: Annotated[Path, typer.Argument(help="A run or eval directo
 
 def _mount_optional() -> None:
     """Sub-apps that live next to their services."""
-    from optiforge.memory.cli import app as memory_app
+    from optiforge.cli.memory import app as memory_app
 
     app.add_typer(memory_app, name="memory")
-    from optiforge.agents.autorem.cli import app as autorem_app
+    from optiforge.cli.autorem import app as autorem_app
 
     app.add_typer(autorem_app, name="autorem")
 
@@ -591,6 +591,3 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(2)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

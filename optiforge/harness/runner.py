@@ -26,104 +26,19 @@ from optiforge.agents.kit import RunContext
 from optiforge.config import RunSettings, build_config
 from optiforge.errors import ConfigError, OptiforgeError
 from optiforge.evals.registry import get_benchmark
+from optiforge.harness.context import build_context, close_context
 from optiforge.runs import RunRecorder, read_manifest, to_json_line
 
 SUMMARY = "summary.json"
 RESULTS = "results.jsonl"
 
 
-# ----------------------------------------------------------------------------- context
+# ----------------------------------------------------------------------------- budget
 
 
 def run_budget(task: Any, spec: AgentSpec, settings: RunSettings) -> int:
     """Evaluations of one run: ``--budget``, else the task's own, else the agent's default."""
     return int(settings.budget or task.budget or spec.default_budget)
-
-
-def build_context(
-    settings: RunSettings,
-    recorder: RunRecorder | None,
-    agent: str,
-    *,
-    workers: int | None = None,
-    llm: Any | None = None,
-) -> RunContext:
-    """Live services for one run, wired to its recorder (the tracer).
-
-    llm: an LLM object to use instead of the one ``settings.model`` names (tests,
-    programmatic use); it is charged to this run's budget when it has none.
-    """
-    from optiforge.llm import Budget
-
-    tracer = recorder if recorder is not None else None
-    budget = Budget(
-        max_calls=settings.max_llm_calls,
-        max_usd=settings.max_usd,
-        max_wall_s=settings.max_wall_s,
-        max_sandbox_s=settings.max_sandbox_s,
-    )
-    if llm is None:
-        llm = _make_llm(settings, budget, tracer)
-    elif hasattr(llm, "budget") and getattr(llm, "budget", None) is None:
-        llm.budget = budget
-    from optiforge.sandboxes import get_sandbox
-
-    sandbox = get_sandbox(settings.sandbox, tracer=tracer)
-    memory = None
-    if settings.memory != "none":
-        from optiforge.memory import Store
-
-        memory = Store(settings.memory)
-    n_workers = settings.workers if workers is None else workers
-    executor = None
-    if n_workers > 1:
-        from optiforge.sandboxes import ProcessExecutor
-
-        executor = ProcessExecutor(n_workers)
-    ctx = RunContext(
-        llm=llm,
-        sandbox=sandbox,
-        memory=memory,
-        executor=executor,
-        budget=budget,
-        seed=settings.seed,
-        run_dir=recorder.run_dir if recorder else None,
-        agent=agent,
-    )
-    if recorder is not None:
-        ctx.tracer = recorder
-    return ctx
-
-
-def _make_llm(settings: RunSettings, budget: Any, tracer: Any) -> Any:
-    from optiforge.llm import Cassette, ResponseCache, make_llm
-
-    if settings.record and settings.replay:
-        raise ConfigError("--record and --replay exclude each other")
-    cassette = None
-    if settings.record:
-        cassette = Cassette(settings.record, mode="record")
-    elif settings.replay:
-        if not Path(settings.replay).is_file():
-            raise ConfigError(f"--replay {settings.replay}: no such cassette file")
-        cassette = Cassette(settings.replay, mode="replay")
-    cache = ResponseCache(settings.cache) if settings.cache else None
-    kwargs: dict[str, Any] = {
-        "budget": budget,
-        "tracer": tracer,
-        "cache": cache,
-        "cassette": cassette,
-    }
-    if settings.api_base:
-        kwargs["api_base"] = settings.api_base
-    return make_llm(settings.model, **kwargs)
-
-
-def _close_context(ctx: RunContext) -> None:
-    if ctx.executor is not None:
-        ctx.executor.shutdown()
-    if ctx.memory is not None and hasattr(ctx.memory, "close"):
-        ctx.memory.close()
 
 
 # ----------------------------------------------------------------------------- one run
@@ -251,7 +166,7 @@ def run_task(
         recorder.finish("failed", error=f"{type(err).__name__}: {err}")
         raise
     finally:
-        _close_context(ctx)
+        close_context(ctx)
 
 
 def _harness_trace(verification: dict[str, Any]) -> list[float | None] | None:
@@ -403,7 +318,7 @@ def run_eval(
     if sections:
         summary["report_sections"] = sections
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    from optiforge.evals.report import write_markdown, write_plots
+    from optiforge.harness.report import write_markdown, write_plots
 
     write_plots(summary, rows, out)
     benchmark.report_plots(summary, rows, out)
