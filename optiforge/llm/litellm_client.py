@@ -81,8 +81,46 @@ def retry_after_s(headers: dict[str, str]) -> float | None:
         return max(0.0, when.timestamp() - time.time())
 
 
+# The openai client refuses to send a request without a key and litellm reports that as
+# an InternalServerError (HTTP 500): it is a missing key, not a transient failure.
+_MISSING_KEY_MARKERS = ("missing credentials", "api_key client option must be set")
+
+# Placeholder key for OpenAI-compatible servers at --api-base: local servers (vLLM,
+# llama.cpp, LM Studio, Ollama's /v1) need none, but the openai client refuses to send a
+# request without one. A server that does check keys answers 401, which names the variable.
+PLACEHOLDER_KEY = "sk-no-key-needed"
+_KEYED_PREFIXES = ("openai/", "hosted_vllm/", "text-completion-openai/")
+
+
+def key_variable(model: str) -> str | None:
+    """The environment variable litellm reads the key of ``model``'s provider from."""
+    prefix = model.split("/", 1)[0].lower() if "/" in model else "openai"
+    return {
+        "openai": "OPENAI_API_KEY",
+        "text-completion-openai": "OPENAI_API_KEY",
+        "anthropic": "ANTHROPIC_API_KEY",
+        "gemini": "GEMINI_API_KEY",
+        "mistral": "MISTRAL_API_KEY",
+        "groq": "GROQ_API_KEY",
+        "together_ai": "TOGETHERAI_API_KEY",
+        "openrouter": "OPENROUTER_API_KEY",
+        "deepseek": "DEEPSEEK_API_KEY",
+        "hosted_vllm": "HOSTED_VLLM_API_KEY",
+    }.get(prefix)
+
+
+def _auth_hint(model: str) -> str:
+    var = key_variable(model)
+    where = f"set {var}" if var else "set the provider's API key variable"
+    return f" ({where}, or pass --api-base for a local server that needs no key)"
+
+
 def translate_exception(err: BaseException, model: str) -> LLMError:
-    """Map a litellm/openai/httpx exception onto the optiforge LLMError taxonomy."""
+    """Map a litellm/openai/httpx exception onto the optiforge LLMError taxonomy.
+
+    Authentication failures (401/403, or a request the client refused to send for want of
+    a key) become ``LLMAuthError``, which is never retried and names the variable to set.
+    """
     import litellm
     import openai
 
@@ -94,7 +132,9 @@ def translate_exception(err: BaseException, model: str) -> LLMError:
         401,
         403,
     ):
-        return LLMAuthError(msg)
+        return LLMAuthError(msg + _auth_hint(model))
+    if any(m in str(err).lower() for m in _MISSING_KEY_MARKERS):
+        return LLMAuthError(f"{model}: no API key" + _auth_hint(model))
     if isinstance(err, litellm.RateLimitError) or status == 429:
         return LLMRateLimited(msg, retry_after=retry_after_s(_headers(err)))
     if isinstance(err, litellm.Timeout | openai.APITimeoutError | TimeoutError):
@@ -115,7 +155,8 @@ class LiteLLM(BaseLLM):
             ``ollama/llama3.1``, ``hosted_vllm/<name>``, or ``openai/<name>`` with ``api_base``
             for any OpenAI-compatible server.
         api_base / api_key: passed through; without api_key litellm reads the provider's
-            environment variable (see ``optiforge.llm.providers``).
+            environment variable (see ``optiforge.llm.providers``). An OpenAI-compatible
+            ``api_base`` with no key set gets ``PLACEHOLDER_KEY`` (local servers need none).
         timeout_s: per request; a slower answer raises LLMTimeout (retried).
         json_mode: send ``response_format={"type": "json_object"}`` with a schema; None
             asks litellm whether the provider supports it. The schema is always also
@@ -150,6 +191,10 @@ class LiteLLM(BaseLLM):
         super().__init__(max_retries=max_retries, params=params, **kwargs)
         self.model = model.strip()
         self.api_base = api_base
+        if api_key is None and api_base and self.model.lower().startswith(_KEYED_PREFIXES):
+            var = key_variable(self.model)
+            if not (var and os.environ.get(var)):
+                api_key = PLACEHOLDER_KEY
         self.api_key = api_key
         self.timeout_s = float(timeout_s)
         self.json_mode = json_mode

@@ -54,7 +54,7 @@ PROVIDERS: tuple[ProviderExample, ...] = (
         model="openai/<model-name>",
         env_var="OPENAI_API_KEY",
         api_base="http://<host>:<port>/v1",
-        notes="any OpenAI-compatible server via --api-base (key may be any string)",
+        notes="any OpenAI-compatible server via --api-base (no key needed unless the server checks one)",
     ),
     ProviderExample(
         provider="offline",

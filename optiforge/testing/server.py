@@ -53,6 +53,8 @@ class OpenAICompatServer:
         self.default = default
         self.handler = handler
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
+        """The ``Authorization`` header of each request, in order (None when absent)."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -99,6 +101,7 @@ class OpenAICompatServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
+                server.authorizations.append(self.headers.get("Authorization"))
                 raw = self.rfile.read(length) if length else b"{}"
                 if self.path.rstrip("/") not in _PATHS:
                     self._send(404, {"error": {"message": f"unknown path {self.path}"}})

@@ -288,3 +288,42 @@ def test_hosted_vllm_provider_string_reaches_the_server(openai_server: OpenAICom
     c = make(openai_server, model="hosted_vllm/test-model").complete(USER, schema=Point)
     assert c.parsed == Point(x=7, y=8) and c.record.model == "hosted_vllm/test-model"
     assert openai_server.requests[0]["model"] == "test-model"
+
+
+def test_openai_compatible_server_needs_no_key(
+    openai_server: OpenAICompatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's `--model openai/<m> --api-base URL` works with no OPENAI_API_KEY set."""
+    from optiforge.llm.litellm_client import PLACEHOLDER_KEY
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    openai_server.script([{"content": "hi"}])
+    llm = LiteLLM("openai/local-model", api_base=openai_server.url, timeout_s=5.0)
+    assert llm.complete(USER).text == "hi"
+    assert openai_server.authorizations == [f"Bearer {PLACEHOLDER_KEY}"]
+
+
+def test_a_set_key_is_sent_to_the_api_base(
+    openai_server: OpenAICompatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real")
+    openai_server.script([{"content": "hi"}])
+    LiteLLM("openai/local-model", api_base=openai_server.url, timeout_s=5.0).complete(USER)
+    assert openai_server.authorizations == ["Bearer sk-real"]
+
+
+def test_missing_key_is_an_auth_error_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No key for a hosted provider: one attempt, no backoff, and the message names the
+    variable to set (it used to be a retried "InternalServerError" for 25-32 s)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm = LiteLLM("openai/gpt-4o-mini", timeout_s=5.0)
+    with pytest.raises(LLMAuthError, match="OPENAI_API_KEY") as info:
+        llm.complete(USER)
+    assert info.value.attempts == 1  # type: ignore[attr-defined]
+
+
+def test_rejected_key_is_not_retried(openai_server: OpenAICompatServer) -> None:
+    openai_server.script([{"status": 401, "error": "invalid api key"}] * 3)
+    with pytest.raises(LLMAuthError, match="OPENAI_API_KEY"):
+        make(openai_server).complete(USER)
+    assert openai_server.count == 1
