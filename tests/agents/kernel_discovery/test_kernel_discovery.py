@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from optiforge.agents.kernel_discovery import (
-    functional_clusters,
-    grammar,
-)
+from optiforge.agents.kernel_discovery import grammar
+from optiforge.agents.kernel_discovery.problem import functional_clusters
 from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.registry import resolve_task

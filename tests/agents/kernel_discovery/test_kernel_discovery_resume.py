@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from optiforge.agents.kernel_discovery import BO_EVALUATIONS, select_kernel
+from optiforge.agents.kernel_discovery.agent import BO_EVALUATIONS, select_kernel
 from optiforge.agents.kit import Evaluated
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task

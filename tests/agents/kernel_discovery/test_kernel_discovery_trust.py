@@ -20,7 +20,9 @@ import torch
 from _hidden_facts import hdbo_hidden_phrases
 
 import optiforge.agents.kernel_discovery as kd
-from optiforge.agents.kernel_discovery import SandboxedKernel, code_prompt, form_prompt
+import optiforge.agents.kernel_discovery.agent as kd_agent
+from optiforge.agents.kernel_discovery.agent import SandboxedKernel
+from optiforge.agents.kernel_discovery.proposers import KernelForm, code_prompt, form_prompt
 from optiforge.config import RunSettings
 from optiforge.errors import SolverError
 from optiforge.evals.registry import resolve_task
@@ -159,15 +161,15 @@ def test_agent_never_runs_llm_code_in_the_parent(
     # Which kernel wins on LOO-CRPS is not this test's question: each search reports the
     # passing LLM kernel as its best and it is selected, so the BO rounds and the final
     # refit must use it.
-    search = kd.run_search
+    search = kd_agent.run_search
 
     def prefer_llm(*a: Any, **kw: Any) -> Any:
         res = search(*a, **kw)
         llm = [e for e in res.history if "source" in e.payload and e.passed]
         return res.model_copy(update={"best": llm[0]}) if llm else res
 
-    monkeypatch.setattr(kd, "run_search", prefer_llm)
-    monkeypatch.setattr(kd, "select_kernel", lambda best, inc, margin: best or inc)
+    monkeypatch.setattr(kd_agent, "run_search", prefer_llm)
+    monkeypatch.setattr(kd_agent, "select_kernel", lambda best, inc, margin: best or inc)
 
     marker = tmp_path / "ran-in-parent"
     src = _marker_source(marker)
@@ -231,7 +233,7 @@ def test_prompts_name_no_hidden_fact(task: HDBOTask) -> None:
         Evaluated(id="b", key="b", payload={"form": "k: exp(-r)"}, passed=True, value=0.3),
     ]
     text = form_prompt(_Problem(), pop, pop[:1], "mutation") + code_prompt(
-        kd.KernelForm(name="x", form="exp(-r)")
+        KernelForm(name="x", form="exp(-r)")
     )
     assert task.agent_name and task.agent_name in text and str(task.dim) in text
     lowered = text.lower()

@@ -1,0 +1,49 @@
+"""Kernel Discovery's options (``KernelDiscoveryConfig``, the agent's ``config_model``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class KernelDiscoveryConfig(BaseModel):
+    """Options of the ``kernel-discovery`` agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    refresh_every: int = Field(default=5, ge=1)
+    """BO rounds between kernel refreshes (the kernel's hyperparameters are refitted every round)."""
+    kernel_evals_per_refresh: int = Field(default=6, ge=1)
+    """Kernel fits (LOO-CRPS scorings) per refresh, seeds included."""
+    proposals_per_round: int = Field(default=3, ge=1)
+    population_size: int = Field(default=6, ge=1)
+    carry_over: int = Field(default=3, ge=0)
+    """Best distinct kernels of a refresh re-scored as seeds of the next one."""
+    seed_kernels: list[str] = Field(default_factory=lambda: ["RBF_ARD", "Matern52_ARD"])
+    """Expressions every refresh starts from (RBF_ARD is always added: it is the reference)."""
+    bases: list[str] = Field(
+        default_factory=lambda: [
+            "RBF",
+            "RBF_ARD",
+            "Matern12_ARD",
+            "Matern32_ARD",
+            "Matern52",
+            "Matern52_ARD",
+            "RQ",
+            "RQ_ARD",
+            "Periodic",
+            "Linear",
+        ]
+    )
+    """Base kernels the compositional search may use."""
+    max_complexity: int = Field(default=3, ge=1)
+    """Most base-kernel occurrences in one expression."""
+    gp_restarts: int = Field(default=1, ge=1)
+    """Random restarts of each kernel's marginal-likelihood fit."""
+    max_code_reasks: int = Field(default=2, ge=0)
+    """Re-asks when LLM kernel code fails validation."""
+    dedup_tol: float = Field(default=2e-2, gt=0)
+    """Max |difference| of normalised fitted Gram matrices for two kernels to be duplicates."""
+    acq_restarts: int = Field(default=2, ge=1)
+    acq_raw_samples: int = Field(default=64, ge=8)
+    selection_margin: float = Field(default=0.0, ge=0.0)
+    """Relative LOO-CRPS improvement over the incumbent kernel a new kernel needs to replace it."""

@@ -1,0 +1,220 @@
+"""Kernel Discovery's domain: one kernel refresh as a search problem, and its sandbox glue.
+
+``KernelSearchProblem`` is one refresh's search (kernels for the current BO data);
+``KernelEvaluator`` scores a kernel payload by LOO-CRPS (library kernels in process, LLM
+code through the hdbo harness in the sandbox); ``validate_source`` runs the kernel
+validator in the sandbox for the re-ask loop; ``functional_clusters`` groups functional
+duplicates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, cast
+
+import torch
+
+from optiforge.agents.kernel_discovery import grammar
+from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
+from optiforge.agents.kit import Evaluated, Proposal, RunContext
+from optiforge.errors import InvalidCandidate
+from optiforge.evals.protocol import Score
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+class KernelEvaluator:
+    """Picklable: LOO-CRPS of one kernel payload on fixed data (runs in executor workers)."""
+
+    def __init__(
+        self,
+        task: Any,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        seed: int,
+        restarts: int,
+        backend: str = "local",
+        events_path: str | None = None,
+    ) -> None:
+        self.task, self.X, self.y = task, X, y
+        self.seed, self.restarts = seed, restarts
+        self.backend, self.events_path = backend, events_path
+
+    def __call__(self, payload: dict[str, Any]) -> Score:
+        if "expression" in payload:
+            # Library kernels are trusted code: fitted in this process.
+            spec = grammar.build_kernel(payload["expression"])
+            return self.task.score_kernel(
+                spec, self.X, self.y, seed=self.seed, n_restarts=self.restarts
+            )
+        from optiforge.runs import FileTracer
+        from optiforge.sandboxes import get_sandbox
+
+        tracer = FileTracer(self.events_path) if self.events_path else None
+        sandbox = get_sandbox(self.backend, tracer=tracer)
+        return self.task.score_kernel(
+            {"source": payload["source"]},
+            self.X,
+            self.y,
+            sandbox,
+            seed=self.seed,
+            n_restarts=self.restarts,
+        )
+
+
+class KernelSearchProblem:
+    """One refresh: search kernels for the current BO data (`n x D` unit cube, `n` standardised)."""
+
+    def __init__(
+        self,
+        task: Any,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        seeds: list[dict[str, Any]],
+        config: KernelDiscoveryConfig,
+        *,
+        seed: int,
+        events_path: str | None,
+        backend: str = "local",
+    ):
+        self.task = task
+        self.higher_is_better = False
+        self.X, self.y = X, y
+        self.seeds = seeds
+        self.config = config
+        self.seed = seed
+        self.events_path = events_path
+        self.backend = backend
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+    def initial(self, ctx: RunContext) -> list[Proposal]:
+        return [Proposal(payload=p, origin="seed") for p in self.seeds]
+
+    def materialize(self, proposal: Proposal, ctx: RunContext) -> dict[str, Any]:
+        p = proposal.payload
+        if "expression" in p:
+            expr = grammar.canonical(str(p["expression"]))
+            n_hyp = grammar.build_kernel(expr).n_hyperparameters(self.d)
+            if n_hyp > self.task.max_hyperparameters:
+                raise InvalidCandidate(
+                    f"{expr}: {n_hyp} hyperparameters > bound {self.task.max_hyperparameters} (d={self.d})"
+                )
+            return {"expression": expr}
+        src = p.get("source")
+        if not isinstance(src, str) or "def kernel" not in src or "HYPERPARAMETERS" not in src:
+            raise InvalidCandidate(
+                "kernel code must define kernel(x1, x2, params) and HYPERPARAMETERS"
+            )
+        # Text only here: parsing, validating and running it happen in the sandbox.
+        return {"source": src, "form": str(p.get("form", ""))}
+
+    def evaluator(self) -> Callable[[dict[str, Any]], Score]:
+        return KernelEvaluator(
+            self.task,
+            self.X,
+            self.y,
+            seed=self.seed,
+            restarts=self.config.gp_restarts,
+            backend=self.backend,
+            events_path=self.events_path,
+        )
+
+    def reflect(
+        self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
+    ) -> list[str]:
+        lessons = []
+        for ev in batch:
+            if "source" in ev.payload and ev.error:
+                lessons.append(
+                    f"LLM kernel form {ev.payload.get('form', '')[:120]!r} was rejected: {ev.error[:200]}"
+                )
+        return lessons
+
+
+def describe(ev: Evaluated | dict[str, Any]) -> str:
+    """Human-readable form of a kernel candidate."""
+    p = ev.payload if isinstance(ev, Evaluated) else ev
+    if "expression" in p:
+        return str(p["expression"])
+    return str(p.get("form") or "custom kernel")
+
+
+# ----------------------------------------------------------------------------- sandbox
+
+
+_SHIPPED = ("optiforge.errors", "optiforge.solvers.gp", "optiforge.solvers.bo")
+"""The optiforge modules the sandboxed validator and BO round import (shipped as files)."""
+
+
+_NUMERICS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MKL_CBWR", "ATEN_CPU_CAPABILITY")
+"""Host settings that pick BLAS code paths: passed on so a sandboxed round rounds as here."""
+
+
+def _sandbox_env() -> dict[str, str]:
+    import os
+
+    return {"OMP_NUM_THREADS": "1", **{k: os.environ[k] for k in _NUMERICS_ENV if k in os.environ}}
+
+
+def _sandbox_of(ctx: RunContext) -> Any:
+    if ctx.sandbox is not None:
+        return ctx.sandbox
+    from optiforge.sandboxes import get_sandbox
+
+    return get_sandbox("local")
+
+
+def validate_source(src: str, d: int, ctx: RunContext, max_hyperparameters: int) -> str | None:
+    """Run the kernel validator on ``src`` in the sandbox; the reason it fails, or None.
+
+    Only decides whether to re-ask the LLM; scoring re-checks everything in the harness.
+    """
+    import sys
+
+    from optiforge.sandboxes.payload import package_files
+
+    if "def kernel" not in src:
+        return "no `def kernel(x1, x2, params)` found in the reply"
+    req = json.dumps({"source": src, "d": d, "max_hyperparameters": max_hyperparameters})
+    res = _sandbox_of(ctx).run(
+        f"{sys.executable} -m optiforge.solvers.gp.validate_cli < request.json",
+        files={**package_files(*_SHIPPED), "request.json": req},
+        timeout_s=120,
+        env=_sandbox_env(),
+    )
+    if res.timed_out:
+        return "validation timed out"
+    try:
+        rep = json.loads(res.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return f"validator crashed: {res.stderr[-300:]}"
+    return None if rep.get("ok") else str(rep.get("reason", "rejected"))
+
+
+# ----------------------------------------------------------------------------- dedup
+
+
+def functional_clusters(evaluated: list[Evaluated], tol: float) -> list[list[Evaluated]]:
+    """Group passing candidates whose fingerprints agree within ``tol`` (greedy, best first)."""
+    clusters: list[tuple[torch.Tensor, list[Evaluated]]] = []
+    for ev in sorted(
+        [e for e in evaluated if e.passed and e.value is not None],
+        key=lambda e: cast(float, e.value),  # None filtered out above
+    ):
+        fp = ev.details.get("fingerprint")
+        if fp is None:
+            clusters.append((torch.empty(0), [ev]))
+            continue
+        f = torch.tensor(fp, dtype=torch.float64)
+        for ref, members in clusters:
+            if ref.shape == f.shape and ref.numel() and float((ref - f).abs().max()) <= tol:
+                members.append(ev)
+                break
+        else:
+            clusters.append((f, [ev]))
+    return [m for _, m in clusters]

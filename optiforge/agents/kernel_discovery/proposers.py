@@ -1,0 +1,210 @@
+"""Kernel Discovery's proposers: compositional search (offline) and the two-stage LLM proposer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from optiforge.agents.kernel_discovery import grammar
+from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
+from optiforge.agents.kernel_discovery.problem import describe, validate_source
+from optiforge.agents.kit import Evaluated, Proposal, RunContext
+from optiforge.errors import InvalidCandidate
+from optiforge.llm.structured import extract_code_block
+
+CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, no imports) defining:
+
+    NAME = "short name"
+    HYPERPARAMETERS = {
+        "lengthscale": {"shape": "ard", "init": 1.0, "bounds": [0.01, 100.0]},
+        "alpha": {"shape": "scalar", "init": 1.0, "bounds": [0.01, 100.0]},
+    }
+    def kernel(x1, x2, params):
+        # x1: n x d, x2: m x d float64 tensors in the unit cube; params: dict of positive
+        # tensors (shape () for "scalar", (d,) for "ard"). Return the n x m Gram block.
+        ...
+
+The kernel must be symmetric and positive semi-definite for any inputs, finite with finite
+gradients, and must not depend on which batch it is called with. Do not include a signal
+variance (the GP has one). Reply with exactly one ```python code block."""
+
+
+def _rank_biased(population: list[Evaluated], rng: np.random.Generator) -> Evaluated:
+    w = np.array([1.0 / (i + 1) for i in range(len(population))])
+    return population[int(rng.choice(len(population), p=w / w.sum()))]
+
+
+class CompositionalProposer:
+    """Offline: compositional kernel search (mutations S+B, S*B, B->B', and crossover)."""
+
+    name = "compositional"
+
+    def __init__(self, config: KernelDiscoveryConfig) -> None:
+        self.config = config
+
+    def propose(
+        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    ) -> list[Proposal]:
+        rng = ctx.rng("compositional", round_, len(population))
+        parents = [p for p in population if "expression" in p.payload] or []
+        if not parents:
+            parents_expr = ["RBF_ARD"]
+            return [
+                Proposal(
+                    payload={
+                        "expression": grammar.mutate(
+                            parents_expr[0], rng, self.config.bases, self.config.max_complexity
+                        )
+                    },
+                    origin="mutation",
+                )
+                for _ in range(n)
+            ]
+        out = []
+        for _ in range(n):
+            if len(parents) >= 2 and rng.random() < 0.3:
+                i, j = rng.choice(len(parents), size=2, replace=False)
+                a, b = parents[int(i)], parents[int(j)]
+                expr = grammar.crossover(
+                    a.payload["expression"],
+                    b.payload["expression"],
+                    rng,
+                    self.config.max_complexity,
+                )
+                out.append(
+                    Proposal(
+                        payload={"expression": expr}, parent_ids=[a.id, b.id], origin="crossover"
+                    )
+                )
+            else:
+                a = _rank_biased(parents, rng)
+                expr = grammar.mutate(
+                    a.payload["expression"], rng, self.config.bases, self.config.max_complexity
+                )
+                out.append(
+                    Proposal(payload={"expression": expr}, parent_ids=[a.id], origin="mutation")
+                )
+        return out
+
+
+class KernelForm(BaseModel):
+    """Stage one of the LLM proposer: a kernel's mathematical form."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    form: str
+    """The kernel as mathematics, e.g. ``k(x,x') = (1 + r^2/(2a))^-a * exp(-|x-x'|_1 / l)``."""
+    rationale: str = ""
+
+
+class LLMKernelProposer:
+    """Two stages: form (mutation/crossover of scored parents) -> validated code (with re-asks)."""
+
+    name = "llm"
+
+    def __init__(self, config: KernelDiscoveryConfig) -> None:
+        self.config = config
+
+    def propose(
+        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    ) -> list[Proposal]:
+        if ctx.llm is None:
+            raise InvalidCandidate("LLMKernelProposer needs an LLM")
+        rng = ctx.rng("llm-kernels", round_)
+        out: list[Proposal] = []
+        for _ in range(n):
+            if len(population) >= 2 and rng.random() < 0.4:
+                i, j = rng.choice(len(population), size=2, replace=False)
+                parents = [population[int(i)], population[int(j)]]
+                op = "crossover: combine the strengths of these two kernels into one new form"
+            else:
+                parents = [_rank_biased(population, rng)] if population else []
+                op = "mutation: change this kernel's form to fit the data better"
+            form = self._form(problem, population, parents, op, ctx)
+            src = self._code(problem, form, ctx)
+            out.append(
+                Proposal(
+                    payload={"source": src, "form": f"{form.name}: {form.form}"},
+                    parent_ids=[p.id for p in parents],
+                    origin="llm",
+                    rationale=form.rationale[:300],
+                )
+            )
+        return out
+
+    def _form(
+        self,
+        problem: Any,
+        population: list[Evaluated],
+        parents: list[Evaluated],
+        op: str,
+        ctx: RunContext,
+    ) -> KernelForm:
+        msg = form_prompt(problem, population, parents, op)
+        assert ctx.llm is not None  # propose() refuses to run without an LLM
+        reply = ctx.llm.complete([{"role": "user", "content": msg}], schema=KernelForm)
+        assert isinstance(reply.parsed, KernelForm)
+        return reply.parsed
+
+    def _code(self, problem: Any, form: KernelForm, ctx: RunContext) -> str:
+        messages: list[dict[str, Any]] = [
+            {
+                "role": "user",
+                "content": code_prompt(form),
+            }
+        ]
+        src = ""
+        assert ctx.llm is not None  # propose() refuses to run without an LLM
+        for attempt in range(self.config.max_code_reasks + 1):
+            reply = ctx.llm.complete(messages)
+            src = extract_code_block(reply.text)
+            reason = validate_source(
+                src, int(problem.X.shape[1]), ctx, problem.task.max_hyperparameters
+            )
+            if reason is None:
+                return src
+            ctx.tracer.event("kernel_code_rejected", form=form.name, attempt=attempt, reason=reason)
+            messages += [
+                {"role": "assistant", "content": reply.text or ""},
+                {
+                    "role": "user",
+                    "content": f"That code was rejected: {reason}. Fix it and reply with one ```python block.",
+                },
+            ]
+        return src  # still invalid: the loop's evaluation rejects it and logs the reason
+
+
+def _parents_text(parents: list[Evaluated]) -> str:
+    return "\n".join(f"- {describe(p)}: LOO-CRPS {p.value:.4f}" for p in parents)
+
+
+def form_prompt(
+    problem: Any, population: list[Evaluated], parents: list[Evaluated], op: str
+) -> str:
+    """Stage-one prompt: the data's size, the scored kernels, the operation.
+
+    Of the task it shows only ``agent_name`` and ``description`` (the input dimension);
+    never ``task.name`` (the CLI id names the function) or ``task.hidden``.
+    """
+    n, d = problem.X.shape
+    task = problem.task
+    return (
+        f"We run Bayesian optimization on a {d}-dimensional black-box function "
+        f"(task {getattr(task, 'agent_name', '') or 'unnamed'}: {task.description}). A GP "
+        f"surrogate is fitted to {n} observations in the unit "
+        "cube; kernels are scored by leave-one-out CRPS (lower is better: it penalizes "
+        "overconfident fits).\n\nKernels scored so far (best first):\n"
+        f"{_parents_text(population[:6]) or '- none yet'}\n\n"
+        f"Operation: {op}\n{_parents_text(parents)}\n\n"
+        "Propose ONE novel kernel as a mathematical form (not code). It must be a valid "
+        "positive semi-definite kernel. Do not repeat a form above under another name: "
+        "functionally identical kernels are wasted. Answer as JSON with keys name, form, rationale."
+    )
+
+
+def code_prompt(form: KernelForm) -> str:
+    """Stage-two prompt: implement ``form`` under ``CODE_PROTOCOL`` (nothing about the task)."""
+    return f"Implement this GP kernel.\n\nForm: {form.name}: {form.form}\n\n{CODE_PROTOCOL}"
