@@ -114,7 +114,7 @@ def test_imports_point_downward() -> None:
 # exception: AutoREM's ``load_task`` builds an ``AutoROTask`` around a user's problem (the
 # task type needs ``evals.protocol.Score``, so it cannot move below the evals layer).
 AGENT_SUITE_IMPORTS_ALLOWED = {
-    ("optiforge/agents/autorem/agent.py", "optiforge.evals.suites.autoro.benchmark"),
+    ("optiforge/agents/autorem/problem.py", "optiforge.evals.suites.autoro.benchmark"),
 }
 
 

@@ -68,7 +68,7 @@ def adapt(
 ) -> None:
     """Run AutoREM over a split and reflect failed trajectories into the memory."""
     from optiforge.agents.autorem.adapt import adapt as run_adapt
-    from optiforge.agents.autorem.agent import AutoREMConfig
+    from optiforge.agents.autorem.config import AutoREMConfig
     from optiforge.config import build_config
     from optiforge.evals.suites.autoro import AutoROBenchmark
 
@@ -104,12 +104,10 @@ def solve(
     ] = True,
 ) -> None:
     """Solve one instance; print the verdict and the accepted program."""
-    from optiforge.agents.autorem.agent import (
-        AutoREMConfig,
-        load_task,
-        outcome_from_state,
-        run_instance,
-    )
+    from optiforge.agents.autorem.agent import run_instance
+    from optiforge.agents.autorem.config import AutoREMConfig
+    from optiforge.agents.autorem.problem import load_task
+    from optiforge.agents.autorem.report import outcome_from_state
 
     task = load_task(instance)
     ctx = _context(model, api_base, memory, None, 0, embed)

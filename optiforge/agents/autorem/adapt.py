@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from optiforge.agents.autorem.agent import AutoREMConfig, run_instance
+from optiforge.agents.autorem.agent import run_instance
+from optiforge.agents.autorem.config import AutoREMConfig
 from optiforge.agents.kit import RunContext
 from optiforge.errors import ConfigError
 

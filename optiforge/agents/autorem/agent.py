@@ -13,19 +13,17 @@ Every attempt is recorded: an ``autorem_attempt`` event and a memory ``Candidate
 task, LLM, sandbox and memory travel outside it (closure and ``Runtime[RunContext]``).
 
 Offline (no LLM) the writer is the reference reformulator emitted as code
-(``codegen.counterpart_program``): offline accuracy measures the checker, not an LLM.
+(``proposers.counterpart_program``): offline accuracy measures the checker, not an LLM.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
-from optiforge.agents.autorem.codegen import counterpart_program
+from optiforge.agents.autorem.config import AutoREMConfig
 from optiforge.agents.autorem.experience import (
     AGENT,
     Attempt,
@@ -33,51 +31,25 @@ from optiforge.agents.autorem.experience import (
     diagnose_llm,
     diagnose_rules,
     experience_id,
-    redact_reasons,
-    render_lessons,
     retrieve_entries,
     to_experience,
 )
+from optiforge.agents.autorem.problem import AutoROTask, load_task
+from optiforge.agents.autorem.proposers import (
+    counterpart_program,
+    extract_code,
+    first_prompt,
+    repair_message,
+)
+from optiforge.agents.autorem.report import outcome_from_state
 from optiforge.agents.kit import RunContext, run_graph
 from optiforge.agents.kit.lineage import memory_id, record_candidate, task_id
 from optiforge.agents.spec import AgentOutcome
-from optiforge.errors import (
-    BudgetExceeded,
-    ConfigError,
-    InvalidTask,
-    LLMError,
-)
-from optiforge.evals.suites.autoro.benchmark import AutoROTask
-from optiforge.llm.structured import extract_code_block
-from optiforge.solvers.robust.instance import ROInstance, parse_instance
+from optiforge.errors import BudgetExceeded, ConfigError, LLMError
+from optiforge.evals.protocol import Task
+from optiforge.solvers.robust.instance import ROInstance
 
 CHECKPOINTS = "autorem_checkpoints.sqlite"
-
-SYSTEM_PROMPT = (
-    "You are an expert in robust optimization. Given an uncertain optimization problem, "
-    "write the deterministic robust counterpart as ONE self-contained Python program "
-    "using cvxpy that follows the I/O protocol below. Reply with exactly one ```python "
-    "code block."
-)
-
-
-class AutoREMConfig(BaseModel):
-    """Options of the ``autorem`` agent."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    max_attempts: int = Field(default=3, ge=1, le=10)
-    """Code attempts per instance: the first plus repairs with the verdict fed back."""
-    use_memory: bool = True
-    """Retrieve experience entries into the prompt (False: the no-memory ablation)."""
-    k_entries: int = Field(default=4, ge=1, le=20)
-    """Entries retrieved per instance at most."""
-    reflect: Literal["never", "on_failure"] = "never"
-    """Write entries from failed trajectories (``adapt`` sets ``on_failure``)."""
-    reflector: Literal["auto", "llm", "rules"] = "auto"
-    """Diagnoser: ``llm`` (structured LLM call), ``rules`` (rule table); auto = llm if any."""
-    timeout_s: float = Field(default=60.0, gt=0)
-    """Wall-clock limit of one candidate program in the sandbox."""
 
 
 class AutoREMState(TypedDict, total=False):
@@ -93,94 +65,6 @@ class AutoREMState(TypedDict, total=False):
     tokens: int
     done: bool
     stop_reason: str
-
-
-# ----------------------------------------------------------------------------- input
-
-
-def load_task(data: Any) -> AutoROTask:
-    """The agent's entry point for an instance: task, ``ROInstance``, problem, JSON or path.
-
-    A JSON object with a ``problem`` key is an ``ROInstance``; any other object is an
-    ``ROProblem`` (its reference optimum is solved here so the verifier can compare).
-    Bad input (malformed JSON, unknown set type, non-convex nominal model) raises
-    ``InvalidTask`` with one line. Natural language without the problem JSON is not
-    accepted (extraction from prose is not implemented).
-    """
-    from optiforge.solvers.robust import ROProblem, parse_problem, reference_counterpart
-
-    if isinstance(data, AutoROTask):
-        return data
-    if isinstance(data, ROInstance):
-        return AutoROTask(data)
-    if isinstance(data, Path):
-        try:
-            data = data.read_text()
-        except OSError as exc:
-            raise InvalidTask(f"cannot read instance file {data}: {exc.strerror}") from None
-    if isinstance(data, str | bytes):
-        head = data.lstrip()[:1]
-        if head not in ("{", b"{", "[", b"["):
-            raise InvalidTask(
-                "AutoREM input must be the instance or problem JSON; natural language "
-                "without the JSON is not supported (no extraction step)"
-            )
-        try:
-            data = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InvalidTask(f"malformed JSON for AutoREM input: {exc}") from None
-    if isinstance(data, dict) and "problem" in data:
-        return AutoROTask(parse_instance(data))
-    problem = data if isinstance(data, ROProblem) else parse_problem(data)
-    from optiforge.errors import SolverError
-
-    try:
-        ref = reference_counterpart(problem).solve()
-    except SolverError as exc:
-        raise InvalidTask(f"problem has no robust optimum to verify against: {exc}") from None
-    inst = ROInstance(
-        id=problem.name or "user-problem",
-        split="user",
-        difficulty=1,
-        description="A robust optimization problem given as JSON.",
-        problem=problem,
-        reference_objective=ref.objective,
-        reference_x=ref.x.tolist(),
-        set_types=problem.set_types(),
-        features=[],
-    )
-    return AutoROTask(inst)
-
-
-# ----------------------------------------------------------------------------- prompts
-
-
-def first_prompt(task: AutoROTask, lessons: list[ExperienceEntry]) -> list[dict[str, Any]]:
-    """System + user messages of the first attempt (lessons appended when retrieved)."""
-    user = task.description
-    block = render_lessons(lessons)
-    if block:
-        user += "\n\n" + block
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
-
-
-def repair_message(reasons: list[str]) -> dict[str, Any]:
-    """The user turn that feeds the verifier's verdict back."""
-    listed = "\n".join(f"- {r}" for r in redact_reasons(reasons[:8])) or "- (no reason given)"
-    return {
-        "role": "user",
-        "content": (
-            "The verifier rejected this program:\n"
-            f"{listed}\n"
-            "Fix the counterpart and reply with the complete corrected program in one "
-            "```python block."
-        ),
-    }
-
-
-def extract_code(text: str) -> str:
-    """The first fenced code block, else the whole reply."""
-    return extract_code_block(text)
 
 
 # ----------------------------------------------------------------------------- graph
@@ -405,33 +289,17 @@ def run_instance(
     return run.state  # type: ignore[return-value]
 
 
-def outcome_from_state(state: AutoREMState, *, memory_used: bool) -> AgentOutcome:
-    """Agent outcome: the last code attempt as the candidate, metrics in ``extra``."""
-    attempts = state.get("attempts", [])
-    ran = [a for a in attempts if "passed" in a]
-    best = next((a for a in ran if a["passed"]), ran[-1] if ran else None)
-    trace: list[float | None] = []
-    solved = False
-    for a in ran:
-        solved = solved or bool(a["passed"])
-        trace.append(1.0 if solved else None)
-    return AgentOutcome(
-        best_candidate=best["code"] if best else None,
-        claimed_value=(1.0 if best["passed"] else 0.0) if best else None,
-        trace=trace,
-        n_evaluations=len(ran),
-        stop_reason=state.get("stop_reason", ""),
-        extra={
-            "attempts": len(ran),
-            "solved": solved,
-            "llm_calls": state.get("llm_calls", 0),
-            "tokens": state.get("tokens", 0),
-            "retrieved": len(state.get("retrieved", [])),
-            "retrieved_ids": [r["id"] for r in state.get("retrieved", [])],
-            "memory_used": memory_used,
-            "entries_written": len(state.get("reflected", [])),
-            "proposer": ran[0]["origin"] if ran else None,
-            "tolerance": ran[-1].get("tolerance") if ran else None,
-            "last_reasons": ran[-1].get("reasons", [])[:3] if ran else [],
-        },
-    )
+def solve(
+    task: Task, ctx: RunContext, config: BaseModel, budget: int | None, resume: bool
+) -> AgentOutcome:
+    """Solve one AutoRO instance: retrieve, write code, verify in the sandbox, repair.
+
+    budget: caps the code attempts (evaluations) below ``config.max_attempts``.
+    """
+    assert isinstance(config, AutoREMConfig)
+    atask = load_task(task)
+    cfg = config
+    if budget is not None:
+        cfg = config.model_copy(update={"max_attempts": max(1, min(config.max_attempts, budget))})
+    state = run_instance(atask, ctx, cfg, resume=resume)
+    return outcome_from_state(state, memory_used=cfg.use_memory and ctx.memory is not None)

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from optiforge.agents.autorem.codegen import support_rule
+from optiforge.agents.autorem.proposers import redact_reasons, support_rule
 from optiforge.errors import MemoryStoreError, StructuredOutputError
 from optiforge.solvers.robust.instance import ROInstance
 
@@ -105,20 +105,6 @@ class Attempt(BaseModel):
     origin: str = "llm"
     """``llm``, ``repair`` or ``reference`` (the offline code generator)."""
     tokens: int = 0
-
-
-_REFERENCE_NUMBERS = re.compile(r"vs reference \S+ \(rel err [^)]*\)")
-
-
-def redact_reasons(reasons: list[str]) -> list[str]:
-    """Verifier reasons without the reference optimum (what the LLM may see).
-
-    The verifier's "objective mismatch" reason quotes the reference value and the
-    relative error; both would leak the answer into repair and reflection prompts.
-    """
-    return [
-        _REFERENCE_NUMBERS.sub("vs reference [hidden] (not within tolerance)", r) for r in reasons
-    ]
 
 
 def experience_id(entry: ExperienceEntry) -> str:
@@ -213,14 +199,6 @@ def retrieve_entries(
             found[rec.id] = (hit.score, entry)
     ranked = sorted(found.items(), key=lambda kv: -kv[1][0])
     return [(rid, e) for rid, (_, e) in ranked[:k]]
-
-
-def render_lessons(entries: list[ExperienceEntry]) -> str:
-    """The "Lessons" block of a prompt."""
-    if not entries:
-        return ""
-    blocks = [f"Lesson {i + 1}.\n{e.render()}" for i, e in enumerate(entries)]
-    return "Lessons from earlier failures (experience memory):\n\n" + "\n\n".join(blocks)
 
 
 # ----------------------------------------------------------------------------- rules

@@ -1,6 +1,10 @@
-"""Reference reformulator emitted as a standalone cvxpy program (AutoREM's offline proposer).
+"""AutoREM's writers: the LLM's prompts, and the reference reformulator as a program (offline).
 
-``counterpart_program(problem)`` writes one Python file that follows the candidate I/O
+The LLM writer is prompted with ``first_prompt`` (instance + retrieved lessons) and, after
+a rejection, ``repair_message`` (the verifier's reasons, redacted of the reference
+optimum); ``extract_code`` takes its program from the reply.
+
+Offline the writer is ``counterpart_program(problem)``: it writes one Python file that follows the candidate I/O
 protocol of ``optiforge.solvers.robust.candidate``: it reads ``instance.json``, builds
 the deterministic counterpart with the same dualisation rules as
 ``optiforge.solvers.robust.counterpart`` (REFERENCE.md "Robust counterparts") and prints
@@ -18,7 +22,15 @@ an LLM.
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING, Any
+
+from optiforge.agents.autorem.problem import AutoROTask
+from optiforge.llm.structured import extract_code_block
 from optiforge.solvers.robust.model import ROProblem
+
+if TYPE_CHECKING:  # experience imports support_rule from here
+    from optiforge.agents.autorem.experience import ExperienceEntry
 
 # One rule per set type: the body lines of ``support(u, w, aux)`` for that type.
 # ``w = P^T x`` (length ``k``) is a cvxpy expression; auxiliary constraints go to ``aux``.
@@ -164,3 +176,63 @@ def counterpart_program(problem: ROProblem, *, robust: bool = True) -> str:
     else:
         body = _BODY.format(objective_block="", row_block="")
     return code + body
+
+
+# ----------------------------------------------------------------------------- prompts
+
+SYSTEM_PROMPT = (
+    "You are an expert in robust optimization. Given an uncertain optimization problem, "
+    "write the deterministic robust counterpart as ONE self-contained Python program "
+    "using cvxpy that follows the I/O protocol below. Reply with exactly one ```python "
+    "code block."
+)
+
+
+_REFERENCE_NUMBERS = re.compile(r"vs reference \S+ \(rel err [^)]*\)")
+
+
+def redact_reasons(reasons: list[str]) -> list[str]:
+    """Verifier reasons without the reference optimum (what the LLM may see).
+
+    The verifier's "objective mismatch" reason quotes the reference value and the
+    relative error; both would leak the answer into repair and reflection prompts.
+    """
+    return [
+        _REFERENCE_NUMBERS.sub("vs reference [hidden] (not within tolerance)", r) for r in reasons
+    ]
+
+
+def render_lessons(entries: list[ExperienceEntry]) -> str:
+    """The "Lessons" block of a prompt."""
+    if not entries:
+        return ""
+    blocks = [f"Lesson {i + 1}.\n{e.render()}" for i, e in enumerate(entries)]
+    return "Lessons from earlier failures (experience memory):\n\n" + "\n\n".join(blocks)
+
+
+def first_prompt(task: AutoROTask, lessons: list[ExperienceEntry]) -> list[dict[str, Any]]:
+    """System + user messages of the first attempt (lessons appended when retrieved)."""
+    user = task.description
+    block = render_lessons(lessons)
+    if block:
+        user += "\n\n" + block
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def repair_message(reasons: list[str]) -> dict[str, Any]:
+    """The user turn that feeds the verifier's verdict back."""
+    listed = "\n".join(f"- {r}" for r in redact_reasons(reasons[:8])) or "- (no reason given)"
+    return {
+        "role": "user",
+        "content": (
+            "The verifier rejected this program:\n"
+            f"{listed}\n"
+            "Fix the counterpart and reply with the complete corrected program in one "
+            "```python block."
+        ),
+    }
+
+
+def extract_code(text: str) -> str:
+    """The first fenced code block, else the whole reply."""
+    return extract_code_block(text)

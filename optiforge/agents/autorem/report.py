@@ -1,4 +1,6 @@
-"""AutoREM accuracy table: accuracy per split and method, LLM calls/tokens per solved.
+"""What AutoREM reports: an instance's outcome (``outcome_from_state``) and the accuracy table.
+
+The accuracy table gives accuracy per split and method, LLM calls/tokens per solved.
 
 Reads eval rows (``results.jsonl`` of ``optiforge eval autorem``, or the rows
 themselves). Accuracy is the harness's re-verification (``verified``); every table
@@ -13,7 +15,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from optiforge.agents.spec import AgentOutcome
+
+if TYPE_CHECKING:  # the agent imports outcome_from_state from here
+    from optiforge.agents.autorem.agent import AutoREMState
 
 OFFLINE_NOTE = "offline accuracy measures the checker (reference reformulator as code), not an LLM"
 
@@ -109,3 +116,35 @@ def accuracy_table(source: str | Path | Iterable[Any] | list[dict[str, Any]]) ->
 def summary_notes(rows: list[dict[str, Any]]) -> list[str]:
     """Lines for the eval summary's ``notes`` (the runner prints them in summary.md)."""
     return accuracy_table(rows).splitlines()
+
+
+def outcome_from_state(state: AutoREMState, *, memory_used: bool) -> AgentOutcome:
+    """Agent outcome: the last code attempt as the candidate, metrics in ``extra``."""
+    attempts = state.get("attempts", [])
+    ran = [a for a in attempts if "passed" in a]
+    best = next((a for a in ran if a["passed"]), ran[-1] if ran else None)
+    trace: list[float | None] = []
+    solved = False
+    for a in ran:
+        solved = solved or bool(a["passed"])
+        trace.append(1.0 if solved else None)
+    return AgentOutcome(
+        best_candidate=best["code"] if best else None,
+        claimed_value=(1.0 if best["passed"] else 0.0) if best else None,
+        trace=trace,
+        n_evaluations=len(ran),
+        stop_reason=state.get("stop_reason", ""),
+        extra={
+            "attempts": len(ran),
+            "solved": solved,
+            "llm_calls": state.get("llm_calls", 0),
+            "tokens": state.get("tokens", 0),
+            "retrieved": len(state.get("retrieved", [])),
+            "retrieved_ids": [r["id"] for r in state.get("retrieved", [])],
+            "memory_used": memory_used,
+            "entries_written": len(state.get("reflected", [])),
+            "proposer": ran[0]["origin"] if ran else None,
+            "tolerance": ran[-1].get("tolerance") if ran else None,
+            "last_reasons": ran[-1].get("reasons", [])[:3] if ran else [],
+        },
+    )

@@ -9,10 +9,18 @@ from optiforge.agents.hawkeye.roofline import task_facts
 from optiforge.agents.hawkeye.strategies import KernelFacts, detect_all
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.evaluator import SandboxedTaskEvaluator
-from optiforge.errors import InvalidCandidate
-from optiforge.evals.protocol import Score
+from optiforge.errors import ConfigError, InvalidCandidate
+from optiforge.evals.protocol import Score, Task
 from optiforge.kernels.checks import check_candidate_source
 from optiforge.kernels.templates import read_params
+
+
+def check_task(task: Task) -> None:
+    """Refuse a task that is not a KernelArena one (no seed kernel or param space)."""
+    if not hasattr(task, "seed_code") or not hasattr(task, "param_space"):
+        raise ConfigError(
+            f"hawkeye needs a kernelarena task, got {getattr(task, 'suite', '?')}/{task.name}"
+        )
 
 
 class KernelProblem:

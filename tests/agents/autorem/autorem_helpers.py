@@ -6,7 +6,7 @@ import functools
 import json
 from typing import Any
 
-from optiforge.agents.autorem import counterpart_program
+from optiforge.agents.autorem.proposers import counterpart_program
 from optiforge.evals.suites.autoro import AutoROTask, make_instance
 from optiforge.solvers.robust import parse_problem
 from optiforge.solvers.robust.instance import ROInstance

@@ -8,15 +8,10 @@ from pathlib import Path
 
 from autorem_helpers import fenced, instance, sloppy_model, task
 
-from optiforge.agents.autorem import (
-    AutoREMConfig,
-    EntryTrigger,
-    ExperienceEntry,
-    adapt,
-    counterpart_program,
-    entry_from_experience,
-    solve,
-)
+from optiforge.agents.autorem import AutoREMConfig, solve
+from optiforge.agents.autorem.adapt import adapt
+from optiforge.agents.autorem.experience import EntryTrigger, ExperienceEntry, entry_from_experience
+from optiforge.agents.autorem.proposers import counterpart_program
 from optiforge.agents.kit import RunContext
 from optiforge.evals.suites.autoro import AutoROBenchmark
 from optiforge.llm import LiteLLM

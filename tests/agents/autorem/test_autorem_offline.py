@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from autorem_helpers import instance, task
 
-from optiforge.agents.autorem import SPEC, accuracy_table, counterpart_program
+from optiforge.agents.autorem import SPEC
+from optiforge.agents.autorem.proposers import counterpart_program
+from optiforge.agents.autorem.report import accuracy_table
 from optiforge.config import RunSettings
 from optiforge.harness.runner import run_task
 from optiforge.sandboxes import get_sandbox

@@ -7,22 +7,20 @@ import json
 import pytest
 from autorem_helpers import instance
 
-from optiforge.agents.autorem import (
-    SPEC,
+from optiforge.agents.autorem import SPEC, AutoREMConfig
+from optiforge.agents.autorem.agent import run_instance
+from optiforge.agents.autorem.experience import (
     Attempt,
-    AutoREMConfig,
     EntryTrigger,
     ExperienceEntry,
-    accuracy_table,
     diagnose_rules,
     entry_from_experience,
-    load_task,
-    outcome_from_state,
-    repair_message,
     retrieve_entries,
-    run_instance,
     to_experience,
 )
+from optiforge.agents.autorem.problem import load_task
+from optiforge.agents.autorem.proposers import repair_message
+from optiforge.agents.autorem.report import accuracy_table, outcome_from_state
 from optiforge.agents.kit import RunContext
 from optiforge.errors import InvalidTask, MemoryStoreError
 from optiforge.evals.protocol import Score

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from optiforge.agents.hawkeye import SPEC, AutotuneProposer, KernelProblem, LLMKernelProposer
+from optiforge.agents.hawkeye import SPEC
+from optiforge.agents.hawkeye.problem import KernelProblem
+from optiforge.agents.hawkeye.proposers import AutotuneProposer, LLMKernelProposer
 from optiforge.agents.kit import Proposal, RunContext, SearchConfig, run_search
 from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate

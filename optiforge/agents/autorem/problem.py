@@ -1,0 +1,72 @@
+"""The task-facing glue of AutoREM: any accepted input becomes one ``AutoROTask``.
+
+The instance type itself (``ROInstance``) lives in ``optiforge.solvers.robust.instance``;
+the task (``AutoROTask``: the instance plus the suite's verifier) is the one suite type
+the agent builds, so this module is the agent's only import of a suite.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from optiforge.errors import InvalidTask
+from optiforge.evals.suites.autoro.benchmark import AutoROTask
+from optiforge.solvers.robust.instance import ROInstance, parse_instance
+
+__all__ = ["AutoROTask", "load_task"]
+
+
+def load_task(data: Any) -> AutoROTask:
+    """The agent's entry point for an instance: task, ``ROInstance``, problem, JSON or path.
+
+    A JSON object with a ``problem`` key is an ``ROInstance``; any other object is an
+    ``ROProblem`` (its reference optimum is solved here so the verifier can compare).
+    Bad input (malformed JSON, unknown set type, non-convex nominal model) raises
+    ``InvalidTask`` with one line. Natural language without the problem JSON is not
+    accepted (extraction from prose is not implemented).
+    """
+    from optiforge.solvers.robust import ROProblem, parse_problem, reference_counterpart
+
+    if isinstance(data, AutoROTask):
+        return data
+    if isinstance(data, ROInstance):
+        return AutoROTask(data)
+    if isinstance(data, Path):
+        try:
+            data = data.read_text()
+        except OSError as exc:
+            raise InvalidTask(f"cannot read instance file {data}: {exc.strerror}") from None
+    if isinstance(data, str | bytes):
+        head = data.lstrip()[:1]
+        if head not in ("{", b"{", "[", b"["):
+            raise InvalidTask(
+                "AutoREM input must be the instance or problem JSON; natural language "
+                "without the JSON is not supported (no extraction step)"
+            )
+        try:
+            data = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidTask(f"malformed JSON for AutoREM input: {exc}") from None
+    if isinstance(data, dict) and "problem" in data:
+        return AutoROTask(parse_instance(data))
+    problem = data if isinstance(data, ROProblem) else parse_problem(data)
+    from optiforge.errors import SolverError
+
+    try:
+        ref = reference_counterpart(problem).solve()
+    except SolverError as exc:
+        raise InvalidTask(f"problem has no robust optimum to verify against: {exc}") from None
+    inst = ROInstance(
+        id=problem.name or "user-problem",
+        split="user",
+        difficulty=1,
+        description="A robust optimization problem given as JSON.",
+        problem=problem,
+        reference_objective=ref.objective,
+        reference_x=ref.x.tolist(),
+        set_types=problem.set_types(),
+        features=[],
+    )
+    return AutoROTask(inst)

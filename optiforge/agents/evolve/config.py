@@ -1,0 +1,19 @@
+"""Options of the ``evolve`` agent."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from optiforge.agents.kit import SearchConfig
+
+
+class EvolveConfig(BaseModel):
+    """Options of the ``evolve`` agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    search: SearchConfig = Field(default_factory=lambda: SearchConfig(max_evaluations=40))
+    function_name: str = "f"
+    """Name of the function every candidate must define."""
+    parents_shown: int = Field(default=3, ge=1)
+    """Programs (best first) shown to the LLM in each prompt."""

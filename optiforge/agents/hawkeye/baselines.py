@@ -1,0 +1,31 @@
+"""``hawkeye``'s baselines: the task's own kernel, and the offline autotuner on the same budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optiforge.agents.hawkeye.agent import run_hawkeye
+from optiforge.agents.hawkeye.config import HawkeyeConfig
+from optiforge.agents.hawkeye.problem import check_task
+from optiforge.agents.hawkeye.proposers import AutotuneProposer
+from optiforge.agents.kit import RunContext
+from optiforge.agents.spec import AgentOutcome
+from optiforge.evals.protocol import Task
+
+
+def reference_baseline(
+    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
+    """The task's own starting kernel, unchanged (speedup 1.0 by construction on GPU)."""
+    check_task(task)
+    payload = {"code": task.seed_code}  # type: ignore[attr-defined]
+    score = task.evaluate(payload, ctx.sandbox)
+    return AgentOutcome(best_candidate=payload, claimed_value=score.value,
+                        trace=[score.value if score.passed else None], n_evaluations=1, stop_reason="baseline")  # fmt: skip
+
+
+def autotune_baseline(
+    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+) -> AgentOutcome:
+    """The offline autotuner alone, with the same budget (the non-LLM baseline)."""
+    return run_hawkeye(task, ctx, HawkeyeConfig(), budget, False, AutotuneProposer())
