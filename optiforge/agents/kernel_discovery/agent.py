@@ -105,7 +105,7 @@ def _discover(
     incumbent: dict[str, Any] = {"expression": "RBF_ARD"}
     refreshes: list[dict[str, Any]] = []
     events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
-    progress, ctx.progress = ctx.progress, None  # the kernel searches' rounds are not BO progress
+    progress = ctx.progress
     total = budget or task.budget
     resume_path = ctx.run_dir / BO_EVALUATIONS if ctx.run_dir else None
     if resume_path is not None and resume_path.exists() and not resume:
@@ -177,18 +177,23 @@ def _discover(
 
     # BOLoop directly rather than task.run_bo: same settings, plus the resumable evaluation log.
     acq = AcqConfig(num_restarts=config.acq_restarts, raw_samples=config.acq_raw_samples)
-    trace = BOLoop(
-        task.problem(ctx.seed),
-        budget=total,
-        n_init=task.n_init,
-        kernel_provider=provider,
-        refresh_every=config.refresh_every,
-        seed=ctx.seed,
-        acq_config=acq,
-        name="kernel-discovery",
-        resume_path=resume_path,
-    ).run()
-    ctx.progress = progress
+    ctx.progress = None  # the kernel searches' rounds are not BO progress
+    try:
+        trace = BOLoop(
+            task.problem(ctx.seed),
+            budget=total,
+            n_init=task.n_init,
+            kernel_provider=provider,
+            refresh_every=config.refresh_every,
+            seed=ctx.seed,
+            acq_config=acq,
+            name="kernel-discovery",
+            resume_path=resume_path,
+        ).run()
+    finally:
+        # Restored however the loop ends: a caller that goes on with this context after
+        # an error or interrupt still has its progress callback.
+        ctx.progress = progress
     if progress is not None:
         progress({"evaluations": int(trace.y.numel()), "best": trace.best_value})
     final = _final_comparison(task, trace, carried, ctx, config)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -131,26 +132,86 @@ def _check_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kernel_evals_before = len(_lines(run_dir / "evaluations.jsonl"))
 
     calls = _counting(monkeypatch)
+    progress_resumed: list[dict[str, Any]] = []
     resumed = run_task(
-        "kernel-discovery", task, settings, run_dir, resume=True, with_baseline=False
+        "kernel-discovery",
+        task,
+        settings,
+        run_dir,
+        resume=True,
+        with_baseline=False,
+        progress=progress_resumed.append,
     )
     assert sum(calls) == BUDGET - KILL_AFTER  # the 13 finished evaluations were not redone
     assert resumed["n_evaluations"] == BUDGET
 
     calls.clear()
-    fresh = run_task("kernel-discovery", task, settings, tmp_path / "fresh", with_baseline=False)
+    progress_fresh: list[dict[str, Any]] = []
+    fresh = run_task(
+        "kernel-discovery",
+        task,
+        settings,
+        tmp_path / "fresh",
+        with_baseline=False,
+        progress=progress_fresh.append,
+    )
     assert sum(calls) == BUDGET
     # Same seed, uninterrupted: the very same points and values, hence the same best.
     assert resumed["extra"]["refreshes"] == fresh["extra"]["refreshes"]
     a, b = resumed["best_score"], fresh["best_score"]
     assert a == b and resumed["claimed_score"] == fresh["claimed_score"]
     assert resumed["trace"] == fresh["trace"]
+    # The whole outcome, not only the headline numbers: nothing a resume needs lives off
+    # the checkpointed state (BO log, search checkpoints), so nothing differs.
+    for key in ("n_evaluations", "observed_trace", "extra", "verification", "stop_reason"):
+        assert resumed[key] == fresh[key], key
+    bo_resumed, bo_fresh = (
+        _lines(run_dir / BO_EVALUATIONS),
+        _lines(tmp_path / "fresh" / BO_EVALUATIONS),
+    )
+    assert bo_resumed == bo_fresh  # same points, values, kernels, fallbacks, round by round
+    # Progress: the resumed run reports the same sequence (replayed refreshes included).
+    assert progress_resumed == progress_fresh and progress_fresh[-1]["evaluations"] == BUDGET
     # Finished kernel searches were replayed from their checkpoints, not re-scored: the
     # resumed run's kernel-evaluation log holds exactly the uninterrupted run's evaluations.
     ids_resumed = [e["id"] for e in _lines(run_dir / "evaluations.jsonl")]
     ids_fresh = [e["id"] for e in _lines(tmp_path / "fresh" / "evaluations.jsonl")]
     assert len(ids_resumed) == len(set(ids_resumed)) and sorted(ids_resumed) == sorted(ids_fresh)
     assert kernel_evals_before < len(ids_resumed)  # the refresh at round 4 ran after the resume
+
+
+class _Boom(Exception):
+    pass
+
+
+def test_progress_callback_is_restored_when_the_bo_loop_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The agent silences ``ctx.progress`` during the BO loop; it gets it back on failure too."""
+    from optiforge.agents.kernel_discovery import SPEC, KernelDiscoveryConfig
+    from optiforge.agents.kit import RunContext
+
+    task = resolve_task("hdbo/levy4_in_25@dev")
+    orig = HDBOProblem.__call__
+    n_calls = [0]
+
+    def fails_in_round_0(self: HDBOProblem, X: torch.Tensor) -> torch.Tensor:
+        n_calls[0] += 1
+        if n_calls[0] > 1:  # after the initial design and the first kernel refresh
+            raise _Boom()
+        return orig(self, X)
+
+    monkeypatch.setattr(HDBOProblem, "__call__", fails_in_round_0)
+    seen: list[dict[str, Any]] = []
+
+    def cb(info: dict[str, Any]) -> None:
+        seen.append(info)
+
+    ctx = RunContext(progress=cb)
+    with pytest.raises(_Boom):
+        SPEC.solve(task, ctx, KernelDiscoveryConfig(**AGENT), BUDGET, False)
+    assert seen and seen[-1]["evaluations"] == task.n_init  # the refresh reported progress
+    assert ctx.progress is cb
 
 
 def _ev(name: str, value: float) -> Evaluated:
