@@ -63,12 +63,8 @@ def run_one(
     import torch
 
     torch.set_num_threads(1)
-    from optiforge.agents.agent_cbo import (
-        AgentCBOConfig,
-        known_graph_baseline,
-        plain_bo_baseline,
-        run_agent,
-    )
+    from optiforge.agents.agent_cbo import AgentCBOConfig, run_agent
+    from optiforge.agents.agent_cbo.baselines import known_graph_baseline, plain_bo_baseline
     from optiforge.agents.kit import RunContext
     from optiforge.evals.suites.cbo.reference import trials_to_tolerance
     from optiforge.runs import ListTracer

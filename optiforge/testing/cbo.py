@@ -49,8 +49,8 @@ class BeliefGraphLLM(FunctionLLM):
         super().__init__(self._answer, model="belief-graph", **kwargs)
 
     def _answer(self, messages: list[dict[str, Any]], tools: Any, schema: Any) -> BaseModel:
+        from optiforge.agents.agent_cbo.proposers import Calibration, RepairChoice, RepairPlan
         from optiforge.agents.agent_cbo.structure import EdgeBelief, EdgeBeliefs
-        from optiforge.agents.agent_cbo.subagents import Calibration, RepairChoice, RepairPlan
 
         text = "\n".join(str(m.get("content") or "") for m in messages)
         name = getattr(schema, "__name__", "")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig, EdgeBelief, EdgeBeliefs, run_agent
+from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig, run_agent
+from optiforge.agents.agent_cbo.structure import EdgeBelief, EdgeBeliefs
 from optiforge.agents.kit import RunContext
 from optiforge.config import RunSettings
 from optiforge.evals.suites.cbo import CBOBenchmark, CBOTask
@@ -71,7 +72,7 @@ def test_repair_choices_outside_the_uncertain_structure_are_rejected(toy: CBOTas
     """A repair plan naming an unknown variable or more edits than the bound: each such
     choice is rejected with its reason before the gate, and recorded; one that would remove
     a protected adjacency reaches the gate and is rejected there."""
-    from optiforge.agents.agent_cbo.subagents import Calibration, RepairChoice, RepairPlan
+    from optiforge.agents.agent_cbo.proposers import Calibration, RepairChoice, RepairPlan
 
     def answer(messages, tools, schema):  # noqa: ANN001, ANN202
         if schema is EdgeBeliefs:  # confirm the truth: X->Z and Z->Y become the backbone
@@ -113,7 +114,7 @@ def test_calibration_can_be_switched_off(toy: CBOTask) -> None:
 def test_intervention_evidence_marks_descendants() -> None:
     import numpy as np
 
-    from optiforge.agents.agent_cbo.subagents import intervention_evidence
+    from optiforge.agents.agent_cbo.proposers import intervention_evidence
 
     rng = np.random.default_rng(0)
     obs = {"X": rng.normal(size=500), "Z": rng.normal(size=500), "Y": rng.normal(size=500)}

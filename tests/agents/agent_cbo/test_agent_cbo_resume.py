@@ -1,4 +1,11 @@
-"""agent-cbo resume: kill -9 mid-run, resume, and match an uninterrupted run."""
+"""agent-cbo resume: kill -9 mid-run, resume, and match an uninterrupted run.
+
+The graph state is the agent's only record (``agent.py``'s docstring): a resumed run
+rebuilds its numerical session from the checkpointed state once, and its outcome (trace,
+interventions, gate decisions, beliefs, evaluations) equals a straight run of the seed.
+Offline and with an LLM that the commit gate must keep rejecting (its calibration and
+repair calls fall on both sides of the kill).
+"""
 
 from __future__ import annotations
 
@@ -15,13 +22,21 @@ import pytest
 
 from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig
 from optiforge.agents.kit import RunContext
+from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import ConfigError
 from optiforge.evals.suites.cbo import CBOBenchmark, CBOTask
 from optiforge.runs import FileTracer
+from optiforge.testing.cbo import BeliefGraphLLM
 
 BUDGET = 8
 SEED = 1
-CONFIG = {"grid_1d": 41, "n_obs": 100}
+CONFIG = {"grid_1d": 41, "n_obs": 100, "llm_every": 2}
+"""``llm_every=2``: with an LLM, calibration and repair consult it at rounds 2, 4 and 6, so
+the kill (after trial 3 or later) falls between consultations."""
+
+# Believes X -> Z, X -> Y and no Z -> Y (the truth is X -> Z -> Y): it keeps proposing
+# the removal of Z -> Y, which the gate rejects (see test_agent.py).
+WRONG = ([("X", "Z"), ("X", "Y")], {"absent": [("Z", "Y")], "confidence": 0.9})
 
 # The child runs the same solve with a slow environment (each intervention sleeps), so
 # the parent can kill it between trials reliably.
@@ -33,19 +48,23 @@ from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig
 from optiforge.agents.kit import RunContext
 from optiforge.evals.suites.cbo import CBOBenchmark
 from optiforge.runs import FileTracer
+from optiforge.testing.cbo import BeliefGraphLLM
 
 run_dir = Path(sys.argv[1])
+llm = BeliefGraphLLM(WRONG[0], **WRONG[1]) if sys.argv[2] == "llm" else None
 task = next(t for t in CBOBenchmark().tasks("dev") if t.name == "toy_graph")
 do = task.scm.do
 def slow_do(*a, **k):
     time.sleep(0.4)
     return do(*a, **k)
 task.scm.do = slow_do
-ctx = RunContext(tracer=FileTracer(run_dir / "events.jsonl"), seed=SEED, run_dir=run_dir)
+ctx = RunContext(llm=llm, tracer=FileTracer(run_dir / "events.jsonl"), seed=SEED,
+                 run_dir=run_dir)
 SPEC.solve(task, ctx, AgentCBOConfig.model_validate(CONFIG), BUDGET, False)
 """.replace("SEED", str(SEED))
     .replace("CONFIG", repr(CONFIG))
     .replace("BUDGET", str(BUDGET))
+    .replace("WRONG", repr(WRONG))
 )
 
 
@@ -54,40 +73,59 @@ def toy() -> CBOTask:
     return next(t for t in CBOBenchmark().tasks("dev") if t.name == "toy_graph")
 
 
-def _trial_events(path: Path) -> list[dict[str, Any]]:
+def _events(path: Path, kind: str) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     text = path.read_text()
     # While the child writes, the last line may be partly on disk: only whole lines count.
     whole = text[: text.rfind("\n") + 1]
     lines = [json.loads(x) for x in whole.splitlines() if x.strip()]
-    return [e for e in lines if e["kind"] == "cbo_trial"]
+    return [e for e in lines if e["kind"] == kind]
 
 
-def _solve(task: CBOTask, run_dir: Path, resume: bool) -> Any:
-    ctx = RunContext(tracer=FileTracer(run_dir / "events.jsonl"), seed=SEED, run_dir=run_dir)
+def _trial_events(path: Path) -> list[dict[str, Any]]:
+    return _events(path, "cbo_trial")
+
+
+def _llm(kind: str) -> BeliefGraphLLM | None:
+    return BeliefGraphLLM(WRONG[0], **WRONG[1]) if kind == "llm" else None  # type: ignore[arg-type]
+
+
+def _solve(task: CBOTask, run_dir: Path, resume: bool, kind: str) -> AgentOutcome:
+    ctx = RunContext(llm=_llm(kind), tracer=FileTracer(run_dir / "events.jsonl"), seed=SEED,
+                     run_dir=run_dir)  # fmt: skip
     return SPEC.solve(task, ctx, AgentCBOConfig.model_validate(CONFIG), BUDGET, resume)
 
 
-def test_kill_and_resume_matches_uninterrupted_run(toy: CBOTask, tmp_path: Path) -> None:
+def _comparable(out: AgentOutcome) -> dict[str, Any]:
+    """The outcome as the harness records it (JSON: PC's edge tuples read back from the
+    checkpoint are lists), less ``wall_s``, the only field equal runs may differ in."""
+    d = json.loads(out.model_dump_json())
+    d["extra"].pop("wall_s")
+    return d
+
+
+@pytest.mark.parametrize("kind", ["offline", "llm"])
+def test_kill_and_resume_matches_uninterrupted_run(toy: CBOTask, tmp_path: Path, kind: str) -> None:
     run_dir = tmp_path / "killed"
     run_dir.mkdir()
     events = run_dir / "events.jsonl"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run_dir)], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run_dir), kind], env=env)
     try:
         deadline = time.monotonic() + 120
         while len(_trial_events(events)) < 3:
             assert proc.poll() is None, "child ended before it was killed"
             assert time.monotonic() < deadline, "child made no progress"
             time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        os.kill(proc.pid, signal.SIGKILL)  # kill -9: no handler, no flush, no cleanup
+        assert proc.wait(timeout=30) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
             proc.kill()
     before = [e["trial"] for e in _trial_events(events)]
     assert 3 <= len(before) < BUDGET
+    edits_before = _events(events, "cbo_edit")
 
     calls = {"n": 0}
     do = toy.scm.do
@@ -99,8 +137,8 @@ def test_kill_and_resume_matches_uninterrupted_run(toy: CBOTask, tmp_path: Path)
     toy.scm.do = counting_do  # type: ignore[method-assign]
     try:
         with pytest.raises(ConfigError, match="resume"):
-            _solve(toy, run_dir, resume=False)  # a checkpointed run is not overwritten
-        resumed = _solve(toy, run_dir, resume=True)
+            _solve(toy, run_dir, False, kind)  # a checkpointed run is not overwritten
+        resumed = _solve(toy, run_dir, True, kind)
     finally:
         toy.scm.do = do  # type: ignore[method-assign]
     after = [e["trial"] for e in _trial_events(events)][len(before) :]
@@ -112,11 +150,17 @@ def test_kill_and_resume_matches_uninterrupted_run(toy: CBOTask, tmp_path: Path)
     assert calls["n"] == BUDGET - first
     if first < len(before):  # the re-run trial made the same choice as the killed one
         assert after[0] == before[first]
+    # The session was rebuilt from the checkpointed state once, on the first node that
+    # needed it, and every later node found it in the cache (the state describes it).
+    restored = _events(events, "cbo_resume")
+    assert len(restored) == 1 and restored[0]["n_trials_restored"] in (first, first + 1)
 
-    reference = _solve(toy, tmp_path / "straight", resume=False)
+    straight = tmp_path / "straight"
+    reference = _solve(toy, straight, False, kind)
+    assert _events(straight / "events.jsonl", "cbo_resume") == []  # never rebuilt
     got = resumed.best_candidate["trials"]
     ref = reference.best_candidate["trials"]
-    assert len(got) == len(ref) == BUDGET == resumed.n_evaluations
+    assert len(got) == len(ref) == BUDGET == resumed.n_evaluations == reference.n_evaluations
     # Same interventions in the same order, and the trials seen before the kill are the
     # ones the resumed trace holds (not re-drawn).
     assert [(t["exploration_set"], t["x"]) for t in got] == [
@@ -124,12 +168,25 @@ def test_kill_and_resume_matches_uninterrupted_run(toy: CBOTask, tmp_path: Path)
     ]
     assert got[: len(before)] == before
     assert got == ref
+    assert resumed.trace == reference.trace
+    # The same gate decisions (those made before the kill come from the checkpoint).
+    edits = resumed.extra["edits"]
+    assert edits == reference.extra["edits"]
+    assert edits[: len(edits_before)] == [
+        {k: v for k, v in e.items() if k in edits[0]} for e in edits_before
+    ]
+    if kind == "llm":  # the LLM's rejected proposals were gated on both sides of the kill
+        assert any(d["source"] == "llm" and not d["accepted"] for d in edits)
+        assert resumed.extra["beliefs"] == reference.extra["beliefs"]
+    assert _comparable(resumed) == _comparable(reference)
 
-    # Resuming a finished run returns its outcome without any new intervention.
+    # Resuming a finished run returns its outcome without any new intervention, read from
+    # the final state alone (no session is rebuilt).
     toy.scm.do = counting_do  # type: ignore[method-assign]
     try:
-        again = _solve(toy, run_dir, resume=True)
+        again = _solve(toy, run_dir, True, kind)
     finally:
         toy.scm.do = do  # type: ignore[method-assign]
     assert calls["n"] == BUDGET - first
-    assert again.best_candidate["trials"] == got
+    assert len(_events(events, "cbo_resume")) == 1
+    assert _comparable(again) == _comparable(reference)

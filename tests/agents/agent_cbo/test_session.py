@@ -58,3 +58,36 @@ def test_suite_notes_give_y_star_for_regret() -> None:
     assert len(notes) == 1 + len(bench.tasks("dev"))
     toy = next(t for t in bench.tasks("dev") if t.name == "toy_graph")
     assert f"toy_graph: y* = {toy.true_optimum.value:.4g}" in notes[1]
+
+
+def test_session_cache_serves_only_the_session_the_state_describes() -> None:
+    from optiforge.agents.agent_cbo.config import AgentCBOConfig
+    from optiforge.agents.agent_cbo.problem import SessionCache, session_graph
+    from optiforge.agents.kit import RunContext
+    from optiforge.evals.suites.cbo import CBOBenchmark
+    from optiforge.runs import ListTracer
+
+    task = next(t for t in CBOBenchmark().tasks("dev") if t.name == "toy_graph")
+    cache = SessionCache(task, AgentCBOConfig(grid_1d=41, n_obs=100), 4)
+    tracer = ListTracer()
+    ctx = RunContext(tracer=tracer, seed=0)
+    sess = cache.new(0)
+    sess.set_graph(task.scm.graph)
+    state: dict = {"session_graph": session_graph(sess), "trials": [], "trial_logs": []}
+    assert cache.get(state, ctx) is sess and not tracer.of("cbo_resume")
+    rec = sess.step()
+    assert rec is not None
+    # The session moved on but the state did not (a node failed before returning it):
+    # the cache rebuilds the session the state describes instead of acting on this one.
+    stale = cache.get(state, ctx)
+    assert stale is not sess and not stale.trace.trials and len(tracer.of("cbo_resume")) == 1
+    state = {**state, "trials": [rec.model_dump()], "trial_logs": [sess.trial_log()]}
+    again = cache.get(state, ctx)  # rebuilt from the state: the same trial, the same RNG
+    assert [t.model_dump() for t in again.trace.trials] == state["trials"]
+    assert again.trial_log() == state["trial_logs"][-1]
+    assert cache.get(state, ctx) is again and len(tracer.of("cbo_resume")) == 2
+    assert cache.get(state, RunContext(tracer=tracer, seed=1)) is not again  # another seed
+    scorer = cache.scorer(again)
+    assert cache.scorer(again) is scorer
+    again.step()
+    assert cache.scorer(again) is not scorer  # new units: a new interventional BIC

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LinearRegression
 
-from optiforge.agents.agent_cbo import CommitGate, routing_equivalent
+from optiforge.agents.agent_cbo.gate import CommitGate, routing_equivalent
 from optiforge.agents.agent_cbo.structure import (
     EdgeBelief,
     Edit,

@@ -1,4 +1,4 @@
-"""The LLM sides of agent-CBO's Calibration and Residual Repair agents.
+"""agent-CBO's proposers: the LLM sides of its Calibration and Residual Repair agents.
 
 Both work only on the residual (uncertain) structure and only ever *suggest*: what they
 return is scored (interventional BIC + the beliefs' log-odds) and passes the commit gate
@@ -14,8 +14,8 @@ like any other edit.
   which go to the gate before the best data edits. Offline the best-scoring data edits
   above the margin are picked.
 
-Every LLM call is optional: an ``LLMError`` or spent budget leaves the round to the data
-(recorded as an event, never a crash).
+Every LLM call is optional (``ask``): an ``LLMError`` or spent budget leaves the round to
+the data (recorded as an event, never a crash).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.agent_cbo.structure import Edge, EdgeBelief, Edit
+from optiforge.agents.kit import RunContext
+from optiforge.errors import BudgetExceeded, LLMError
 
 RESPONSE_Z = 4.0
 """A variable "responded" to an intervention when one trial's unit mean sat more than this
@@ -268,3 +270,16 @@ def plan_edits(
         elif all(e.label() != label for e in chosen):
             chosen.append(Edit(op=c.op, edge=(c.cause, c.effect), source="llm"))
     return chosen, dropped
+
+
+def ask(ctx: RunContext, node: str, msgs: list[dict[str, str]], schema: type[BaseModel]
+        ) -> BaseModel | None:  # fmt: skip
+    """One sub-agent LLM call; a failure is an event and leaves the round to the data."""
+    assert ctx.llm is not None
+    try:
+        reply = ctx.llm.complete(msgs, schema=schema)
+    except (LLMError, BudgetExceeded) as err:
+        ctx.tracer.event(f"cbo_{node}_llm", error=f"{type(err).__name__}: {err}")
+        return None
+    assert isinstance(reply.parsed, schema)
+    return reply.parsed
