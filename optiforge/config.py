@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optiforge.errors import ConfigError
+from optiforge.limits import MAX_BUDGET, MAX_WALL_S, MAX_WORKERS
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -31,18 +32,18 @@ class RunSettings(StrictModel):
     """litellm provider string (``openai/gpt-4o-mini``, ``ollama/llama3.1``...) or ``offline``."""
     api_base: str | None = None
     """Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio...)."""
-    seed: int = 0
-    budget: int | None = None
+    seed: int = Field(default=0, ge=0)
+    budget: int | None = Field(default=None, ge=1, le=MAX_BUDGET)
     """Evaluations (candidate scorings / function evaluations) the agent may spend."""
-    max_llm_calls: int | None = None
-    max_usd: float | None = None
-    max_wall_s: float | None = None
-    max_sandbox_s: float | None = None
+    max_llm_calls: int | None = Field(default=None, ge=0)
+    max_usd: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    max_wall_s: float | None = Field(default=None, gt=0.0, le=MAX_WALL_S)
+    max_sandbox_s: float | None = Field(default=None, gt=0.0, le=MAX_WALL_S)
     memory: str | None = None
     """SQLAlchemy URL of the experience memory (default ``~/.optiforge/memory.db``)."""
     sandbox: str = "local"
     """Sandbox back end: ``local`` or ``docker``."""
-    workers: int = 1
+    workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
     """Parallel evaluation workers."""
     record: Path | None = None
     """Record every LLM exchange to this cassette (JSONL)."""

@@ -36,6 +36,7 @@ LAYER_RULES: list[tuple[str, str]] = [
             "testing",
             "runs",
             "config",
+            "limits",
             "doctor",
         )
     ),

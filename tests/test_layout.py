@@ -9,3 +9,42 @@ def test_test_module_basenames_are_unique() -> None:
     # the same file name collide at collection time.
     names = Counter(p.name for p in Path(__file__).parent.rglob("*.py") if p.name != "conftest.py")
     assert [n for n, c in names.items() if c > 1] == []
+
+
+AGENTS = Path(__file__).resolve().parent.parent / "optiforge" / "agents"
+# Every agent folder has the same file set, so a newcomer opens one folder and sees the
+# whole agent: its spec (__init__), options (config), graph or loop (agent), domain types
+# (problem), candidate writers (proposers), baselines, and what it reports (report).
+AGENT_FILES = {
+    "__init__.py",
+    "config.py",
+    "agent.py",
+    "problem.py",
+    "proposers.py",
+    "baselines.py",
+    "report.py",
+}
+SPEC_LINES = 40
+
+
+def _agent_folders() -> list[Path]:
+    return sorted(
+        p for p in AGENTS.iterdir() if p.is_dir() and p.name not in ("kit", "__pycache__")
+    )
+
+
+def test_every_agent_folder_has_the_same_file_set() -> None:
+    missing = {
+        p.name: sorted(AGENT_FILES - {f.name for f in p.glob("*.py")}) for p in _agent_folders()
+    }
+    assert {k: v for k, v in missing.items() if v} == {}
+
+
+def test_agent_init_is_only_the_spec() -> None:
+    """Logic lives in the agent's modules; ``__init__`` holds SPEC and ``__all__``."""
+    long = {}
+    for p in _agent_folders():
+        n = len((p / "__init__.py").read_text().splitlines())
+        if n > SPEC_LINES:
+            long[p.name] = n
+    assert long == {}

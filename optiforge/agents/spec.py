@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.kit import RunContext
+from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Task
 
 
@@ -28,6 +29,10 @@ class AgentOutcome(BaseModel):
     n_evaluations: int = 0
     stop_reason: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
+    failure: str | None = None
+    """The agent's verdict that its run failed although it returned a candidate (e.g. not
+    one LLM proposal was valid, so the candidate is only the seed); the harness then
+    reports the run ``failed`` (``optiforge.harness.status``)."""
 
 
 Solve = Callable[[Task, RunContext, BaseModel, int | None, bool], AgentOutcome]
@@ -47,6 +52,9 @@ class AgentSpec:
     config_model: type[BaseModel]
     solve: Solve
     default_benchmark: str | None = None
+    suites: tuple[str, ...] | None = None
+    """Suites whose tasks the agent can solve; None: only ``default_benchmark``'s (an agent
+    without a default benchmark accepts any). The harness refuses other tasks up front."""
     baselines: dict[str, Baseline] = field(default_factory=dict)
     """Baselines measured in the same eval; the first is the primary one for ``run``."""
     default_budget: int = 32
@@ -54,6 +62,24 @@ class AgentSpec:
     """A baseline that *is* this agent when no LLM is given (skipped by default in offline evals)."""
     summary_notes: Callable[[list[dict[str, Any]]], list[str]] | None = None
     """Extra lines (tables, caveats) for eval reports, computed from the result rows."""
+
+    def accepts(self, suite: str) -> bool:
+        """Whether tasks of ``suite`` are ones this agent can run on."""
+        allowed = self.suites or ((self.default_benchmark,) if self.default_benchmark else None)
+        return allowed is None or suite in allowed
+
+    def check_task(self, task: Task) -> None:
+        """The one task-type guard: ``ConfigError`` naming the suites the agent accepts.
+
+        Raises:
+            ConfigError: ``task`` belongs to a suite this agent cannot run on.
+        """
+        if not self.accepts(task.suite):
+            allowed = ", ".join(self.suites or (str(self.default_benchmark),))
+            raise ConfigError(
+                f"{self.name} runs on {allowed} tasks, not {task.suite}/{task.name} "
+                f"(try --bench {self.default_benchmark or allowed})"
+            )
 
     @property
     def primary_baseline(self) -> str | None:

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -20,6 +20,8 @@ from rich.table import Table
 
 from optiforge import __version__
 from optiforge.errors import ConfigError, OptiforgeError
+from optiforge.harness.status import STATUS_EXIT, ExitCode, error_exit
+from optiforge.limits import MAX_BUDGET, MAX_SEEDS, MAX_WALL_S, MAX_WORKERS
 
 console = Console()
 err_console = Console(stderr=True)
@@ -167,7 +169,9 @@ def doctor(
 def llm_ping(
     model: Annotated[str, typer.Option("--model", "-m", help="litellm provider string.")],
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds before giving up.")] = 30.0,
+    timeout: Annotated[
+        float, typer.Option(min=0.1, max=3600.0, help="Seconds before giving up.")
+    ] = 30.0,
 ) -> None:
     """Make one call and print latency, tokens and cost."""
     from optiforge.llm import make_llm, ping
@@ -192,8 +196,12 @@ def llm_ping(
 def sandbox_exec(
     ctx: typer.Context,
     backend: Annotated[str, typer.Option(help="local or docker.")] = "local",
-    timeout: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 30.0,
-    memory_mb: Annotated[int, typer.Option("--memory-mb", help="Address-space cap.")] = 2048,
+    timeout: Annotated[
+        float, typer.Option(min=0.01, max=86_400.0, help="Wall-clock limit in seconds.")
+    ] = 30.0,
+    memory_mb: Annotated[
+        int, typer.Option("--memory-mb", min=16, max=1_048_576, help="Address-space cap.")
+    ] = 2048,
     network: Annotated[bool, typer.Option("--network", help="Allow network access.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -283,8 +291,11 @@ def run(
             "--bench", "-b", help="SUITE/TASK[@split] (default: the agent's suite, first dev task)."
         ),
     ] = None,
-    budget: Annotated[int | None, typer.Option(help="Evaluations the agent may spend.")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    budget: Annotated[
+        int | None,
+        typer.Option(min=1, max=MAX_BUDGET, help="Evaluations the agent may spend."),
+    ] = None,
+    seed: Annotated[int, typer.Option(min=0, help="Random seed.")] = 0,
     model: ModelOpt = "offline",
     api_base: Annotated[
         str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
@@ -313,14 +324,19 @@ def run(
     ] = None,
     sandbox: Annotated[str, typer.Option(help="Sandbox back end: local or docker.")] = "local",
     unsafe_sandbox: UnsafeOpt = False,
-    workers: Annotated[int, typer.Option(help="Parallel evaluation workers.")] = 1,
+    workers: Annotated[
+        int, typer.Option(min=1, max=MAX_WORKERS, help="Parallel evaluation workers.")
+    ] = 1,
     max_llm_calls: Annotated[
-        int | None, typer.Option(help="Stop before more LLM calls than this.")
+        int | None, typer.Option(min=0, help="Stop before more LLM calls than this.")
     ] = None,
     max_usd: Annotated[
-        float | None, typer.Option(help="Stop before spending more than this (USD).")
+        float | None, typer.Option(min=0.0, help="Stop before spending more than this (USD).")
     ] = None,
-    max_wall_s: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
+    max_wall_s: Annotated[
+        float | None,
+        typer.Option(min=0.001, max=MAX_WALL_S, help="Stop after this many seconds."),
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="YAML preset (see configs/).")] = None,
     overrides: SetOpt = None,
 ) -> None:
@@ -329,7 +345,6 @@ def run(
     from optiforge.agents import get_agent
     from optiforge.evals.registry import get_benchmark, resolve_task
     from optiforge.harness.report import write_run_plot
-    from optiforge.harness.runner import run_budget, run_task
     from optiforge.runs import new_run_id
 
     spec = get_agent(agent)
@@ -353,7 +368,15 @@ def run(
     if resume is not None:
         from optiforge.runs import read_manifest
 
+        if not (resume / "manifest.json").is_file():
+            raise ConfigError(f"--resume {resume}: not a run directory (no manifest.json)")
         cfg = read_manifest(resume).get("config", {})
+        recorded = cfg.get("agent")
+        if recorded and recorded != spec.name:
+            raise ConfigError(
+                f"--resume {resume}: that run is {recorded}'s, not {spec.name}'s; "
+                f"continue it with `optiforge run {recorded} --resume {resume}`"
+            )
         ref = cfg.get("task") or ""
         task = resolve_task(ref)
         out_dir = resume
@@ -381,7 +404,54 @@ def run(
     from optiforge.config import build_config
 
     build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
+    spec.check_task(task)
+    out_dir = Path(out_dir)
+    err_console.print(
+        f"{'resuming' if resume is not None else 'run'} {out_dir}: {spec.name} on "
+        f"{task.suite}/{task.name}@{task.split}, model {settings.model}, seed {settings.seed}",
+        highlight=False,
+        soft_wrap=True,
+    )
     prog, _ = _progress_printer()
+    try:
+        summary = _run_with_progress(prog, spec, task, settings, out_dir, resume is not None)
+    except KeyboardInterrupt:
+        _interrupted(f"optiforge run {spec.name} --resume {out_dir}", out_dir)
+    plot = write_run_plot(summary, out_dir)
+    _print_run_summary(summary, out_dir, plot)
+    raise typer.Exit(_final_status(summary, out_dir))
+
+
+def _interrupted(command: str, out_dir: Path, note: str = "") -> NoReturn:
+    """Ctrl-C: say what was kept and the command that continues; exit 130."""
+    err_console.print(
+        f"[yellow]interrupted[/]: {out_dir} keeps everything finished so far; "
+        f"continue with `{command}`{note}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(int(ExitCode.INTERRUPTED))
+
+
+def _final_status(summary: dict[str, Any], out_dir: Path) -> int:
+    """Print the one-line final status of a run or an eval; return its exit code."""
+    status = summary.get("status", "failed")
+    code = int(STATUS_EXIT.get(status, ExitCode.FAILED))
+    colour = {"finished": "green", "stopped": "yellow"}.get(status, "red")
+    reason = summary.get("status_reason") or ""
+    err_console.print(
+        f"[{colour}]status: {status}[/] ({reason}) · exit {code} · {out_dir}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return code
+
+
+def _run_with_progress(
+    prog: Any, spec: Any, task: Any, settings: Any, out_dir: Path, resume: bool
+) -> dict[str, Any]:
+    from optiforge.harness.runner import run_budget, run_task
+
     with prog:
         bar = prog.add_task(
             f"{spec.name} on {task.suite}/{task.name}",
@@ -391,16 +461,13 @@ def run(
 
         def progress(info: dict[str, Any]) -> None:
             best = info.get("best")
-            parts = [f"best {best:.5g}"] if isinstance(best, float) else []
+            # the agent's own observation; the final table shows the harness's re-measurement
+            parts = [f"observed best {best:.5g}"] if isinstance(best, float) else []
             if info.get("llm_calls"):
                 parts.append(f"{info['llm_calls']} LLM calls, ${info.get('cost_usd', 0.0):.4f}")
             prog.update(bar, completed=info.get("evaluations", 0), info=" · ".join(parts))
 
-        summary = run_task(
-            spec, task, settings, out_dir, resume=resume is not None, progress=progress
-        )
-    plot = write_run_plot(summary, Path(out_dir))
-    _print_run_summary(summary, Path(out_dir), plot)
+        return run_task(spec, task, settings, out_dir, resume=resume, progress=progress)  # type: ignore[no-any-return]
 
 
 def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None) -> None:
@@ -434,9 +501,23 @@ def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None
             "",
         )
     console.print(table)
-    console.print(f"stopped: {summary['stop_reason']}")
     console.print(
-        f"run directory: {out_dir}  (summary.json, events.jsonl{', convergence.png' if plot else ''})"
+        f"{summary['metric']} is the harness's re-measurement of the returned candidate"
+        + (
+            f" (the agent observed {summary['claimed_score']:.6g})"
+            if isinstance(summary.get("claimed_score"), float) and summary["claimed_score"] != best
+            else ""
+        ),
+        highlight=False,
+    )
+    console.print(f"stopped: {summary['stop_reason']}", highlight=False, soft_wrap=True)
+    if summary.get("best_path"):
+        console.print(f"best candidate: {out_dir / summary['best_path']}", highlight=False)
+    console.print(
+        f"run directory: {out_dir}  (summary.json, best/, events.jsonl"
+        f"{', convergence.png' if plot else ''}); `optiforge report {out_dir}` for HTML",
+        highlight=False,
+        soft_wrap=True,
     )
 
 
@@ -452,8 +533,10 @@ def eval_cmd(
             help="Split: dev, test, heldout (and suite-specific ones, e.g. autoro's app)."
         ),
     ] = "dev",
-    seeds: Annotated[int, typer.Option(help="Seeds per task.")] = 3,
-    budget: Annotated[int | None, typer.Option(help="Evaluations per run.")] = None,
+    seeds: Annotated[int, typer.Option(min=1, max=MAX_SEEDS, help="Seeds per task.")] = 3,
+    budget: Annotated[
+        int | None, typer.Option(min=1, max=MAX_BUDGET, help="Evaluations per run.")
+    ] = None,
     model: ModelOpt = "offline",
     api_base: Annotated[
         str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
@@ -467,19 +550,19 @@ def eval_cmd(
     tasks: Annotated[
         str | None, typer.Option(help="Comma-separated task names (default: all).")
     ] = None,
-    workers: Annotated[int, typer.Option(help="Runs in parallel (processes).")] = 1,
+    workers: Annotated[
+        int, typer.Option(min=1, max=MAX_WORKERS, help="Runs in parallel (processes).")
+    ] = 1,
     unsafe_sandbox: UnsafeOpt = False,
     memory: Annotated[str | None, typer.Option(help="Memory URL or 'none'.")] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
-    max_llm_calls: Annotated[int | None, typer.Option(help="LLM-call cap per run.")] = None,
+    max_llm_calls: Annotated[int | None, typer.Option(min=0, help="LLM-call cap per run.")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML preset.")] = None,
     overrides: SetOpt = None,
 ) -> None:
     """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
     _sandbox_policy(unsafe_sandbox, "local")
     from optiforge.agents import get_agent
-    from optiforge.harness.report import eval_tables
-    from optiforge.harness.runner import run_eval
     from optiforge.runs import new_run_id
 
     spec = get_agent(agent)
@@ -497,7 +580,37 @@ def eval_cmd(
         max_llm_calls=max_llm_calls,
     )
     out_dir = out or Path("runs") / new_run_id(f"eval-{spec.name}")
+    err_console.print(
+        f"eval {out_dir}: {spec.name} on {bench}/{split}, {seeds} seeds, model {settings.model}",
+        highlight=False,
+        soft_wrap=True,
+    )
     prog, _ = _progress_printer()
+    try:
+        summary = _eval_with_progress(
+            prog, spec, bench, split, settings, out_dir, seeds, baselines, workers, tasks
+        )
+    except KeyboardInterrupt:
+        again = f"optiforge eval {spec.name} --bench {bench} --split {split} --seeds {seeds}"
+        _interrupted(f"{again} --out {out_dir}", out_dir, " (with the same options)")
+    _print_eval_summary(summary, spec, bench, split, seeds, out_dir)
+    raise typer.Exit(_final_status(summary, out_dir))
+
+
+def _eval_with_progress(
+    prog: Any,
+    spec: Any,
+    bench: str,
+    split: str,
+    settings: Any,
+    out_dir: Path,
+    seeds: int,
+    baselines: str | None,
+    workers: int,
+    tasks: str | None,
+) -> dict[str, Any]:
+    from optiforge.harness.runner import run_eval
+
     with prog:
         bar = prog.add_task(f"{spec.name} on {bench}/{split}", total=None, info="")
 
@@ -513,7 +626,7 @@ def eval_cmd(
                 )
                 prog.update(bar, advance=1, info=label)
 
-        summary = run_eval(
+        return run_eval(
             spec.name,
             bench,
             settings,
@@ -525,6 +638,13 @@ def eval_cmd(
             tasks=[t for t in tasks.split(",") if t] if tasks else None,
             progress=progress,
         )
+
+
+def _print_eval_summary(
+    summary: dict[str, Any], spec: Any, bench: str, split: str, seeds: int, out_dir: Path
+) -> None:
+    from optiforge.harness.report import eval_tables
+
     header, rows = eval_tables(summary)
     table = Table(title=f"{spec.name} on {bench} ({split}): mean ± 95% CI over {seeds} seeds")
     for h in header:
@@ -574,20 +694,41 @@ def main(argv: list[str] | None = None) -> None:
     Click/typer handle usage errors and exits themselves (standalone mode); our own
     errors propagate out of the command and are printed here.
     """
+    try:  # typer vendors its own click since 0.2x; its exceptions are not click's
+        from typer._click import exceptions as cx
+    except ImportError:  # pragma: no cover - an older typer on plain click
+        from click import exceptions as cx  # type: ignore[no-redef]
+
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        app(args=args, prog_name="optiforge")
-    except KeyboardInterrupt:
-        err_console.print("interrupted (run records are kept; continue with --resume RUN_DIR)")
-        sys.exit(130)
+        rc = app(args=args, prog_name="optiforge", standalone_mode=False)
+    except cx.NoArgsIsHelpError as e:
+        e.show()  # the help text, as with no arguments everywhere
+        sys.exit(0)
+    except cx.UsageError as e:
+        # one line: what was wrong, and where the help is
+        where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
+        _one_line(f"{e.format_message()}{where}")
+        sys.exit(int(ExitCode.INVALID_INPUT))
+    except cx.ClickException as e:
+        _one_line(e.format_message())
+        sys.exit(e.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        err_console.print("interrupted")
+        sys.exit(int(ExitCode.INTERRUPTED))
     except OptiforgeError as e:
         if debug:
             raise
-        # one line however long (a path in the message must not be wrapped)
-        err_console.print(
-            f"[red]error:[/] {type(e).__name__}: {e}", highlight=False, soft_wrap=True
-        )
-        sys.exit(2)
+        _one_line(f"{type(e).__name__}: {e}")
+        sys.exit(int(error_exit(e)))
+    sys.exit(rc if isinstance(rc, int) else 0)
 
+
+def _one_line(message: str) -> None:
+    """``error: MESSAGE`` on stderr as one line, however long (paths must not wrap)."""
+    from rich.markup import escape
+
+    text = " ".join(str(message).split())
+    err_console.print(f"[red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)

@@ -224,13 +224,71 @@ table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px soli
 th{background:#f3f3f3}code,pre{background:#f6f6f6;padding:2px 4px}h1{font-size:1.5em}.note{color:#555}"""
 
 
+def partial_summary(run_dir: Path) -> dict[str, Any]:
+    """A summary of a run that never wrote ``summary.json`` (interrupted, failed, running),
+    from its manifest and ``evaluations.jsonl``. Its values are the agent's observations:
+    the harness re-measures a candidate only when a run finishes, and the summary says so.
+    """
+    from optiforge.runs import read_manifest
+
+    man = read_manifest(run_dir)
+    cfg = man.get("config") or {}
+    suite, _, rest = str(cfg.get("task") or "?/?").partition("/")
+    task, _, split = rest.partition("@")
+    rows = []
+    path = run_dir / "evaluations.jsonl"
+    if path.exists():
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # the torn last line of a killed run
+    values = [r["value"] for r in rows if r.get("passed") and isinstance(r.get("value"), float)]
+    status = man.get("status") or "running"
+    metric, higher = "value", False
+    try:
+        from optiforge.evals.registry import resolve_task
+
+        t = resolve_task(str(cfg.get("task")))
+        metric, higher = t.metric, t.higher_is_better
+    except Exception:  # noqa: BLE001 - a task gone from the registry still gets a report
+        pass
+    best_seen = (max(values) if higher else min(values)) if values else None
+    return {
+        "agent": cfg.get("agent"),
+        "method": cfg.get("method"),
+        "benchmark": suite,
+        "task": task,
+        "split": split,
+        "seed": man.get("seed"),
+        "model": (cfg.get("settings") or {}).get("model"),
+        "status": status,
+        "status_reason": (
+            f"the run did not finish ({man.get('error') or status}); values are the agent's "
+            "own observations, not re-measured by the harness"
+        ),
+        "metric": metric,
+        "higher_is_better": higher,
+        "best_score": None,
+        "claimed_score": best_seen,
+        "n_evaluations": len(rows),
+        "trace": [],
+        "extra": {"observed_values": values[:200]},
+    }
+
+
 def render_report(directory: str | Path) -> Path:
     """Write ``report.html`` (plots embedded) for a run or an eval directory."""
     d = Path(directory)
     summary_path = d / "summary.json"
-    if not summary_path.is_file():
-        raise RunRecordError(f"{d} has no summary.json (is it a finished run or eval directory?)")
-    summary = json.loads(summary_path.read_text())
+    if summary_path.is_file():
+        summary = json.loads(summary_path.read_text())
+    elif (d / "manifest.json").is_file():
+        summary = partial_summary(d)  # an interrupted or failed run: what it did so far
+    else:
+        raise RunRecordError(
+            f"{d} is not a run or eval directory (no summary.json or manifest.json)"
+        )
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>optiforge report</title><style>{_CSS}</style></head><body>"
     ]
@@ -254,7 +312,13 @@ def render_report(directory: str | Path) -> Path:
         parts.append(
             f"<h1>{html.escape(str(summary.get('agent')))} on {html.escape(str(summary.get('benchmark')))}/{html.escape(str(summary.get('task')))}</h1>"
         )
+        if summary.get("status") not in (None, "finished"):
+            parts.append(
+                f"<p class='note'><b>status: {html.escape(str(summary.get('status')))}</b> "
+                f"{html.escape(str(summary.get('status_reason') or ''))}</p>"
+            )
         keys = [
+            "status",
             "method",
             "split",
             "seed",
@@ -275,6 +339,10 @@ def render_report(directory: str | Path) -> Path:
             "stop_reason",
         ]
         parts.append(_table(["field", "value"], [[k, _fmt(summary.get(k))] for k in keys]))
+        best = d / str(summary.get("best_path") or "best/candidate.py")
+        if best.is_file():
+            parts.append(f"<h2>best candidate ({html.escape(best.name)})</h2>")
+            parts.append("<pre>" + html.escape(best.read_text(errors="replace")[:20000]) + "</pre>")
         if summary.get("extra"):
             parts.append(
                 "<h2>details</h2><pre>"

@@ -26,7 +26,9 @@ from optiforge.agents.kit import RunContext
 from optiforge.config import RunSettings, build_config
 from optiforge.errors import ConfigError, OptiforgeError
 from optiforge.evals.registry import get_benchmark
+from optiforge.harness.best import write_best
 from optiforge.harness.context import build_context, close_context
+from optiforge.harness.status import eval_status, run_status
 from optiforge.runs import RunRecorder, read_manifest, to_json_line
 
 SUMMARY = "summary.json"
@@ -79,6 +81,7 @@ def run_task(
             f"{spec.name} has no method {method!r} (baselines: {', '.join(spec.baselines)})"
         )
     # Validate before anything is written: a typo must not leave a half-made run dir.
+    spec.check_task(task)
     config = build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
     out = Path(out_dir)
     if resume and (out / "manifest.json").exists():
@@ -127,6 +130,7 @@ def run_task(
             b_out = spec.baselines[baseline_name](task, ctx, budget, config)
             baseline_score, _, _ = _verify(task, b_out, ctx)
         snap = ctx.budget.snapshot() if ctx.budget is not None else {}
+        status, status_reason = run_status(value, outcome.stop_reason, outcome.failure)
         summary = {
             "agent": spec.name,
             "method": method,
@@ -149,6 +153,8 @@ def run_task(
             "sandbox_s": float(_snap(snap, "sandbox_s")),
             "wall_s": round(time.perf_counter() - t0, 3),
             "stop_reason": outcome.stop_reason,
+            "status": status,
+            "status_reason": status_reason,
             # The harness's own best-so-far curve when the task re-measures one (e.g. noiseless
             # values at the run's points); otherwise the agent's observed curve.
             "trace": _harness_trace(verification) or outcome.trace,
@@ -156,8 +162,10 @@ def run_task(
             "extra": outcome.extra,
             "verification": verification,
         }
+        best_file = write_best(out, summary, outcome.best_candidate)
+        summary["best_path"] = str(best_file.relative_to(out)) if best_file else None
         (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
-        recorder.finish("finished", best_score=value)
+        recorder.finish(status, best_score=value, status_reason=status_reason)
         return summary
     except KeyboardInterrupt:
         recorder.finish("interrupted")
@@ -227,6 +235,8 @@ def run_eval(
     spec = get_agent(agent)
     benchmark = get_benchmark(bench)
     task_list = benchmark.tasks(split)
+    if task_list:
+        spec.check_task(task_list[0])
     if tasks:
         task_list = [t for t in task_list if t.name in set(tasks)]
         if not task_list:
@@ -307,7 +317,9 @@ def run_eval(
                     record(fut.result())
     rows = [r for r in _read_rows(results_path) if "error" not in r]
     summary = summarize(rows, agent=spec.name, benchmark=bench, split=split, methods=methods)
-    summary["errors"] = [r for r in _read_rows(results_path) if "error" in r]
+    latest = {(r.get("task"), r.get("seed"), r.get("method")): r for r in _read_rows(results_path)}
+    summary["errors"] = [r for r in latest.values() if "error" in r]
+    summary["status"], summary["status_reason"] = eval_status(list(latest.values()), spec.name)
     summary["notes"] = notes + list(benchmark.notes(split, settings))
     if spec.summary_notes is not None:
         summary["notes"] += list(spec.summary_notes(rows))

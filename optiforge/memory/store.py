@@ -989,7 +989,13 @@ class Store:
         except OSError as exc:
             raise MemoryStoreError(f"cannot read {path}: {exc}") from exc
         with fh:
-            for n, line in enumerate(fh, start=1):
+            try:
+                lines = fh.read().splitlines()
+            except UnicodeDecodeError as exc:
+                raise MemoryStoreError(
+                    f"{path}: not a UTF-8 JSONL file (undecodable byte at offset {exc.start})"
+                ) from exc
+            for n, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
                 try:

@@ -1,0 +1,203 @@
+"""The CLI tells the truth: a run that failed never exits 0, every bad input is one line.
+
+One test per failure a new user hit (issue 13): each asserts the exit code of the table in
+``optiforge.harness.status`` and the one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from optiforge.harness.status import ExitCode, eval_status, run_status
+from optiforge.testing import OpenAICompatServer
+
+CLI = [sys.executable, "-m", "optiforge.cli"]
+GOOD = "```python\ndef f(x):\n    return x * x\n```"
+
+
+def optiforge(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}  # no key unless given
+    full.update({"COLUMNS": "200", **(env or {})})
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=full)
+
+
+def error_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    return [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+
+
+def status_line(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("status:")]
+    assert len(lines) == 1, proc.stderr[-2000:]
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------- statuses
+
+
+def test_run_status_rules() -> None:
+    assert run_status(1.0, "evaluation budget spent") == ("finished", "evaluation budget spent")
+    assert run_status(None, "evaluation budget spent")[0] == "failed"
+    assert run_status(1.0, "LLM error: LLMAuthError: no key")[0] == "failed"
+    assert run_status(1.0, "budget exhausted (max_calls): ...")[0] == "stopped"
+    assert run_status(1.0, "max rounds reached", "none of 12 proposals was valid") == (
+        "failed",
+        "none of 12 proposals was valid",
+    )
+
+
+def test_eval_status_rules() -> None:
+    ok = {"task": "a", "seed": 0, "method": "evolve", "best_score": 1.0, "status": "finished"}
+    base = {**ok, "method": "seed"}
+    bad = {**ok, "best_score": 1.0, "status": "failed"}
+    assert eval_status([ok, base], "evolve")[0] == "finished"
+    assert eval_status([bad, base], "evolve") == ("failed", "all 1 evolve runs failed")
+    assert eval_status([ok, {"error": "X", "method": "seed"}], "evolve")[0] == "failed"
+    # a task the agent did not solve is a result of the eval, counted in the reason
+    status, reason = eval_status([ok, bad, base], "evolve")
+    assert status == "finished" and "1 of 2 evolve runs failed" in reason
+
+
+# ---------------------------------------------------------------------------- runs
+
+
+def test_finished_run_exits_0_and_shows_the_best_candidate(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "4",
+                     "--memory", "none", "--out", str(out))  # fmt: skip
+    assert proc.returncode == ExitCode.FINISHED, proc.stderr[-2000:]
+    # the run dir is named at the start, before any work
+    assert proc.stderr.splitlines()[0].startswith(f"run {out}: evolve on funcfit/quadratic@dev")
+    assert status_line(proc).startswith("status: finished")
+    best = out / "best" / "candidate.py"
+    assert f"best candidate: {best}" in proc.stdout
+    assert "def f(x)" in best.read_text()
+    metrics = json.loads((out / "best" / "metrics.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
+    assert metrics["best_score"] == summary["best_score"] and summary["status"] == "finished"
+    assert summary["best_path"] == "best/candidate.py"
+    assert json.loads((out / "best" / "lineage.json").read_text())[0]["origin"] == "seed"
+
+
+def test_missing_key_fails_at_once_with_exit_1(tmp_path: Path) -> None:
+    """No OPENAI_API_KEY: one attempt (no 25 s of retries), status failed, exit 1."""
+    out = tmp_path / "run"
+    proc = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "4",
+                     "--memory", "none", "--model", "openai/gpt-4o-mini", "--out", str(out))  # fmt: skip
+    assert proc.returncode == ExitCode.FAILED, proc.stderr[-2000:]
+    line = status_line(proc)
+    assert line.startswith("status: failed") and "LLMAuthError" in line
+    assert "OPENAI_API_KEY" in line and "attempts" not in line
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
+
+
+def test_local_server_with_no_key_runs(tmp_path: Path, openai_server: OpenAICompatServer) -> None:
+    """The README's OpenAI-compatible example works with no OPENAI_API_KEY set."""
+    openai_server.default = {"content": GOOD}
+    proc = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "3",
+                     "--memory", "none", "--model", "openai/local", "--api-base",
+                     openai_server.url, "--out", str(tmp_path / "run"))  # fmt: skip
+    assert proc.returncode == ExitCode.FINISHED, proc.stderr[-2000:]
+    assert openai_server.count >= 1
+
+
+def test_cassette_miss_is_a_failed_run(tmp_path: Path) -> None:
+    cassette = tmp_path / "empty.jsonl"
+    cassette.write_text("")
+    proc = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "3",
+                     "--memory", "none", "--model", "openai/gpt-4o-mini", "--replay",
+                     str(cassette), "--out", str(tmp_path / "run"))  # fmt: skip
+    assert proc.returncode == ExitCode.FAILED, proc.stderr[-2000:]
+    assert "CassetteMiss" in status_line(proc)
+
+
+def test_eval_whose_agent_runs_all_failed_exits_1(tmp_path: Path) -> None:
+    proc = optiforge("eval", "evolve", "--tasks", "quadratic", "--seeds", "1", "--budget", "3",
+                     "--memory", "none", "--model", "openai/gpt-4o-mini", "--baselines", "seed",
+                     "--out", str(tmp_path / "ev"))  # fmt: skip
+    assert proc.returncode == ExitCode.FAILED, proc.stderr[-2000:]
+    assert status_line(proc).startswith("status: failed (all 1 evolve runs failed)")
+
+
+def test_ctrl_c_says_how_to_resume_and_the_run_is_reportable(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [*CLI, "run", "evolve", "--bench", "funcfit/quadratic", "--budget", "100000",
+         "--memory", "none", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    log = out / "evaluations.jsonl"
+    while time.monotonic() < deadline and not (log.exists() and log.read_text().count("\n") >= 3):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.INTERRUPTED, err[-2000:]
+    assert f"continue with `optiforge run evolve --resume {out}`" in err
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    rep = optiforge("report", str(out))
+    assert rep.returncode == 0, rep.stderr
+    page = (out / "report.html").read_text()
+    assert "interrupted" in page and "not re-measured" in page
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "evolve", "--budget", "0"], "'--budget'"),
+        (["run", "evolve", "--budget", "-3"], "'--budget'"),
+        (["run", "evolve", "--budget", "1000000000000"], "'--budget'"),
+        (["eval", "evolve", "--seeds", "0"], "'--seeds'"),
+        (["eval", "evolve", "--seeds", "-1"], "'--seeds'"),
+        (["run", "evolve", "--workers", "0"], "'--workers'"),
+        (["sandbox", "exec", "--timeout", "inf", "--", "true"], "'--timeout'"),
+        (["run", "nope"], "unknown agent 'nope'"),
+        (["run", "kernel-discovery", "--bench", "funcfit/quadratic"], "runs on hdbo tasks"),
+        (["eval", "evolve", "--bench", "hdbo"], "runs on funcfit tasks"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, tmp_path: Path) -> None:
+    proc = (
+        optiforge(*args, "--out", str(tmp_path / "o")) if args[0] != "sandbox" else optiforge(*args)
+    )
+    assert proc.returncode == ExitCode.INVALID_INPUT, proc.stderr[-2000:]
+    lines = error_lines(proc)
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()  # nothing was started
+
+
+def test_resume_with_the_wrong_agent_is_refused_and_harms_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "2",
+                      "--memory", "none", "--out", str(out))  # fmt: skip
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = (out / "manifest.json").read_text()
+    proc = optiforge("run", "hawkeye", "--resume", str(out))
+    assert proc.returncode == ExitCode.INVALID_INPUT
+    (line,) = error_lines(proc)
+    assert f"continue it with `optiforge run evolve --resume {out}`" in line
+    assert (out / "manifest.json").read_text() == before
+
+
+def test_memory_import_of_a_binary_file_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"\xff\xfe\x00 not text")
+    proc = optiforge("memory", "--memory", f"sqlite:///{tmp_path / 'm.db'}", "--no-embed",
+                     "import", str(bad))  # fmt: skip
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    (line,) = error_lines(proc)
+    assert "not a UTF-8 JSONL file" in line
