@@ -211,3 +211,70 @@ def test_search_without_run_dir_runs_in_memory() -> None:
         ToyProblem(), GaussianProposer(), RunContext(seed=3), SearchConfig(max_evaluations=6)
     )
     assert res.n_evaluations == 6 and res.best is not None
+
+
+class _HistoryReader(GaussianProposer):
+    """A HistoryProposer: rejects one proposal in round 1, records the history it saw."""
+
+    def __init__(self, crash_at: int | None = None) -> None:
+        super().__init__()
+        self.crash_at = crash_at
+        self.seen: list[list[str]] = []
+
+    def propose_from_history(self, problem, history, population, n, round_, ctx):  # type: ignore[no-untyped-def]
+        if round_ == self.crash_at:
+            raise RuntimeError("killed")  # the run dies with round 1 checkpointed
+        self.seen.append([h.id for h in history])
+        props = self.propose(problem, population, n, round_, ctx)
+        if round_ == 1:
+            props[0].payload = {"a": -1.0, "b": 0.0}  # rejected at materialization
+        return props
+
+
+def test_history_proposer_reads_the_checkpointed_history_on_resume(tmp_path: Path) -> None:
+    from optiforge.agents.kit import HistoryProposer
+
+    assert isinstance(_HistoryReader(), HistoryProposer)
+    cfg = SearchConfig(max_evaluations=5, proposals_per_round=2)
+    straight = _HistoryReader()
+    ref = run_search(
+        ToyProblem(reject_negative_a=True), straight, RunContext(run_dir=tmp_path / "a"), cfg
+    )
+    # Round r sees every candidate of the rounds before it, the rejected one included.
+    ids = [h.id for h in ref.history]
+    assert straight.seen[:2] == [ids[:1], ids[:3]]
+    assert ref.history[1].error is not None and ref.history[1].error.startswith("invalid")
+
+    run_dir = tmp_path / "b"
+    with pytest.raises(RuntimeError, match="killed"):
+        run_search(
+            ToyProblem(reject_negative_a=True), _HistoryReader(crash_at=2), RunContext(run_dir=run_dir), cfg
+        )  # fmt: skip
+    # The checkpoint holds a rejected candidate that was never evaluated (so never in
+    # evaluations.jsonl): the resume check accepts it, and the new proposer is handed the
+    # same history the uninterrupted run's was.
+    resumed = _HistoryReader()
+    res = run_search(
+        ToyProblem(reject_negative_a=True), resumed, RunContext(run_dir=run_dir), cfg, resume=True
+    )
+    assert resumed.seen == straight.seen[1:]
+    assert [h.model_dump(exclude={"eval_s"}) for h in res.history] == [
+        h.model_dump(exclude={"eval_s"}) for h in ref.history
+    ]
+
+
+def test_a_round_reflected_twice_stores_its_lessons_once(tmp_path: Path) -> None:
+    """A kill between reflect's memory write and its checkpoint re-runs the node."""
+    from optiforge.agents.kit import Evaluated
+    from optiforge.agents.kit.search import _Loop, _store_lessons
+    from optiforge.memory import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'mem.db'}", embedder=None)
+    ctx = RunContext(memory=store, run_dir=tmp_path / "run", agent="toy-agent")
+    problem = ToyProblem()
+    loop = _Loop(problem, GaussianProposer(), SearchConfig(), "", problem.evaluator())
+    batch = [Evaluated(id="r1c0", key="k", payload={"a": 1.0, "b": 0.0}, round=1)]
+    for _ in range(2):
+        _store_lessons(ctx, loop, ["a lesson", "another"], batch)
+    assert sorted(e.lesson for e in store.experiences(agent="toy-agent")) == ["a lesson", "another"]
+    store.close()

@@ -14,7 +14,7 @@ from optiforge.agents.hawkeye.proposers import (
 )
 from optiforge.agents.hawkeye.report import search_outcome
 from optiforge.agents.hawkeye.roofline import detect_arch
-from optiforge.agents.kit import Proposer, RunContext, run_search
+from optiforge.agents.kit import HistoryProposer, RunContext, run_search
 from optiforge.agents.spec import AgentOutcome
 from optiforge.evals.protocol import Task
 
@@ -25,7 +25,7 @@ def run_hawkeye(
     config: HawkeyeConfig,
     budget: int | None,
     resume: bool,
-    proposer: Proposer,
+    proposer: HistoryProposer,
 ) -> AgentOutcome:
     """Search the task's dev shapes with ``proposer`` (the agent and the autotune baseline)."""
     check_task(task)
@@ -55,6 +55,6 @@ def solve(
 ) -> AgentOutcome:
     """LLM-driven search when an LLM is configured, else the offline autotuner."""
     assert isinstance(config, HawkeyeConfig)
-    proposer: Proposer = (LLMKernelProposer(config.strategies_per_task, config.attempts_shown)
-                          if ctx.llm is not None else AutotuneProposer())  # fmt: skip
+    proposer: HistoryProposer = (LLMKernelProposer(config.strategies_per_task, config.attempts_shown)
+                                 if ctx.llm is not None else AutotuneProposer())  # fmt: skip
     return run_hawkeye(task, ctx, config, budget, resume, proposer)

@@ -23,6 +23,16 @@ def check_task(task: Task) -> None:
         )
 
 
+def attempt(ev: Evaluated) -> dict[str, Any]:
+    """One evaluated candidate as an attempt: strategy, params, outcome, failure reason.
+
+    Proposers read attempts from the search's checkpointed ``history`` (through this),
+    so a resumed run shows the LLM the same previous attempts as an uninterrupted one.
+    """
+    return {"strategy": ev.payload.get("strategy", "?"), "params": ev.payload.get("params"), "passed": ev.passed,
+            "value": ev.value, "error": ev.error, "applied": ev.payload.get("applied", [])}  # fmt: skip
+
+
 class KernelProblem:
     """Search over Triton sources for a KernelArena task (payload: code, strategy, params)."""
 
@@ -37,8 +47,6 @@ class KernelProblem:
         self.facts: KernelFacts
         self.roofline: dict[str, float]
         self.facts, self.roofline = task_facts(task, arch)
-        self.attempts: list[dict[str, Any]] = []
-        """Every evaluated attempt with its outcome (shown to the LLM proposer)."""
 
     def initial(self, ctx: RunContext) -> list[Proposal]:
         params = read_params(self.task.seed_code) or {}
@@ -66,8 +74,6 @@ class KernelProblem:
         best = population[0].value if population else None
         for ev in batch:
             strategy = ev.payload.get("strategy", "?")
-            self.attempts.append({"strategy": strategy, "params": ev.payload.get("params"), "passed": ev.passed,
-                                  "value": ev.value, "error": ev.error, "applied": ev.payload.get("applied", [])})  # fmt: skip
             if ev.error:
                 lessons.append(f"{self.task.op} ({self.task.family}) on {self.arch}: strategy {strategy} "
                                f"params {ev.payload.get('params')} failed: {ev.error[:240]}")  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from optiforge.agents.hawkeye.problem import attempt
 from optiforge.agents.hawkeye.strategies import Strategy, choose_strategies
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.errors import InvalidCandidate
@@ -40,16 +41,23 @@ class AutotuneProposer:
     Each round moves from the best correct config (the seed before any passed) to its
     untried one-parameter neighbours, nearest to a roofline prior first, plus one random
     config for exploration. Correctness is measured by the harness; speed only on GPU.
+    The tried configs are the search's ``history`` (a ``HistoryProposer``).
     """
 
     name = "autotune"
 
-    def propose(
-        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    def propose_from_history(
+        self,
+        problem: Any,
+        history: list[Evaluated],
+        population: list[Evaluated],
+        n: int,
+        round_: int,
+        ctx: RunContext,
     ) -> list[Proposal]:
         task = problem.task
         _, start, space = TEMPLATES[task.op]
-        tried = [a.get("params") or {} for a in problem.attempts]
+        tried = [a.get("params") or {} for a in map(attempt, history)]
         tried_keys = {_key({**start, **p}) for p in tried}
         base_ev = population[0] if population else None
         base = {
@@ -98,7 +106,10 @@ RULES = """Rules the harness enforces (a violation rejects the candidate):
 
 
 class LLMKernelProposer:
-    """Ask the LLM for a kernel that applies one chosen strategy, grounded in its example and test."""
+    """Ask the LLM for a kernel that applies one chosen strategy, grounded in its example and test.
+
+    The previous attempts in the prompt are the search's ``history`` (a ``HistoryProposer``).
+    """
 
     name = "llm"
 
@@ -110,7 +121,12 @@ class LLMKernelProposer:
         return choose_strategies(problem.facts, problem.arch, self.k)
 
     def prompt(
-        self, problem: Any, population: list[Evaluated], strategy: Strategy, ctx: RunContext
+        self,
+        problem: Any,
+        history: list[Evaluated],
+        population: list[Evaluated],
+        strategy: Strategy,
+        ctx: RunContext,
     ) -> list[dict[str, str]]:
         entry = strategy.entry(problem.arch)
         best = population[0] if population else None
@@ -120,7 +136,7 @@ class LLMKernelProposer:
         attempts = "\n".join(
             f"- strategy {a['strategy']} params {a.get('params')}: "
             + ("correct" + (f", value {a['value']:.4g}" if a.get("value") is not None else "") if a["passed"] else f"FAILED: {a['error']}")
-            for a in problem.attempts[-self.attempts_shown:]
+            for a in map(attempt, history[-self.attempts_shown:])
         ) or "- none yet"  # fmt: skip
         lessons = _memory_lessons(ctx, problem)
         example = entry.example_source()
@@ -136,8 +152,14 @@ class LLMKernelProposer:
         )  # fmt: skip
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
-    def propose(
-        self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
+    def propose_from_history(
+        self,
+        problem: Any,
+        history: list[Evaluated],
+        population: list[Evaluated],
+        n: int,
+        round_: int,
+        ctx: RunContext,
     ) -> list[Proposal]:
         if ctx.llm is None:
             raise InvalidCandidate("LLMKernelProposer needs an LLM")
@@ -145,7 +167,7 @@ class LLMKernelProposer:
         out: list[Proposal] = []
         for j in range(n):
             strategy = chosen[(round_ - 1 + j) % len(chosen)]
-            reply = ctx.llm.complete(self.prompt(problem, population, strategy, ctx))
+            reply = ctx.llm.complete(self.prompt(problem, history, population, strategy, ctx))
             text = reply.text or ""
             code = extract_code_block(text)
             out.append(Proposal(payload={"code": code, "strategy": strategy.name, "params": read_params(code) or {}},

@@ -13,6 +13,7 @@ from optiforge.agents.kit.driver import CHECKPOINTS, GraphRun, open_checkpointer
 from optiforge.agents.kit.search import (
     EVALUATIONS,
     Evaluated,
+    HistoryProposer,
     Proposal,
     Proposer,
     SearchConfig,
@@ -29,6 +30,7 @@ __all__ = [
     "EVALUATIONS",
     "Evaluated",
     "GraphRun",
+    "HistoryProposer",
     "Proposal",
     "Proposer",
     "RunContext",

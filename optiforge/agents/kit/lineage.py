@@ -83,14 +83,17 @@ def record_lesson(
     tags: Sequence[str] = (),
     agent: str | None = None,
     score: float | None = None,
-) -> None:
-    """Store one lesson (an ``Experience``); no-op without memory."""
-    if ctx.memory is None:
-        return
-    from optiforge.memory import Experience
+    mem_id: str | None = None,
+) -> bool:
+    """Store one lesson (an ``Experience``); no-op without memory, or when ``mem_id`` is
+    already stored (None: a fresh id, always stored). Returns whether a record was written."""
+    if ctx.memory is None or (mem_id is not None and ctx.memory.find(mem_id) is not None):
+        return False
+    from optiforge.memory import Experience, new_id
 
     ctx.memory.add_experience(
         Experience(
+            id=mem_id or new_id("experience"),
             agent=agent or ctx.agent,
             task_signature=task,
             trajectory_summary=trajectory_summary,
@@ -100,3 +103,4 @@ def record_lesson(
             tags=list(tags),
         )
     )
+    return True

@@ -9,7 +9,9 @@ scores); live handles (LLM, sandbox, memory, executor, budget, tracer) travel in
 
 Durability: the graph is compiled with LangGraph's SQLite checkpointer in the run
 directory (``checkpoints.sqlite``) and invoked with ``durability="sync"``, so every
-finished node is on disk. Inside the evaluate node each finished evaluation is appended
+finished node is on disk. Everything a resume needs is in that state: a proposer that
+reads earlier attempts is a ``HistoryProposer`` (it is handed the checkpointed
+``history``), never one that remembers them itself. Inside the evaluate node each finished evaluation is appended
 to ``evaluations.jsonl`` at once; a run killed mid-node resumes with ``resume=True``
 (``--resume RUN_DIR``) and does not repeat the evaluations that had finished.
 
@@ -157,6 +159,32 @@ class Proposer(Protocol):
         ...
 
 
+@runtime_checkable
+class HistoryProposer(Protocol):
+    """A proposer that reads every candidate evaluated so far, not only the survivors.
+
+    ``history`` is the graph state's ``history`` (seeds, failures and invalid candidates
+    included, in evaluation order), which the loop checkpoints: a proposer that shows
+    earlier attempts or skips tried configs reads them from here, never from its own or
+    the problem's instance memory, so a resumed run proposes exactly as an uninterrupted
+    one (a resume rebuilds the proposer and the problem from scratch).
+    """
+
+    name: str
+
+    def propose_from_history(
+        self,
+        problem: SearchProblem,
+        history: list[Evaluated],
+        population: list[Evaluated],
+        n: int,
+        round_: int,
+        ctx: RunContext,
+    ) -> list[Proposal]:
+        """Up to ``n`` new proposals; may raise ``BudgetExceeded``/``LLMError``."""
+        ...
+
+
 class SearchState(TypedDict, total=False):
     """Graph state (serializable only)."""
 
@@ -273,7 +301,7 @@ class _Loop:
     """What every node of one search graph reads (fixed for the graph's life)."""
 
     problem: SearchProblem
-    proposer: Proposer
+    proposer: Proposer | HistoryProposer
     config: SearchConfig
     id_prefix: str
     evaluator: Callable[[dict[str, Any]], Score]
@@ -301,7 +329,13 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
         else:
             population = [Evaluated.model_validate(p) for p in state.get("population", [])]
             n = min(config.proposals_per_round, remaining)
-            props = loop.proposer.propose(loop.problem, population, n, rnd, ctx)
+            if isinstance(loop.proposer, HistoryProposer):
+                history = [Evaluated.model_validate(h) for h in state.get("history", [])]
+                props = loop.proposer.propose_from_history(
+                    loop.problem, history, population, n, rnd, ctx
+                )
+            else:
+                props = loop.proposer.propose(loop.problem, population, n, rnd, ctx)
     except BudgetExceeded as err:
         ctx.tracer.event("search_stop", reason=f"budget: {err.limit}", round=rnd)
         return {
@@ -410,7 +444,7 @@ def reflect_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
         ctx.tracer.event("reflect_skipped", reason=str(err))
         lessons = []
     if lessons and ctx.memory is not None:
-        _store_lessons(ctx, loop.problem, lessons, batch)
+        _store_lessons(ctx, loop, lessons, batch)
     return {"lessons": list(state.get("lessons", [])) + lessons}
 
 
@@ -482,7 +516,7 @@ def _after_select(state: SearchState) -> str:
 
 def build_search_graph(
     problem: SearchProblem,
-    proposer: Proposer,
+    proposer: Proposer | HistoryProposer,
     config: SearchConfig,
     *,
     checkpointer: Any | None = None,
@@ -612,17 +646,24 @@ def _remember(ctx: RunContext, problem: SearchProblem, evaluated: list[dict[str,
 
 
 def _store_lessons(
-    ctx: RunContext, problem: SearchProblem, lessons: list[str], batch: list[Evaluated]
+    ctx: RunContext, loop: _Loop, lessons: list[str], batch: list[Evaluated]
 ) -> None:
+    """Store the round's lessons; with a run directory their ids are stable, so a round
+    re-run after a kill (between the memory write and the node's checkpoint) does not
+    store them twice, and later prompts see the memory an uninterrupted run would."""
     summary = "; ".join(ev.describe() for ev in batch[:6])
-    for lesson in lessons:
+    rnd = batch[0].round if batch else 0
+    for i, lesson in enumerate(lessons):
+        digest = hashlib.sha256(lesson.encode()).hexdigest()[:12]
+        local = f"{loop.id_prefix}lesson-r{rnd}-{i}-{ctx.seed}-{digest}"
         record_lesson(
             ctx,
-            task=task_id(problem.task),
+            mem_id=memory_id(ctx, local, prefix="exp") if ctx.run_dir else None,
+            task=task_id(loop.problem.task),
             lesson=lesson,
             trajectory_summary=summary,
-            outcome=f"round {batch[0].round if batch else 0}",
-            tags=[ctx.agent, getattr(problem.task, "suite", "task")],
+            outcome=f"round {rnd}",
+            tags=[ctx.agent, getattr(loop.problem.task, "suite", "task")],
         )
 
 
@@ -631,7 +672,7 @@ def _store_lessons(
 
 def run_search(
     problem: SearchProblem,
-    proposer: Proposer,
+    proposer: Proposer | HistoryProposer,
     ctx: RunContext,
     config: SearchConfig,
     *,
@@ -686,7 +727,8 @@ def _check_checkpoint(
         return rid.startswith(prefix) if prefix else "." not in rid.split("-", 1)[0]
 
     logged = {rid for rid in log.done if mine(rid)}
-    known = {h["id"] for h in values.get("history", [])}
+    # Candidates rejected at materialization are never evaluated, so never logged.
+    known = {h["id"] for h in values.get("history", []) if not _is_invalid(h)}
     if known - logged:
         raise RunRecordError(
             f"{run_dir / EVALUATIONS} lacks {len(known - logged)} evaluation(s) that {db} "

@@ -11,7 +11,7 @@ import torch
 from optiforge.agents.hawkeye import SPEC
 from optiforge.agents.hawkeye.problem import KernelProblem
 from optiforge.agents.hawkeye.proposers import AutotuneProposer, LLMKernelProposer
-from optiforge.agents.kit import Proposal, RunContext, SearchConfig, run_search
+from optiforge.agents.kit import Evaluated, Proposal, RunContext, SearchConfig, run_search
 from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.suites.kernelarena import KernelArenaBenchmark
@@ -81,10 +81,9 @@ def test_roofline_facts() -> None:
 def test_autotuner_proposes_untried_valid_neighbours() -> None:
     task = _task("t2t_matmul")
     problem = KernelProblem(task, "interpreter")
-    problem.attempts.append(
-        {"strategy": "tiling_autotune", "params": read_params(task.seed_code), "passed": True}
-    )
-    props = AutotuneProposer().propose(problem, [], 4, 1, RunContext(seed=3))
+    tried = Evaluated(id="s", key="s", passed=True, value=1.0,
+                      payload={"strategy": "tiling_autotune", "params": read_params(task.seed_code)})  # fmt: skip
+    props = AutotuneProposer().propose_from_history(problem, [tried], [], 4, 1, RunContext(seed=3))
     params = [p.payload["params"] for p in props]
     assert len(props) == 4 and len({json.dumps(p, sort_keys=True) for p in params}) == 4
     seed = read_params(task.seed_code)

@@ -1,0 +1,149 @@
+"""Hawkeye resume: kill -9 mid-run, resume, and propose exactly as an uninterrupted run.
+
+The LLM proposer shows previous attempts with their failure reasons and lessons from
+memory; both must come from what the run checkpointed (the search history, the memory
+store), so the resumed run's prompts after the kill equal the uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from optiforge.agents.hawkeye import SPEC, HawkeyeConfig
+from optiforge.agents.kit import EVALUATIONS, RunContext
+from optiforge.evals.suites.kernelarena import KernelArenaBenchmark
+from optiforge.memory import Store
+from optiforge.runs import FileTracer
+from optiforge.testing import FunctionLLM
+
+BUDGET, BLOCK_AT = 5, 3  # the child is killed inside LLM call 3 (round 3's proposal)
+CONFIG = {"arch": "interpreter", "strategies_per_task": 2,
+          "search": {"max_evaluations": BUDGET, "proposals_per_round": 1, "population_size": 2}}  # fmt: skip
+
+CHILD = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import test_hawkeye_resume as t
+t.solve(Path(sys.argv[2]), Path(sys.argv[3]), block_at=int(sys.argv[4]), resume=False)
+"""
+
+BAD = "import torch\n\n\ndef launch(x):\n    return torch.softmax(x, dim=-1)\n"
+GOOD = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax(x_ptr, out_ptr, n_cols, sxm, sxn, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * sxm + cols * sxn, mask=mask, other=-float("inf")).to(tl.float32)
+    z = x - tl.max(x, axis=0)
+    num = tl.exp(z)
+    tl.store(out_ptr + row * n_cols + cols, (num / tl.sum(num, axis=0)).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def launch(x):
+    m, n = x.shape
+    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    _softmax[(m,)](x, out, n, x.stride(0), x.stride(1), BLOCK_N=triton.next_power_of_2(n))
+    return out  # variant {v}
+"""
+
+
+def _task() -> Any:
+    return next(t for t in KernelArenaBenchmark().tasks("dev") if t.name == "torch_softmax")
+
+
+def _reply(messages: list[dict[str, Any]]) -> str:
+    """A deterministic model: the reply is a function of the prompt alone (a cheat first)."""
+    user = messages[-1]["content"]
+    if "FAILED" not in user:
+        return f"```python\n{BAD}```"
+    v = int(hashlib.sha256(user.encode()).hexdigest()[:6], 16) % 1000
+    return f"```python\n{GOOD.format(v=v)}```"
+
+
+def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -> Any:
+    """Run hawkeye with a prompt-logging model; ``block_at``: hang inside that LLM call."""
+
+    def model(messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
+        with prompts.open("a") as fh:
+            fh.write(json.dumps(messages) + "\n")
+        n = len(prompts.read_text().splitlines())
+        if block_at is not None and n == block_at:
+            Path(str(prompts) + ".blocked").write_text(str(n))
+            time.sleep(600)
+        return _reply(messages)
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(f"sqlite:///{run_dir / 'memory.db'}", embedder=None)
+    ctx = RunContext(llm=FunctionLLM(model), memory=store, tracer=FileTracer(run_dir / "events.jsonl"),
+                     seed=0, run_dir=run_dir, agent="hawkeye")  # fmt: skip
+    try:
+        return SPEC.solve(_task(), ctx, HawkeyeConfig.model_validate(CONFIG), BUDGET, resume)
+    finally:
+        store.close()
+
+
+def _prompts(path: Path) -> list[Any]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.timeout(240)
+def test_kill_and_resume_proposes_as_the_uninterrupted_run(tmp_path: Path) -> None:
+    # Both runs use a run directory of the same name: memory ids derive from it.
+    killed, prompts = tmp_path / "a" / "run", tmp_path / "a" / "prompts.jsonl"
+    killed.parent.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    here = str(Path(__file__).resolve().parent)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, here, str(killed), str(prompts), str(BLOCK_AT)],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    blocked = Path(str(prompts) + ".blocked")
+    deadline = time.monotonic() + 150
+    try:
+        while not blocked.exists():
+            if child.poll() is not None:
+                pytest.fail(f"child exited early: {child.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "child never reached the kill point"
+            time.sleep(0.1)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    before = _prompts(prompts)
+    assert len(before) == BLOCK_AT
+    logged = len((killed / EVALUATIONS).read_text().splitlines())
+    assert logged == 2  # the seed and round 2's kernel (round 1's cheat is rejected unscored)
+
+    prompts.unlink()
+    resumed = solve(killed, prompts, block_at=None, resume=True)
+    after = _prompts(prompts)
+
+    fresh_prompts = tmp_path / "b" / "prompts.jsonl"
+    fresh = solve(tmp_path / "b" / "run", fresh_prompts, block_at=None, resume=False)
+    straight = _prompts(fresh_prompts)
+    # The killed call's round is proposed again, from the checkpointed history: every
+    # prompt from the kill point on (previous attempts, failure reasons, memory lessons)
+    # is the uninterrupted run's.
+    assert after == straight[BLOCK_AT - 1 :]
+    assert before == straight[:BLOCK_AT]
+    assert "calls torch.softmax" in after[0][-1]["content"]  # the failed attempt is shown
+    assert resumed.model_dump() == fresh.model_dump()
+    assert resumed.n_evaluations == BUDGET
+    ids = [json.loads(x)["id"] for x in (killed / EVALUATIONS).read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == BUDGET  # no evaluation was repeated
