@@ -40,7 +40,9 @@ class RunSettings(StrictModel):
     max_wall_s: float | None = Field(default=None, gt=0.0, le=MAX_WALL_S)
     max_sandbox_s: float | None = Field(default=None, gt=0.0, le=MAX_WALL_S)
     memory: str | None = None
-    """SQLAlchemy URL of the experience memory (default ``~/.optiforge/memory.db``)."""
+    """Experience memory scope: ``run`` (default: the run dir's own), ``project:NAME``,
+    ``global`` (opt-in: ``~/.optiforge/memory.db``), ``none``, or a SQLAlchemy URL
+    (``optiforge.memory.store.scoped_url``)."""
     sandbox: str = "local"
     """Sandbox back end: ``local`` or ``docker``."""
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
@@ -131,4 +133,75 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     out = _deep_copy(a)
     for k, v in b.items():
         out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+class OptionDoc(BaseModel):
+    """One config key as ``optiforge config show`` prints it."""
+
+    key: str
+    """Dotted path, as ``--set`` takes it."""
+    type: str
+    default: Any
+    doc: str
+
+
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """The string literal under each annotated field of ``cls`` and its bases."""
+    import ast
+    import inspect
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass in (BaseModel, object) or not issubclass(klass, BaseModel):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for stmt, nxt in zip(body, [*body[1:], None], strict=True):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                docs[stmt.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def describe_model(
+    cls: type[BaseModel], prefix: str = "", defaults: dict[str, Any] | None = None
+) -> list[OptionDoc]:
+    """Every key of a config model, nested models flattened to dotted keys, with its type,
+    default and documentation (the field's description or the docstring under it).
+
+    ``defaults``: the enclosing model's default for this nested model (a parent may set
+    other defaults than the nested class's own, e.g. a smaller search budget).
+    """
+    import typing
+
+    docs = _attribute_docs(cls)
+    out: list[OptionDoc] = []
+    for name, field in cls.model_fields.items():
+        key = f"{prefix}{name}"
+        ann = field.annotation
+        if defaults is not None and name in defaults:
+            default = defaults[name]
+        else:
+            default = field.get_default(call_default_factory=True)
+        if isinstance(default, BaseModel):
+            default = default.model_dump(mode="json")
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out += describe_model(ann, key + ".", default if isinstance(default, dict) else None)
+            continue
+        if typing.get_args(ann):
+            type_name = str(ann).replace("typing.", "")
+        else:
+            type_name = getattr(ann, "__name__", str(ann))
+        doc = field.description or docs.get(name, "")
+        out.append(OptionDoc(key=key, type=type_name, default=default, doc=doc))
     return out

@@ -17,6 +17,11 @@ app = typer.Typer(
     help="AutoREM: build the experience memory (adapt), solve one instance, tabulate evals.",
     no_args_is_help=True,
 )
+DEFAULT_MEMORY = "project:autorem"
+MEMORY_HELP = (
+    "Experience memory (default project:autorem, ~/.optiforge/projects/autorem.db; evaluate "
+    "with `optiforge eval autorem --memory project:autorem`), global, none, or a URL."
+)
 _console = Console(soft_wrap=True)  # tables and reports must not be re-wrapped
 
 
@@ -36,9 +41,12 @@ def _context(
     settings = RunSettings(
         model=model, api_base=api_base, memory="none", max_llm_calls=max_llm_calls, seed=seed
     )
+    from optiforge.memory.store import scoped_url
+
     ctx = build_context(settings, None, "autorem")
-    if memory != "none":
-        ctx.memory = Store(memory, embedder="auto" if embed else None)
+    url = scoped_url(memory or DEFAULT_MEMORY, None)
+    if url is not None:
+        ctx.memory = Store(url, embedder="auto" if embed else None)
     return ctx
 
 
@@ -52,9 +60,7 @@ def adapt(
     split: Annotated[str, typer.Option(help="Training split (dev).")] = "dev",
     model: Annotated[str, typer.Option(help="litellm model string or 'offline'.")] = "offline",
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
-    memory: Annotated[
-        str | None, typer.Option(help="Memory URL (default: $OPTIFORGE_MEMORY).")
-    ] = None,
+    memory: Annotated[str | None, typer.Option(help=MEMORY_HELP)] = None,
     n: Annotated[int | None, typer.Option(help="Only the first N instances.")] = None,
     n_per_split: Annotated[int, typer.Option(help="Generated instances per split.")] = 30,
     reflector: Annotated[str, typer.Option(help="auto, llm or rules.")] = "auto",
@@ -97,7 +103,7 @@ def solve(
     instance: Annotated[Path, typer.Argument(help="ROInstance or ROProblem JSON file.")],
     model: Annotated[str, typer.Option(help="litellm model string or 'offline'.")] = "offline",
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
-    memory: Annotated[str | None, typer.Option(help="Memory URL or 'none'.")] = None,
+    memory: Annotated[str | None, typer.Option(help=MEMORY_HELP)] = None,
     max_attempts: Annotated[int, typer.Option(help="Code attempts.")] = 3,
     embed: Annotated[
         bool, typer.Option("--embed/--no-embed", help="MiniLM retrieval (else lexical).")

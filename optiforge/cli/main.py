@@ -25,6 +25,8 @@ from optiforge.limits import MAX_BUDGET, MAX_SEEDS, MAX_WALL_S, MAX_WORKERS
 
 console = Console()
 err_console = Console(stderr=True)
+# Listings piped to a file or a pager keep every column (rich assumes 80 off a terminal).
+list_console = Console(width=None if console.is_terminal else 1000)
 
 app = typer.Typer(
     name="optiforge",
@@ -48,6 +50,11 @@ def _version(value: bool) -> None:
         console.print(f"optiforge {__version__}")
         raise typer.Exit()
 
+
+MEMORY_HELP = (
+    "Experience memory: run (default: this run's own), project:NAME (shared by runs naming "
+    "it), global (~/.optiforge/memory.db), none, or a SQLAlchemy URL."
+)
 
 UnsafeOpt = Annotated[
     bool,
@@ -106,21 +113,21 @@ def list_providers() -> None:
             else f"{p.env_var} ({'set' if os.environ.get(p.env_var) else 'not set'})"
         )
         table.add_row(p.provider, p.model, p.api_base or "-", key, p.notes)
-    console.print(table)
+    list_console.print(table)
 
 
 @list_app.command("agents")
 def list_agents() -> None:
     """Registered agents (built in and from the optiforge.agents entry-point group)."""
-    from optiforge.agents import available_agents
+    from optiforge.agents import agent_infos
 
     table = Table(title="Agents")
     table.add_column("name")
     table.add_column("default benchmark")
     table.add_column("description")
-    for spec in available_agents().values():
-        table.add_row(spec.name, spec.default_benchmark or "-", spec.description)
-    console.print(table)
+    for name, info in agent_infos().items():
+        table.add_row(name, info.default_benchmark or "-", info.description)
+    list_console.print(table)
 
 
 @list_app.command("benchmarks")
@@ -134,7 +141,62 @@ def list_benchmarks() -> None:
     table.add_column("description")
     for name, info in available_benchmarks().items():
         table.add_row(name, ", ".join(info.splits), info.description)
-    console.print(table)
+    list_console.print(table)
+
+
+@list_app.command("tasks")
+def list_tasks(
+    bench: Annotated[
+        str | None, typer.Argument(help="Suite (default: every suite).", show_default=False)
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="Only this split.")] = None,
+) -> None:
+    """Tasks of a suite (or of every suite) per split, as `--bench SUITE/TASK@SPLIT` takes them."""
+    from optiforge.evals.registry import BUILTIN_BENCHMARKS, get_benchmark
+
+    names = [bench] if bench else list(BUILTIN_BENCHMARKS)
+    table = Table(title="Tasks")
+    for col in ("--bench", "metric", "budget"):
+        table.add_column(col)
+    for name in names:
+        suite = get_benchmark(name)
+        splits = [split] if split else list(suite.splits)
+        for sp in splits:
+            if sp not in suite.splits:
+                raise ConfigError(f"{name} has no split {sp!r} (splits: {', '.join(suite.splits)})")
+            for t in suite.tasks(sp):
+                arrow = "higher" if t.higher_is_better else "lower"
+                table.add_row(f"{name}/{t.name}@{sp}", f"{t.metric} ({arrow} is better)",
+                              str(t.budget or "-"))  # fmt: skip
+    list_console.print(table)
+
+
+config_app = typer.Typer(help="Agent options: keys, defaults, docs.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("show")
+def config_show(
+    agent: Annotated[str, typer.Argument(help="Agent name (see `optiforge list agents`).")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON list.")] = False,
+) -> None:
+    """Every option of AGENT with its type, default and meaning (set with --set agent.KEY=V)."""
+    from optiforge.agents import get_agent
+    from optiforge.config import describe_model
+
+    spec = get_agent(agent)
+    options = describe_model(spec.config_model)
+    if json_out:
+        sys.stdout.write(json.dumps([o.model_dump(mode="json") for o in options]) + "\n")
+        return
+    table = Table(
+        title=f"{spec.name} options (--set agent.KEY=VALUE, or agent: in a --config YAML)"
+    )
+    for col in ("key", "type", "default", "meaning"):
+        table.add_column(col)
+    for o in options:
+        table.add_row(o.key, o.type, json.dumps(o.default, default=str), o.doc)
+    list_console.print(table)
 
 
 # ---------------------------------------------------------------------------- doctor
@@ -288,7 +350,9 @@ def run(
     bench: Annotated[
         str | None,
         typer.Option(
-            "--bench", "-b", help="SUITE/TASK[@split] (default: the agent's suite, first dev task)."
+            "--bench",
+            "-b",
+            help="SUITE/TASK or SUITE/TASK@SPLIT (default: the agent's suite, first dev task).",
         ),
     ] = None,
     budget: Annotated[
@@ -319,9 +383,7 @@ def run(
         Path | None, typer.Option(help="Answer LLM requests from this cassette only.")
     ] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
-    memory: Annotated[
-        str | None, typer.Option(help="Memory URL (sqlite:///..., postgresql://...) or 'none'.")
-    ] = None,
+    memory: Annotated[str | None, typer.Option(help=MEMORY_HELP)] = None,
     sandbox: Annotated[str, typer.Option(help="Sandbox back end: local or docker.")] = "local",
     unsafe_sandbox: UnsafeOpt = False,
     workers: Annotated[
@@ -554,7 +616,7 @@ def eval_cmd(
         int, typer.Option(min=1, max=MAX_WORKERS, help="Runs in parallel (processes).")
     ] = 1,
     unsafe_sandbox: UnsafeOpt = False,
-    memory: Annotated[str | None, typer.Option(help="Memory URL or 'none'.")] = None,
+    memory: Annotated[str | None, typer.Option(help=MEMORY_HELP)] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
     max_llm_calls: Annotated[int | None, typer.Option(min=0, help="LLM-call cap per run.")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML preset.")] = None,

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from optiforge.errors import MemoryStoreError
-from optiforge.memory.records import RECORD_TYPES
-from optiforge.memory.store import Store
+
+if TYPE_CHECKING:  # the store (SQLAlchemy, ~0.35 s) loads when a command runs, not on --help
+    from optiforge.memory.store import Store
 
 app = typer.Typer(
     help="Inspect, search, export and import the experience memory.",
@@ -32,7 +33,12 @@ class _Opts:
         self.embed = embed
 
     def store(self) -> Store:
-        return Store(self.url, embedder="auto" if self.embed else None)
+        from optiforge.memory.store import Store, scoped_url
+
+        url = scoped_url(self.url or "global", None)
+        if url is None:
+            raise MemoryStoreError("--memory none: there is no memory to inspect")
+        return Store(url, embedder="auto" if self.embed else None)
 
 
 @app.callback()
@@ -42,7 +48,8 @@ def _main(
         str | None,
         typer.Option(
             "--memory",
-            help="Memory URL (default: $OPTIFORGE_MEMORY or sqlite:///~/.optiforge/memory.db).",
+            help="global (default: $OPTIFORGE_MEMORY or ~/.optiforge/memory.db), "
+            "project:NAME, a run directory (its memory.db), or a SQLAlchemy URL.",
         ),
     ] = None,
     embed: Annotated[
@@ -89,6 +96,8 @@ def search(
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's records.")] = None,
 ) -> None:
     """Top-k records most relevant to QUERY."""
+    from optiforge.memory.records import RECORD_TYPES
+
     if kind not in RECORD_TYPES:
         raise MemoryStoreError(f"unknown --kind {kind!r}; use one of {', '.join(RECORD_TYPES)}")
     if method not in ("auto", "embedding", "lexical"):

@@ -41,11 +41,14 @@ def build_context(
     from optiforge.sandboxes import get_sandbox
 
     sandbox = get_sandbox(settings.sandbox, tracer=tracer)
+    from optiforge.memory.store import scoped_url
+
     memory = None
-    if settings.memory != "none":
+    url = scoped_url(settings.memory, recorder.run_dir if recorder else None)
+    if url is not None:
         from optiforge.memory import Store
 
-        memory = Store(settings.memory)
+        memory = Store(url)
     n_workers = settings.workers if workers is None else workers
     executor = None
     if n_workers > 1:

@@ -1,0 +1,41 @@
+"""The agent registry: metadata known without importing an agent matches each agent's SPEC."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from optiforge.agents import BUILTIN_AGENTS, agent_infos, get_agent
+
+
+def test_builtin_metadata_matches_each_spec() -> None:
+    for name, info in BUILTIN_AGENTS.items():
+        spec = get_agent(name)
+        assert (spec.name, spec.default_benchmark, spec.description) == (
+            name,
+            info.default_benchmark,
+            info.description,
+        )
+
+
+def test_listing_agents_imports_no_agent() -> None:
+    """`optiforge list agents` must not pay for torch, cvxpy or BoTorch."""
+    code = (
+        "import sys; from optiforge.agents import agent_infos; agent_infos();"
+        "heavy = [m for m in ('torch', 'cvxpy', 'botorch', 'litellm', 'sqlalchemy') if m in sys.modules];"
+        "mine = [m for m in sys.modules if m.startswith('optiforge.agents.') and"
+        " m.split('.')[2] not in ('kit', 'spec')]; print(heavy, mine)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] []"
+    assert set(agent_infos()) >= set(BUILTIN_AGENTS)
+
+
+def test_help_imports_nothing_heavy() -> None:
+    code = (
+        "import sys; import optiforge.cli;"
+        "print([m for m in ('torch', 'cvxpy', 'litellm', 'sqlalchemy', 'numpy', 'pydantic')"
+        " if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,48 @@
+"""Finding things from the CLI: tasks, agent options, help text, untruncated listings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+CLI = [sys.executable, "-m", "optiforge.cli"]
+
+
+def optiforge(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # as when piped to a file
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_list_tasks_names_what_bench_takes() -> None:
+    out = optiforge("list", "tasks", "funcfit")
+    assert out.returncode == 0, out.stderr
+    assert "funcfit/quadratic@dev" in out.stdout and "funcfit/cubic@heldout" in out.stdout
+    out = optiforge("list", "tasks", "funcfit", "--split", "nope")
+    assert out.returncode == 2 and "has no split 'nope'" in out.stderr
+
+
+def test_config_show_lists_keys_defaults_and_docs() -> None:
+    out = optiforge("config", "show", "hawkeye", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = {r["key"]: r for r in json.loads(out.stdout)}
+    # the agent's own default for the nested search config, not SearchConfig's class default
+    assert rows["search.max_evaluations"]["default"] == 12
+    assert "strategies" in rows["strategies_per_task"]["doc"]
+    table = optiforge("config", "show", "evolve")
+    assert "search.population_size" in table.stdout and "Survivors kept" in table.stdout
+
+
+def test_help_shows_the_split_syntax() -> None:
+    out = optiforge("run", "--help")
+    assert "SUITE/TASK@SPLIT" in out.stdout  # was "SUITE/TASK[@split]" with the [...] eaten
+
+
+def test_listings_are_not_cut_off_the_terminal() -> None:
+    from optiforge.llm.providers import PROVIDERS
+
+    out = optiforge("list", "providers")
+    assert out.returncode == 0
+    for p in PROVIDERS:
+        assert p.notes in out.stdout
