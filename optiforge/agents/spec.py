@@ -6,34 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
-from optiforge.agents.kit import RunContext
+from optiforge.agents.kit.context import RunContext
+from optiforge.agents.kit.outcome import AgentOutcome
 from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Task
-
-
-class AgentOutcome(BaseModel):
-    """What one agent (or baseline) run on one task produced.
-
-    ``best_candidate`` is re-scored by the harness (``Task.evaluate``); ``claimed_value``
-    is only the agent's own number, kept for diagnosis and never reported as the result.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    best_candidate: Any = None
-    claimed_value: float | None = None
-    trace: list[float | None] = Field(default_factory=list)
-    """Best-so-far value after each evaluation (the convergence curve)."""
-    n_evaluations: int = 0
-    stop_reason: str = ""
-    extra: dict[str, Any] = Field(default_factory=dict)
-    failure: str | None = None
-    """The agent's verdict that its run failed although it returned a candidate (e.g. not
-    one LLM proposal was valid, so the candidate is only the seed); the harness then
-    reports the run ``failed`` (``optiforge.harness.status``)."""
-
 
 Solve = Callable[[Task, RunContext, BaseModel, int | None, bool], AgentOutcome]
 """``solve(task, ctx, config, budget, resume) -> AgentOutcome``."""

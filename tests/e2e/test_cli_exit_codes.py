@@ -201,3 +201,34 @@ def test_memory_import_of_a_binary_file_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     (line,) = error_lines(proc)
     assert "not a UTF-8 JSONL file" in line
+
+
+def test_every_llm_proposal_invalid_is_a_failed_run(
+    tmp_path: Path, openai_server: OpenAICompatServer
+) -> None:
+    """Replies with no code: the seed is all the run has, and the run says it failed."""
+    openai_server.default = {"content": "I am sorry, I cannot write code today."}
+    out = tmp_path / "run"
+    proc = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "6",
+                     "--memory", "none", "--model", "openai/local", "--api-base",
+                     openai_server.url, "--out", str(out))  # fmt: skip
+    assert proc.returncode == ExitCode.FAILED, proc.stderr[-2000:]
+    assert "not one of the" in status_line(proc) and "LLM proposals was valid" in status_line(proc)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["best_score"] is not None  # the seed
+
+
+def test_offline_search_whose_mutations_all_fail_is_still_a_result() -> None:
+    """The rule is about the LLM: an offline proposer's misses are results of the search."""
+    from optiforge.agents.kit import Evaluated, SearchResult, search_outcome
+
+    seed = Evaluated(id="s", key="k", payload={}, round=0, passed=True, value=1.0)
+    miss = Evaluated(id="m", key="", payload={}, round=1, error="invalid: no code")
+    result = SearchResult(best=seed, history=[seed, miss], population=[seed], n_evaluations=1,
+                          n_duplicates=0, n_invalid=1, rounds=2, stop_reason="max rounds reached")  # fmt: skip
+    assert search_outcome(result, proposer="p", higher_is_better=False, llm=False).failure is None
+    failure = search_outcome(result, proposer="p", higher_is_better=False, llm=True).failure
+    assert (
+        failure
+        == "not one of the 1 LLM proposals was valid (1 rejected before evaluation, 0 failed it)"
+    )

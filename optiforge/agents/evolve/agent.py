@@ -7,7 +7,7 @@ from pydantic import BaseModel
 from optiforge.agents.evolve.config import EvolveConfig
 from optiforge.agents.evolve.problem import SEED_CODE, CodeProblem
 from optiforge.agents.evolve.proposers import LLMCodeProposer, MutationProposer
-from optiforge.agents.evolve.report import search_outcome
+from optiforge.agents.evolve.report import evolve_outcome
 from optiforge.agents.kit import Proposer, RunContext, run_search
 from optiforge.agents.spec import AgentOutcome
 from optiforge.evals.protocol import Task
@@ -29,4 +29,4 @@ def solve(
         else MutationProposer()
     )
     result = run_search(problem, proposer, ctx, search, resume=resume)
-    return search_outcome(result, proposer.name, task.higher_is_better)
+    return evolve_outcome(result, proposer.name, task.higher_is_better, ctx.llm is not None)

@@ -1,24 +1,13 @@
-"""What ``evolve`` reports: a search result as the harness's ``AgentOutcome``."""
+"""What ``evolve`` reports: the kit's search outcome (the best program, the search counts);
+a run whose LLM proposed not one passing program is a failed run."""
 
 from __future__ import annotations
 
-from optiforge.agents.kit import SearchResult
-from optiforge.agents.spec import AgentOutcome
+from optiforge.agents.kit import AgentOutcome, SearchResult, search_outcome
 
 
-def search_outcome(result: SearchResult, proposer: str, higher_is_better: bool) -> AgentOutcome:
+def evolve_outcome(
+    result: SearchResult, proposer: str, higher_is_better: bool, llm: bool
+) -> AgentOutcome:
     """The best program as the candidate; search counts in ``extra``."""
-    best = result.best
-    return AgentOutcome(
-        best_candidate=best.payload if best else None,
-        claimed_value=best.value if best else None,
-        trace=result.trace(higher_is_better),
-        n_evaluations=result.n_evaluations,
-        stop_reason=result.stop_reason,
-        extra={
-            "proposer": proposer,
-            "n_duplicates": result.n_duplicates,
-            "n_invalid": result.n_invalid,
-            "rounds": result.rounds,
-        },
-    )
+    return search_outcome(result, proposer=proposer, higher_is_better=higher_is_better, llm=llm)

@@ -12,7 +12,7 @@ from optiforge.agents.hawkeye.proposers import (
     distance,
     prior_preference,
 )
-from optiforge.agents.hawkeye.report import search_outcome
+from optiforge.agents.hawkeye.report import hawkeye_outcome
 from optiforge.agents.hawkeye.roofline import detect_arch
 from optiforge.agents.kit import HistoryProposer, RunContext, run_search
 from optiforge.agents.spec import AgentOutcome
@@ -47,7 +47,8 @@ def run_hawkeye(
             tied, key=lambda e: (distance(e.payload.get("params") or {}, pref), -tied.index(e))
         )
     chosen = [s.name for s in LLMKernelProposer(config.strategies_per_task).strategies(problem)]
-    return search_outcome(result, best, problem, proposer.name, chosen)
+    llm = isinstance(proposer, LLMKernelProposer)
+    return hawkeye_outcome(result, best, problem, proposer.name, chosen, llm)
 
 
 def solve(

@@ -10,6 +10,7 @@
 
 from optiforge.agents.kit.context import RunContext
 from optiforge.agents.kit.driver import CHECKPOINTS, GraphRun, open_checkpointer, run_graph
+from optiforge.agents.kit.outcome import AgentOutcome, proposals_failure, search_outcome
 from optiforge.agents.kit.search import (
     EVALUATIONS,
     Evaluated,
@@ -26,6 +27,9 @@ from optiforge.agents.kit.search import (
 )
 
 __all__ = [
+    "AgentOutcome",
+    "proposals_failure",
+    "search_outcome",
     "CHECKPOINTS",
     "EVALUATIONS",
     "Evaluated",

@@ -1,0 +1,83 @@
+"""The one typed outcome of an agent run, and the search loop's result turned into one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from optiforge.agents.kit.search import Evaluated, SearchResult
+
+
+class AgentOutcome(BaseModel):
+    """What one agent (or baseline) run on one task produced.
+
+    ``best_candidate`` is re-scored by the harness (``Task.evaluate``); ``claimed_value``
+    is only the agent's own number, kept for diagnosis and never reported as the result.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    best_candidate: Any = None
+    claimed_value: float | None = None
+    trace: list[float | None] = Field(default_factory=list)
+    """Best-so-far value after each evaluation (the convergence curve)."""
+    n_evaluations: int = 0
+    stop_reason: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    failure: str | None = None
+    """The agent's verdict that its run failed although it returned a candidate (e.g. not
+    one LLM proposal was valid, so the candidate is only the seed); the harness then
+    reports the run ``failed`` (``optiforge.harness.status``)."""
+
+
+def proposals_failure(result: SearchResult) -> str | None:
+    """Why an LLM-driven search failed although it returned a candidate, else None.
+
+    Not one proposal after the seeds passed (invalid at materialize, or failed its
+    evaluation): the returned candidate is a seed, and the LLM contributed nothing. A
+    search that stopped on an LLM error before proposing says so in its stop reason.
+    """
+    proposed = [h for h in result.history if h.round > 0]
+    if not proposed or any(h.passed for h in proposed):
+        return None
+    invalid = sum(1 for h in proposed if str(h.error or "").startswith("invalid:"))
+    return (
+        f"not one of the {len(proposed)} LLM proposals was valid "
+        f"({invalid} rejected before evaluation, {len(proposed) - invalid} failed it)"
+    )
+
+
+def search_outcome(
+    result: SearchResult,
+    *,
+    proposer: str,
+    higher_is_better: bool,
+    llm: bool,
+    best: Evaluated | None = None,
+    extra: dict[str, Any] | None = None,
+) -> AgentOutcome:
+    """``best`` (default: the search's best) as the candidate, the search counts in ``extra``.
+
+    Args:
+        llm: the proposer is an LLM; a search none of whose proposals passed is then a
+            failed run (``proposals_failure``). An offline proposer's misses are results.
+        extra: agent-specific fields, merged over the search counts.
+    """
+    best = result.best if best is None else best
+    return AgentOutcome(
+        best_candidate=best.payload if best else None,
+        claimed_value=best.value if best else None,
+        trace=result.trace(higher_is_better),
+        n_evaluations=result.n_evaluations,
+        stop_reason=result.stop_reason,
+        extra={
+            "proposer": proposer,
+            "n_duplicates": result.n_duplicates,
+            "n_invalid": result.n_invalid,
+            "rounds": result.rounds,
+            **(extra or {}),
+        },
+        failure=proposals_failure(result) if llm else None,
+    )
