@@ -139,7 +139,10 @@ def report_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path)
     tasks = list((summary.get("suite_metrics") or {}).get("per_task") or {})
     if not tasks:
         return []
+    from matplotlib.patches import Patch
+
     fig, axes = task_grid(len(tasks))
+    n_seeds: set[int] = set()
     for ax, task in zip(axes.flat, tasks, strict=False):
         runs = [r for r in _metric_rows(rows) if r["task"] == task]
         top = max((max(r["extra"].get("cumulative_cost") or [0.0]) for r in runs), default=0.0)
@@ -155,6 +158,7 @@ def report_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path)
             if not curves:
                 continue
             mean, half = band(np.stack(curves))
+            n_seeds.add(len(curves))
             ax.plot(grid, mean, label=m, lw=1.8 if m == summary.get("agent") else 1.0)
             ax.fill_between(grid, mean - half, mean + half, alpha=0.15)
         y_star = next((r["verification"]["metrics"].get("y_star") for r in runs), None)
@@ -163,4 +167,8 @@ def report_plots(summary: dict[str, Any], rows: list[dict[str, Any]], out: Path)
         ax.set_title(task, fontsize=9)
         ax.set_xlabel("cumulative intervention cost")
         ax.set_ylabel("best E[Y|do] (↓)")
-    return [save_task_grid(fig, axes, len(tasks), out / "cost_convergence.png")]
+    seeds = "/".join(str(n) for n in sorted(n_seeds))
+    what = Patch(color="gray", alpha=0.3, label=f"mean ± 95% CI over {seeds} seeds")
+    return [
+        save_task_grid(fig, axes, len(tasks), out / "cost_convergence.png", extra_handles=[what])
+    ]
