@@ -526,7 +526,7 @@ def _run_with_progress(
             # the agent's own observation; the final table shows the harness's re-measurement
             parts = [f"observed best {best:.5g}"] if isinstance(best, float) else []
             if info.get("llm_calls"):
-                parts.append(f"{info['llm_calls']} LLM calls, ${info.get('cost_usd', 0.0):.4f}")
+                parts.append(f"{info['llm_calls']} LLM calls, {_cost(info)}")
             prog.update(bar, completed=info.get("evaluations", 0), info=" · ".join(parts))
 
         return run_task(spec, task, settings, out_dir, resume=resume, progress=progress)  # type: ignore[no-any-return]
@@ -549,7 +549,7 @@ def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None
         "failed" if best is None else f"{best:.6g}",
         str(summary["n_evaluations"]),
         str(summary["llm_calls"]),
-        f"${summary['cost_usd']:.4f}",
+        _cost(summary),
         f"{summary['wall_s']:.1f}",
     )
     if summary.get("baseline_name"):
@@ -726,6 +726,74 @@ def _print_eval_summary(
     console.print(
         f"eval directory: {out_dir}  (results.jsonl, summary.json, summary.md, convergence.png)"
     )
+
+
+@app.command("runs")
+def runs_cmd(
+    root: Annotated[Path, typer.Option(help="Directory holding the runs.")] = Path("runs"),
+    limit: Annotated[int, typer.Option(min=1, help="Newest N.")] = 30,
+) -> None:
+    """Runs and evals under ROOT, newest first: status, agent, task, best, cost."""
+    from optiforge.harness.catalog import list_runs
+
+    rows = list_runs(root)
+    table = Table(title=f"runs in {root} ({len(rows)})")
+    for col in ("id", "status", "agent", "task", "model", "best", "cost"):
+        table.add_column(col)
+    colour = {"finished": "green", "stopped": "yellow", "failed": "red", "interrupted": "yellow"}
+    for r in rows[:limit]:
+        st = r["status"]
+        best = "-" if r["best"] is None else f"{r['best']:.6g} {r['metric'] or ''}"
+        cost = _cost(r)
+        table.add_row(r["id"], f"[{colour.get(st, 'white')}]{st}[/]", str(r["agent"]),
+                      str(r["bench"]), str(r["model"]), best, cost)  # fmt: skip
+    list_console.print(table)
+
+
+def _cost(row: dict[str, Any]) -> str:
+    """What the LLM calls cost: "-" with none, "unknown" where litellm's price map has no
+    price for the model (a local server), never a misleading $0.0000."""
+    calls, unpriced = int(row.get("llm_calls") or 0), int(row.get("unpriced_calls") or 0)
+    if calls == 0:
+        return "-"
+    if unpriced >= calls:
+        return "unknown"
+    usd = f"${float(row.get('cost_usd') or 0.0):.4f}"
+    return f"{usd} + {unpriced} unpriced" if unpriced else usd
+
+
+@app.command("compare")
+def compare_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories (same task).")],
+    plot: Annotated[
+        Path | None, typer.Option(help="Also write the best-so-far curves to this PNG.")
+    ] = None,
+) -> None:
+    """Runs of one task side by side: re-measured best, evaluations, LLM calls, cost, time."""
+    from optiforge.harness.catalog import compare_runs, write_compare_plot
+
+    rows = compare_runs(list(runs))
+    higher = next((r["higher_is_better"] for r in rows if r["higher_is_better"] is not None), None)
+    arrow = "" if higher is None else f", {'higher' if higher else 'lower'} is better"
+    table = Table(title=f"{rows[0]['bench']} ({rows[0]['metric'] or 'value'}{arrow})")
+    for col in ("run", "status", "method", "model", "seed", "best", "evals", "LLM calls",
+                "cost", "wall s"):  # fmt: skip
+        table.add_column(col)
+    finished = [r for r in rows if r["best"] is not None]
+    top = None
+    if finished and higher is not None:
+        top = (max if higher else min)(finished, key=lambda r: r["best"])["id"]
+    for r in rows:
+        best = "-" if r["best"] is None else f"{r['best']:.6g}" + (" *" if r["id"] == top else "")
+        table.add_row(r["id"], r["status"], str(r["agent"]), str(r["model"]), str(r["seed"]),
+                      best, str(r["n_evaluations"] or "-"), str(r["llm_calls"] or 0),
+                      _cost(r),
+                      "-" if r["wall_s"] is None else f"{r['wall_s']:.1f}")  # fmt: skip
+    list_console.print(table)
+    if top:
+        console.print("* best of these runs (one seed each: not a claim that one method is better)")
+    if plot is not None:
+        console.print(f"wrote {write_compare_plot(rows, plot)}")
 
 
 @app.command()

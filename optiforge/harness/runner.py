@@ -113,14 +113,17 @@ def run_task(
         def with_spend(info: dict[str, Any]) -> None:
             snap = ctx.budget.snapshot() if ctx.budget is not None else {}
             progress(
-                {**info, "llm_calls": int(_snap(snap, "calls")), "cost_usd": _snap(snap, "usd")}
-            )
+                {**info, "llm_calls": int(_snap(snap, "calls")), "cost_usd": _snap(snap, "usd"),
+                 "unpriced_calls": int(_snap(snap, "unpriced_calls"))}
+            )  # fmt: skip
 
         ctx.progress = with_spend
     budget = run_budget(task, spec, settings)
     try:
         if method == spec.name:
-            outcome = spec.solve(task, ctx, config, budget, resume)
+            run = spec.build(task, config, budget)
+            final = run.drive(ctx, resume=resume)  # run_graph: checkpoint, resume, close
+            outcome = run.outcome(final.state, ctx)
         else:
             outcome = spec.baselines[method](task, ctx, budget, config)
         value, passed, verification = _verify(task, outcome, ctx)
@@ -150,6 +153,7 @@ def run_task(
             "llm_calls": int(_snap(snap, "calls")),
             "tokens": int(_snap(snap, "tokens")),
             "cost_usd": float(_snap(snap, "usd")),
+            "unpriced_calls": int(_snap(snap, "unpriced_calls")),
             "sandbox_s": float(_snap(snap, "sandbox_s")),
             "wall_s": round(time.perf_counter() - t0, 3),
             "stop_reason": outcome.stop_reason,

@@ -209,6 +209,10 @@ class BaseLLM:
         )
 
     # -- internals --------------------------------------------------------------------
+    def _prepare(self) -> None:
+        """One-off set-up before the first call (e.g. importing the client library); not
+        counted in any call's latency. The base class has none."""
+
     def _call(
         self,
         req: list[dict[str, Any]],
@@ -216,6 +220,7 @@ class BaseLLM:
         schema: type[BaseModel] | None,
         params: dict[str, Any],
     ) -> tuple[ProviderReply, CallRecord]:
+        self._prepare()  # one-off client set-up is not the call's latency
         merged = {**self.params, **params}
         json_mode = schema is not None and self._supports_json_mode()
         key_params = {**merged, "_json_mode": json_mode}

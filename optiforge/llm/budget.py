@@ -60,6 +60,9 @@ class Budget:
         self.calls = 0
         self.tokens = 0
         self.usd = 0.0
+        self.unpriced_calls = 0
+        """Calls whose cost litellm's price map does not know (local or unlisted models):
+        ``usd`` leaves them out, so a report says "unknown", never $0."""
         self.sandbox_s = 0.0
         self._in_flight = 0
 
@@ -134,6 +137,8 @@ class Budget:
             self.calls += 1
             self.tokens += record.tokens_in + record.tokens_out
             self.usd += record.cost_usd
+            if not record.cost_known:
+                self.unpriced_calls += 1
 
     def check_sandbox(self, seconds: float = 0.0) -> None:
         """Raise ``BudgetExceeded`` if sandbox usage is at the cap or ``seconds`` more would pass it."""
@@ -172,4 +177,5 @@ class Budget:
                 "usd": {"used": self.usd, "cap": c.max_usd},
                 "wall_s": {"used": self.elapsed_s, "cap": c.max_wall_s},
                 "sandbox_s": {"used": self.sandbox_s, "cap": c.max_sandbox_s},
+                "unpriced_calls": {"used": self.unpriced_calls, "cap": None},
             }

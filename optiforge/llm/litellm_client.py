@@ -202,6 +202,9 @@ class LiteLLM(BaseLLM):
     def __repr__(self) -> str:
         return f"LiteLLM(model={self.model!r}, api_base={self.api_base!r})"
 
+    def _prepare(self) -> None:
+        import_litellm()  # ~2 s the first time: it must not show up as the first call's latency
+
     def _supports_json_mode(self) -> bool:
         if self.json_mode is not None:
             return self.json_mode

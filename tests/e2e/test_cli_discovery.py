@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 CLI = [sys.executable, "-m", "optiforge.cli"]
 
@@ -46,3 +47,31 @@ def test_listings_are_not_cut_off_the_terminal() -> None:
     assert out.returncode == 0
     for p in PROVIDERS:
         assert p.notes in out.stdout
+
+
+def test_runs_and_compare(tmp_path: Path) -> None:
+    from optiforge.config import RunSettings
+    from optiforge.evals.registry import resolve_task
+    from optiforge.harness.runner import run_task
+
+    task = resolve_task("funcfit/quadratic@dev")
+    for name, budget in (("short", 2), ("long", 6)):
+        run_task("evolve", task, RunSettings(budget=budget, memory="none"), tmp_path / name,
+                 with_baseline=False)  # fmt: skip
+    other = resolve_task("funcfit/sine@dev")
+    run_task("evolve", other, RunSettings(budget=2, memory="none"), tmp_path / "sine",
+             with_baseline=False)  # fmt: skip
+    (tmp_path / "not-a-run").mkdir()
+    out = optiforge("runs", "--root", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "runs in" in out.stdout and "(3)" in out.stdout  # not-a-run is not listed
+    for name in ("short", "long", "sine"):
+        assert name in out.stdout
+    assert out.stdout.count("finished") == 3
+    cmp = optiforge("compare", str(tmp_path / "short"), str(tmp_path / "long"),
+                    "--plot", str(tmp_path / "c.png"))  # fmt: skip
+    assert cmp.returncode == 0, cmp.stderr
+    assert "funcfit/quadratic@dev (mse, lower is better)" in cmp.stdout and " *" in cmp.stdout
+    assert (tmp_path / "c.png").stat().st_size > 1000
+    bad = optiforge("compare", str(tmp_path / "short"), str(tmp_path / "sine"))
+    assert bad.returncode == 2 and "different tasks" in bad.stderr

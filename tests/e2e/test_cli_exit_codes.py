@@ -109,6 +109,9 @@ def test_local_server_with_no_key_runs(tmp_path: Path, openai_server: OpenAIComp
                      openai_server.url, "--out", str(tmp_path / "run"))  # fmt: skip
     assert proc.returncode == ExitCode.FINISHED, proc.stderr[-2000:]
     assert openai_server.count >= 1
+    # a local model has no price: the table says so instead of $0.0000
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("│ evolve "))
+    assert "unknown" in row and "$0.0000" not in row
 
 
 def test_cassette_miss_is_a_failed_run(tmp_path: Path) -> None:

@@ -108,8 +108,17 @@ def test_snapshot_and_config() -> None:
     assert snap["calls"] == {"used": 1, "cap": 3}
     assert snap["tokens"] == {"used": 5, "cap": None}
     assert snap["usd"] == {"used": 0.25, "cap": 1.5}
-    assert set(snap) == {"calls", "tokens", "usd", "wall_s", "sandbox_s"}
+    assert set(snap) == {"calls", "tokens", "usd", "wall_s", "sandbox_s", "unpriced_calls"}
     with pytest.raises(ValidationError):
         BudgetConfig(max_calls=-1)
     with pytest.raises(ValidationError):
         BudgetConfig.model_validate({"max_cals": 3})  # typo fails loudly
+
+
+def test_unpriced_calls_are_counted_not_priced_at_zero() -> None:
+    """A local model has no price: the budget says how many calls it could not price."""
+    b = Budget()
+    b.charge(CallRecord(model="m", cost_usd=0.01, cost_known=True))
+    b.charge(CallRecord(model="local", cost_usd=0.0, cost_known=False))
+    b.charge(CallRecord(model="local", cost_known=False, cached=True))  # cache hits cost nothing
+    assert b.snapshot()["unpriced_calls"]["used"] == 1 and b.calls == 2

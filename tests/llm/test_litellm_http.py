@@ -327,3 +327,25 @@ def test_rejected_key_is_not_retried(openai_server: OpenAICompatServer) -> None:
     with pytest.raises(LLMAuthError, match="OPENAI_API_KEY"):
         make(openai_server).complete(USER)
     assert openai_server.count == 1
+
+
+def test_first_call_latency_excludes_importing_litellm(
+    openai_server: OpenAICompatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`llm ping` reported litellm's ~2 s import as the first call's latency. A set-up that
+    takes 1 s (far above a local round trip) must not appear in the call's latency."""
+    import optiforge.llm.litellm_client as lc
+
+    real = lc.import_litellm
+    slow = {"first": True}
+
+    def slow_first_import() -> Any:
+        if slow.pop("first", False):
+            time.sleep(1.0)
+        return real()
+
+    monkeypatch.setattr(lc, "import_litellm", slow_first_import)
+    openai_server.script([{"content": "pong"}])
+    record = make(openai_server).complete(USER).record
+    assert not slow  # the slow set-up did run
+    assert record.latency_s < 1.0

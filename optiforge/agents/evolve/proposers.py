@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
-from optiforge.errors import InvalidCandidate
+from optiforge.errors import BudgetExceeded, InvalidCandidate
 from optiforge.llm.structured import extract_code_block
 
 
@@ -49,7 +49,12 @@ class LLMCodeProposer:
                     ),
                 },
             ]
-            reply = ctx.llm.complete(messages)
+            try:
+                reply = ctx.llm.complete(messages)
+            except BudgetExceeded:
+                if out:  # replies already paid for are evaluated, not thrown away
+                    break
+                raise
             code = extract_code_block(reply.text)
             out.append(
                 Proposal(

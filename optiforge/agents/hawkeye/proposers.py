@@ -8,7 +8,7 @@ from typing import Any
 from optiforge.agents.hawkeye.problem import attempt
 from optiforge.agents.hawkeye.strategies import Strategy, choose_strategies
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
-from optiforge.errors import InvalidCandidate
+from optiforge.errors import BudgetExceeded, InvalidCandidate
 from optiforge.kernels.templates import TEMPLATES, read_params, render
 from optiforge.llm.structured import extract_code_block
 from optiforge.memory.records import Experience
@@ -167,7 +167,12 @@ class LLMKernelProposer:
         out: list[Proposal] = []
         for j in range(n):
             strategy = chosen[(round_ - 1 + j) % len(chosen)]
-            reply = ctx.llm.complete(self.prompt(problem, history, population, strategy, ctx))
+            try:
+                reply = ctx.llm.complete(self.prompt(problem, history, population, strategy, ctx))
+            except BudgetExceeded:
+                if out:  # replies already paid for are evaluated, not thrown away
+                    break
+                raise
             text = reply.text or ""
             code = extract_code_block(text)
             out.append(Proposal(payload={"code": code, "strategy": strategy.name, "params": read_params(code) or {}},

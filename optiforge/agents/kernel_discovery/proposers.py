@@ -11,7 +11,7 @@ from optiforge.agents.kernel_discovery import grammar
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
-from optiforge.errors import InvalidCandidate
+from optiforge.errors import BudgetExceeded, InvalidCandidate
 from optiforge.llm.structured import extract_code_block
 
 CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, no imports) defining:
@@ -123,8 +123,13 @@ class LLMKernelProposer:
             else:
                 parents = [_rank_biased(population, rng)] if population else []
                 op = "mutation: change this kernel's form to fit the data better"
-            form = self._form(problem, population, parents, op, ctx)
-            src = self._code(problem, form, ctx)
+            try:
+                form = self._form(problem, population, parents, op, ctx)
+                src = self._code(problem, form, ctx)
+            except BudgetExceeded:
+                if out:  # kernels already paid for are evaluated, not thrown away
+                    break
+                raise
             out.append(
                 Proposal(
                     payload={"source": src, "form": f"{form.name}: {form.form}"},
