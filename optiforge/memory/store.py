@@ -84,7 +84,7 @@ def default_url() -> str:
 
 PROJECTS_DIR = "~/.optiforge/projects"
 _PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-MEMORY_SCOPES = "run (default), project:NAME, global, none, or a SQLAlchemy URL"
+MEMORY_SCOPES = "run (default), project:NAME, global, none, a SQLAlchemy URL, or a run directory with a memory.db"
 
 
 def scoped_url(memory: str | None, run_dir: str | Path | None) -> str | None:
