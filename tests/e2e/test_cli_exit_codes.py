@@ -235,3 +235,27 @@ def test_offline_search_whose_mutations_all_fail_is_still_a_result() -> None:
         failure
         == "not one of the 1 LLM proposals was valid (1 rejected before evaluation, 0 failed it)"
     )
+
+
+def test_http_500_forever_is_a_failed_run(
+    tmp_path: Path, openai_server: OpenAICompatServer
+) -> None:
+    """A provider that answers 500 to every retry: the run ends failed, its status says why."""
+    from optiforge.config import RunSettings
+    from optiforge.evals.registry import resolve_task
+    from optiforge.harness.runner import run_task
+    from optiforge.llm import LiteLLM
+
+    openai_server.default = {"status": 500, "error": "upstream exploded"}
+    llm = LiteLLM("openai/local", api_base=openai_server.url, timeout_s=5.0, max_retries=2,
+                  backoff_base_s=0.001, backoff_max_s=0.01)  # fmt: skip
+    summary = run_task("evolve", resolve_task("funcfit/quadratic@dev"),
+                       RunSettings(budget=4, memory="none"), tmp_path / "r",
+                       with_baseline=False, llm=llm)  # fmt: skip
+    assert openai_server.count == 3  # the first try and two retries
+    assert summary["status"] == "failed"
+    assert (
+        "LLMProviderError" in summary["status_reason"] and "3 attempts" in summary["status_reason"]
+    )
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
