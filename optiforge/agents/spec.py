@@ -1,4 +1,4 @@
-"""``AgentSpec``: how the CLI and the eval runner see an agent."""
+"""``AgentSpec``: how the CLI and the eval runner see an agent (``build`` -> ``AgentRun``)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,16 @@ from pydantic import BaseModel
 
 from optiforge.agents.kit.context import RunContext
 from optiforge.agents.kit.outcome import AgentOutcome
+from optiforge.agents.kit.run import AgentRun
 from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Task
 
-Solve = Callable[[Task, RunContext, BaseModel, int | None, bool], AgentOutcome]
-"""``solve(task, ctx, config, budget, resume) -> AgentOutcome``."""
+Build = Callable[[Task, BaseModel, int | None], AgentRun]
+"""``build(task, config, budget) -> AgentRun``: the agent's graph for one run on ``task``
+with its validated config and evaluation budget (None: the agent's own). No live handle
+is passed: the harness drives the run with the run's ``RunContext`` (``AgentRun.drive``,
+checkpoint and resume included) and reads its result (``AgentRun.outcome``). Bad input
+(a task the agent cannot read) raises here, before anything runs."""
 
 Baseline = Callable[[Task, RunContext, int | None, Any], AgentOutcome]
 """``baseline(task, ctx, budget, config) -> AgentOutcome``: the agent's budget and its
@@ -28,7 +33,7 @@ class AgentSpec:
     name: str
     description: str
     config_model: type[BaseModel]
-    solve: Solve
+    build: Build
     default_benchmark: str | None = None
     suites: tuple[str, ...] | None = None
     """Suites whose tasks the agent can solve; None: only ``default_benchmark``'s (an agent

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from optiforge.agents import AgentOutcome, AgentSpec
-from optiforge.agents.kit import SearchConfig, run_search
+from optiforge.agents.kit import SearchConfig, search_run
 from optiforge.config import RunSettings
 from optiforge.harness.runner import average_ranks, mean_ci95, run_eval, run_task, summarize
 from optiforge.testing.toy_search import GaussianProposer, ToyProblem, ToyTask
@@ -65,21 +65,18 @@ def test_summarize_per_task_statistics() -> None:
     assert s["agent_vs_baselines"]["base"] == {"agent_better_on": 1, "of_tasks": 1}
 
 
-def _toy_solve(task, ctx, config, budget, resume):  # type: ignore[no-untyped-def]
-    res = run_search(
-        ToyProblem(),
-        GaussianProposer(),
-        ctx,
-        SearchConfig(max_evaluations=budget or 8),
-        resume=resume,
-    )
-    return AgentOutcome(
-        best_candidate=res.best.payload,
-        claimed_value=-123.0,
-        trace=res.trace(False),
-        n_evaluations=res.n_evaluations,
-        stop_reason=res.stop_reason,
-    )
+def _toy_build(task, config, budget):  # type: ignore[no-untyped-def]
+    def outcome(res, ctx):  # type: ignore[no-untyped-def]
+        return AgentOutcome(
+            best_candidate=res.best.payload,
+            claimed_value=-123.0,
+            trace=res.trace(False),
+            n_evaluations=res.n_evaluations,
+            stop_reason=res.stop_reason,
+        )
+
+    cfg = SearchConfig(max_evaluations=budget or 8)
+    return search_run(ToyProblem(), GaussianProposer(), cfg, outcome=outcome)
 
 
 def _toy_seed_baseline(task, ctx, budget, config=None):  # type: ignore[no-untyped-def]
@@ -92,7 +89,7 @@ TOY = AgentSpec(
     name="toy",
     description="toy",
     config_model=SearchConfig,
-    solve=_toy_solve,
+    build=_toy_build,
     baselines={"seed": _toy_seed_baseline},
 )
 

@@ -6,7 +6,7 @@ beliefs and PC (``structure.py``), cost-aware causal BO on the committed graph
 and repair (``proposers.py``) and a deterministic commit gate (``gate.py``).
 """
 
-from optiforge.agents.agent_cbo.agent import run_agent, solve
+from optiforge.agents.agent_cbo.agent import build, run_agent
 from optiforge.agents.agent_cbo.baselines import (
     discovery_only_baseline,
     known_graph_baseline,
@@ -20,7 +20,7 @@ SPEC = AgentSpec(
     description="Causal BO with LLM + PC structure priors, score-gated local repair and a "
     "routing-equivalence commit gate",
     config_model=AgentCBOConfig,
-    solve=solve,
+    build=build,
     default_benchmark="cbo",
     baselines={
         "known-graph-cbo": known_graph_baseline,
@@ -31,4 +31,4 @@ SPEC = AgentSpec(
     offline_equivalent="discovery-only",
 )
 
-__all__ = ["SPEC", "AgentCBOConfig", "run_agent", "solve"]
+__all__ = ["SPEC", "AgentCBOConfig", "build", "run_agent"]

@@ -43,7 +43,7 @@ shared ``RunContext``) would still be a mutable second copy of the state next to
 moved out of the closure. The cache check makes a stale session impossible to act on,
 whatever ran before (a fresh run, a resume, a node that failed half-way).
 
-With ``ctx.run_dir`` set, ``solve`` checkpoints every node to ``agent_cbo_checkpoints.sqlite``
+With ``ctx.run_dir`` set, the harness checkpoints every node to ``agent_cbo_checkpoints.sqlite``
 (``durability="sync"``) and ``resume=True`` continues from the last checkpoint: finished
 interventions are neither repeated nor re-drawn, and the continuation makes the same
 choices as an uninterrupted run of the same seed.
@@ -77,7 +77,7 @@ from optiforge.agents.agent_cbo.structure import (
     run_pc,
     to_graph,
 )
-from optiforge.agents.kit import RunContext, run_graph
+from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import BudgetExceeded, ConfigError, InvalidTask, LLMError
 from optiforge.solvers.cbo.session import CBOSession
@@ -112,10 +112,8 @@ class AgentCBOState(TypedDict, total=False):
     stop_reason: str
 
 
-def build_graph(
-    task: Any, config: AgentCBOConfig, n_trials: int | None, checkpointer: Any | None = None
-) -> Any:
-    """Compile the agent's StateGraph for ``task``.
+def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
+    """The agent's StateGraph for ``task``, uncompiled.
 
     The nodes hold no session of their own: each gets it from ``SessionCache`` for the
     state it was handed (see the module docstring)."""
@@ -339,7 +337,36 @@ def build_graph(
     builder.add_edge("calibration", "residual_repair")
     builder.add_edge("residual_repair", "commit_gate")
     builder.add_edge("commit_gate", "cbo_step")
-    return builder.compile(checkpointer=checkpointer)
+    return builder
+
+
+def agent_run(
+    task: Any, config: AgentCBOConfig, n_trials: int | None = None, *, durable: bool = True
+) -> AgentRun:
+    """The agent graph on a CBO task as an ``AgentRun`` (LLM beliefs when ``ctx.llm`` is set).
+
+    n_trials: interventions (None: the task's). durable: checkpoint every node to
+    ``ctx.run_dir / CHECKPOINTS`` when the context has a run directory.
+    """
+    if not hasattr(task, "scm") or not hasattr(task, "domains"):
+        raise InvalidTask(f"agent-cbo needs a cbo-suite task, got {type(task).__name__}")
+    t0 = time.perf_counter()
+    budget_trials = n_trials or task.n_trials
+
+    def outcome(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
+        final = cast(AgentCBOState, state)
+        trace = state_trace(final, ctx.seed)  # the state, not a session, is the run's record
+        if not trace.trials:
+            raise InvalidTask("agent-cbo ran no intervention")
+        proposer = "llm" if ctx.llm is not None else "discovery-only"
+        return cbo_outcome(trace, final.get("stop_reason", ""), time.perf_counter() - t0,
+                           agent_extra(final, proposer))  # fmt: skip
+
+    return AgentRun(
+        graph=build_graph(task, config, n_trials), outcome=outcome, thread_id=THREAD_ID,
+        recursion_limit=8 * budget_trials + 20, what="an agent-cbo run", checkpoints=CHECKPOINTS,
+        durable=durable,
+    )  # fmt: skip
 
 
 def run_agent(
@@ -351,37 +378,21 @@ def run_agent(
     durable: bool = False,
     resume: bool = False,
 ) -> AgentOutcome:
-    """Run the agent graph on a CBO task (LLM beliefs when ``ctx.llm`` is set).
+    """Run the agent graph on a CBO task (tests and benchmarks; the harness uses ``build``).
 
     durable: checkpoint every node to ``ctx.run_dir / CHECKPOINTS`` (needs ``run_dir``);
     resume: continue the checkpointed run there instead of refusing to overwrite it.
     """
-    if not hasattr(task, "scm") or not hasattr(task, "domains"):
-        raise InvalidTask(f"agent-cbo needs a cbo-suite task, got {type(task).__name__}")
     if (durable or resume) and ctx.run_dir is None:
         raise ConfigError("agent-cbo: checkpointing and resume need a run directory")
-    t0 = time.perf_counter()
-    budget_trials = n_trials or task.n_trials
-    run = run_graph(
-        lambda checkpointer: build_graph(task, config, n_trials, checkpointer), ctx, start={}, thread_id=THREAD_ID, resume=resume, durable=durable or resume,
-        recursion_limit=8 * budget_trials + 20, what="an agent-cbo run", checkpoints=CHECKPOINTS,
-    )  # fmt: skip
-    final = cast(AgentCBOState, run.state)  # run_graph returns the state as a plain dict
-    trace = state_trace(final, ctx.seed)  # the state, not a session, is the run's record
-    if not trace.trials:
-        raise InvalidTask("agent-cbo ran no intervention")
-    proposer = "llm" if ctx.llm is not None else "discovery-only"
-    return cbo_outcome(trace, final.get("stop_reason", ""), time.perf_counter() - t0,
-                       agent_extra(final, proposer))  # fmt: skip
+    run = agent_run(task, config, n_trials, durable=durable or resume)
+    return run.execute(ctx, resume=resume)
 
 
-def solve(task: Any, ctx: RunContext, config: BaseModel, budget: int | None,
-          resume: bool) -> AgentOutcome:  # fmt: skip
-    """``AgentSpec.solve``: ``budget`` is the number of interventions (cost budget: the task's).
+def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
+    """``AgentSpec.build``: ``budget`` is the number of interventions (cost budget: the task's).
 
-    With ``ctx.run_dir`` set every node is checkpointed; ``resume`` continues from there.
+    With ``ctx.run_dir`` set every node is checkpointed, so ``--resume`` continues there.
     """
     assert isinstance(config, AgentCBOConfig)
-    if resume and ctx.run_dir is None:
-        raise ConfigError("agent-cbo: resume needs a run directory")
-    return run_agent(task, ctx, config, budget, durable=ctx.run_dir is not None, resume=resume)
+    return agent_run(task, config, budget)

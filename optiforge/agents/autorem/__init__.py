@@ -10,7 +10,7 @@ standalone cvxpy program (``proposers.counterpart_program``): offline accuracy m
 the checker, not an LLM. Baselines (``baselines.py``): ``nominal`` and ``no-memory``.
 """
 
-from optiforge.agents.autorem.agent import solve
+from optiforge.agents.autorem.agent import build
 from optiforge.agents.autorem.baselines import no_memory_baseline, nominal_baseline
 from optiforge.agents.autorem.config import AutoREMConfig
 from optiforge.agents.autorem.report import summary_notes
@@ -23,7 +23,7 @@ SPEC = AgentSpec(
         "reference reformulator as code, which measures the checker)"
     ),
     config_model=AutoREMConfig,
-    solve=solve,
+    build=build,
     default_benchmark="autoro",
     baselines={"nominal": nominal_baseline, "no-memory": no_memory_baseline},
     default_budget=3,
@@ -31,4 +31,4 @@ SPEC = AgentSpec(
     summary_notes=summary_notes,
 )
 
-__all__ = ["SPEC", "AutoREMConfig", "solve"]
+__all__ = ["SPEC", "AutoREMConfig", "build"]

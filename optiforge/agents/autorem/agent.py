@@ -19,7 +19,7 @@ Offline (no LLM) the writer is the reference reformulator emitted as code
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from pydantic import BaseModel
 
@@ -42,7 +42,7 @@ from optiforge.agents.autorem.proposers import (
     repair_message,
 )
 from optiforge.agents.autorem.report import outcome_from_state
-from optiforge.agents.kit import RunContext, run_graph
+from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.kit.lineage import memory_id, record_candidate, task_id
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import BudgetExceeded, ConfigError, LLMError
@@ -74,8 +74,8 @@ def _cand_id(ctx: RunContext, task: AutoROTask, index: int) -> str:
     return memory_id(ctx, f"{task.name}:{ctx.seed}:{index}", prefix="cand_autorem")
 
 
-def build_graph(task: AutoROTask, config: AutoREMConfig, *, checkpointer: Any = None) -> Any:
-    """Compile the per-instance graph: retrieve -> write -> run -> (write | reflect | end)."""
+def build_graph(task: AutoROTask, config: AutoREMConfig) -> Any:
+    """The per-instance graph, uncompiled: retrieve -> write -> run -> (write | reflect | end)."""
     from langgraph.graph import END, START, StateGraph
     from langgraph.runtime import Runtime
 
@@ -202,7 +202,7 @@ def build_graph(task: AutoROTask, config: AutoREMConfig, *, checkpointer: Any = 
     graph.add_conditional_edges("run", after_run, ["write", "reflect", "finish"])
     graph.add_edge("reflect", "finish")
     graph.add_edge("finish", END)
-    return graph.compile(checkpointer=checkpointer)
+    return graph
 
 
 def _attempt_fields(a: dict[str, Any]) -> dict[str, Any]:
@@ -271,6 +271,22 @@ def _reflect(
     return written, calls, tokens
 
 
+def instance_run(
+    task: AutoROTask, config: AutoREMConfig, *, thread_id: str | None = None
+) -> AgentRun:
+    """The graph on one instance as an ``AgentRun`` (checkpoints in ``ctx.run_dir`` when set)."""
+    thread = thread_id or f"autorem-{task.name}"
+
+    def outcome(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
+        used = config.use_memory and ctx.memory is not None
+        return outcome_from_state(cast(AutoREMState, state), memory_used=used)
+
+    return AgentRun(
+        graph=build_graph(task, config), outcome=outcome, thread_id=thread,
+        what=f"AutoREM thread {thread!r}", checkpoints=CHECKPOINTS,
+    )  # fmt: skip
+
+
 def run_instance(
     task: AutoROTask,
     ctx: RunContext,
@@ -279,27 +295,20 @@ def run_instance(
     resume: bool = False,
     thread_id: str | None = None,
 ) -> AutoREMState:
-    """Run the graph on one instance; checkpoints in ``ctx.run_dir`` when set."""
-    thread = thread_id or f"autorem-{task.name}"
-    run = run_graph(
-        lambda cp: build_graph(task, config, checkpointer=cp), ctx, start={},
-        thread_id=thread, resume=resume, what=f"AutoREM thread {thread!r}",
-        checkpoints=CHECKPOINTS,
-    )  # fmt: skip
-    return run.state  # type: ignore[return-value]
+    """Run the graph on one instance and return its final state (the ``autorem solve`` CLI)."""
+    run = instance_run(task, config, thread_id=thread_id)
+    return cast(AutoREMState, run.drive(ctx, resume=resume).state)
 
 
-def solve(
-    task: Task, ctx: RunContext, config: BaseModel, budget: int | None, resume: bool
-) -> AgentOutcome:
-    """Solve one AutoRO instance: retrieve, write code, verify in the sandbox, repair.
+def build(task: Task, config: BaseModel, budget: int | None) -> AgentRun:
+    """One AutoRO instance: retrieve, write code, verify in the sandbox, repair.
 
-    budget: caps the code attempts (evaluations) below ``config.max_attempts``.
+    budget: caps the code attempts (evaluations) below ``config.max_attempts``. Input the
+    agent cannot read raises ``InvalidTask`` here (``load_task``).
     """
     assert isinstance(config, AutoREMConfig)
     atask = load_task(task)
     cfg = config
     if budget is not None:
         cfg = config.model_copy(update={"max_attempts": max(1, min(config.max_attempts, budget))})
-    state = run_instance(atask, ctx, cfg, resume=resume)
-    return outcome_from_state(state, memory_used=cfg.use_memory and ctx.memory is not None)
+    return instance_run(atask, cfg)

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from optiforge.agents.autorem.agent import run_instance
+from optiforge.agents.autorem.agent import instance_run
 from optiforge.agents.autorem.config import AutoREMConfig
 from optiforge.agents.autorem.problem import load_task
 from optiforge.agents.autorem.proposers import counterpart_program
-from optiforge.agents.autorem.report import outcome_from_state
 from optiforge.agents.kit import RunContext
 from optiforge.agents.spec import AgentOutcome
 from optiforge.evals.protocol import Task
@@ -54,8 +53,8 @@ def no_memory_baseline(
     cfg = AutoREMConfig(use_memory=False, reflect="never")
     if budget is not None:
         cfg = cfg.model_copy(update={"max_attempts": max(1, min(cfg.max_attempts, budget))})
-    state = run_instance(load_task(task), ctx, cfg, thread_id=f"autorem-nomem-{task.name}")
-    return outcome_from_state(state, memory_used=False)
+    run = instance_run(load_task(task), cfg, thread_id=f"autorem-nomem-{task.name}")
+    return run.execute(ctx)  # memory_used is False: the config turns retrieval off
 
 
 def _local_sandbox(ctx: RunContext) -> object:

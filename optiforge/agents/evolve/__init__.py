@@ -7,7 +7,7 @@ asks for an improved one; ``MutationProposer`` (offline) mutates the syntax tree
 (constant jitter, operator swaps, new terms), a real random local search.
 """
 
-from optiforge.agents.evolve.agent import solve
+from optiforge.agents.evolve.agent import build
 from optiforge.agents.evolve.baselines import random_restart_baseline, seed_baseline
 from optiforge.agents.evolve.config import EvolveConfig
 from optiforge.agents.spec import AgentSpec
@@ -16,10 +16,10 @@ SPEC = AgentSpec(
     name="evolve",
     description="Program evolution on the shared loop (LLM rewrites or AST mutations offline)",
     config_model=EvolveConfig,
-    solve=solve,
+    build=build,
     default_benchmark="funcfit",
     baselines={"seed": seed_baseline, "random-programs": random_restart_baseline},
     default_budget=40,
 )
 
-__all__ = ["SPEC", "EvolveConfig", "solve"]
+__all__ = ["SPEC", "EvolveConfig", "build"]

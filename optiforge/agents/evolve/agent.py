@@ -1,4 +1,4 @@
-"""``evolve``'s solve: the code problem and a proposer on the shared search loop."""
+"""``evolve``'s build: the code problem and a proposer on the shared search loop."""
 
 from __future__ import annotations
 
@@ -8,25 +8,25 @@ from optiforge.agents.evolve.config import EvolveConfig
 from optiforge.agents.evolve.problem import SEED_CODE, CodeProblem
 from optiforge.agents.evolve.proposers import LLMCodeProposer, MutationProposer
 from optiforge.agents.evolve.report import evolve_outcome
-from optiforge.agents.kit import Proposer, RunContext, run_search
+from optiforge.agents.kit import AgentRun, LLMOrOffline, RunContext, SearchResult, search_run
+from optiforge.agents.kit.search import pick_proposer
 from optiforge.agents.spec import AgentOutcome
 from optiforge.evals.protocol import Task
 
 
-def solve(
-    task: Task, ctx: RunContext, config: BaseModel, budget: int | None, resume: bool
-) -> AgentOutcome:
-    """Run the evolver on a code-scored task (``funcfit`` and similar)."""
+def build(task: Task, config: BaseModel, budget: int | None) -> AgentRun:
+    """The evolver on a code-scored task (``funcfit`` and similar): LLM rewrites when the
+    run has an LLM, else syntax-tree mutations."""
     assert isinstance(config, EvolveConfig)
     search = config.search.model_copy(update={"max_evaluations": budget} if budget else {})
-    events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
-    problem = CodeProblem(
-        task, getattr(task, "seed_code", SEED_CODE), config.function_name, events_path=events
+    problem = CodeProblem(task, getattr(task, "seed_code", SEED_CODE), config.function_name)
+    proposer = LLMOrOffline(
+        llm=LLMCodeProposer(config.parents_shown, config.function_name),
+        offline=MutationProposer(),
     )
-    proposer: Proposer = (
-        LLMCodeProposer(config.parents_shown, config.function_name)
-        if ctx.llm is not None
-        else MutationProposer()
-    )
-    result = run_search(problem, proposer, ctx, search, resume=resume)
-    return evolve_outcome(result, proposer.name, task.higher_is_better, ctx.llm is not None)
+
+    def outcome(result: SearchResult, ctx: RunContext) -> AgentOutcome:
+        name = pick_proposer(proposer, ctx).name
+        return evolve_outcome(result, name, task.higher_is_better, ctx.llm is not None)
+
+    return search_run(problem, proposer, search, outcome=outcome)

@@ -10,7 +10,7 @@ over the templated kernels' params). Without a GPU the value is correctness-only
 every summary says performance was not measured.
 """
 
-from optiforge.agents.hawkeye.agent import solve
+from optiforge.agents.hawkeye.agent import build
 from optiforge.agents.hawkeye.baselines import autotune_baseline, reference_baseline
 from optiforge.agents.hawkeye.config import HawkeyeConfig
 from optiforge.agents.spec import AgentSpec
@@ -19,11 +19,11 @@ SPEC = AgentSpec(
     name="hawkeye",
     description="Triton kernel optimiser: strategy taxonomy + roofline facts, LLM writer or offline autotuner",
     config_model=HawkeyeConfig,
-    solve=solve,
+    build=build,
     default_benchmark="kernelarena",
     baselines={"reference": reference_baseline, "autotune": autotune_baseline},
     default_budget=12,
     offline_equivalent="autotune",
 )
 
-__all__ = ["SPEC", "HawkeyeConfig", "solve"]
+__all__ = ["SPEC", "HawkeyeConfig", "build"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optiforge.agents.hawkeye.agent import run_hawkeye
+from optiforge.agents.hawkeye.agent import hawkeye_run
 from optiforge.agents.hawkeye.config import HawkeyeConfig
 from optiforge.agents.hawkeye.problem import check_task
 from optiforge.agents.hawkeye.proposers import AutotuneProposer
@@ -28,4 +28,4 @@ def autotune_baseline(
     task: Task, ctx: RunContext, budget: int | None, config: Any = None
 ) -> AgentOutcome:
     """The offline autotuner alone, with the same budget (the non-LLM baseline)."""
-    return run_hawkeye(task, ctx, HawkeyeConfig(), budget, False, AutotuneProposer())
+    return hawkeye_run(task, HawkeyeConfig(), budget, AutotuneProposer()).execute(ctx)

@@ -9,7 +9,7 @@ baselines: ``baselines.py``; outcome, lesson and report notes: ``report.py``.
 
 from __future__ import annotations
 
-from optiforge.agents.kernel_discovery.agent import solve
+from optiforge.agents.kernel_discovery.agent import build
 from optiforge.agents.kernel_discovery.baselines import _baselines
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.report import summary_notes
@@ -19,7 +19,7 @@ SPEC = AgentSpec(
     name="kernel-discovery",
     description="LLM-evolved GP kernels for high-dimensional BO (offline: compositional kernel search)",
     config_model=KernelDiscoveryConfig,
-    solve=solve,
+    build=build,
     default_benchmark="hdbo",
     baselines=_baselines(),
     default_budget=30,
@@ -27,4 +27,4 @@ SPEC = AgentSpec(
     summary_notes=summary_notes,
 )
 
-__all__ = ["SPEC", "KernelDiscoveryConfig", "solve"]
+__all__ = ["SPEC", "KernelDiscoveryConfig", "build"]

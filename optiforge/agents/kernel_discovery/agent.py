@@ -49,7 +49,7 @@ called again for them), replays finished refreshes from their checkpoints and co
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -68,7 +68,15 @@ from optiforge.agents.kernel_discovery.problem import (
 )
 from optiforge.agents.kernel_discovery.proposers import CompositionalProposer, LLMKernelProposer
 from optiforge.agents.kernel_discovery.report import _remember_lesson, discovery_outcome
-from optiforge.agents.kit import Evaluated, RunContext, SearchConfig, run_search
+from optiforge.agents.kit import (
+    AgentRun,
+    Evaluated,
+    LLMOrOffline,
+    RunContext,
+    SearchConfig,
+    run_search,
+)
+from optiforge.agents.kit.search import pick_proposer
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import ConfigError
 
@@ -76,15 +84,37 @@ BO_EVALUATIONS = "bo_evaluations.jsonl"
 """The BO loop's evaluation log in the run directory (what ``--resume`` reloads)."""
 
 
-def solve(
-    task: Any, ctx: RunContext, config: BaseModel, budget: int | None, resume: bool
-) -> AgentOutcome:
+def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
     """BO on an hdbo task with the kernel refreshed by evolutionary search every k rounds."""
     assert isinstance(config, KernelDiscoveryConfig)
-    proposer: Any = (
-        LLMKernelProposer(config) if ctx.llm is not None else CompositionalProposer(config)
-    )
-    return _discover(task, ctx, config, budget, resume, proposer)
+    proposer = LLMOrOffline(llm=LLMKernelProposer(config), offline=CompositionalProposer(config))
+    return discovery_run(task, config, budget, proposer)
+
+
+def discovery_run(
+    task: Any, config: KernelDiscoveryConfig, budget: int | None, proposer: Any
+) -> AgentRun:
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.runtime import Runtime
+
+    def discover(state: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        resume = ctx.run_dir is not None and (ctx.run_dir / BO_EVALUATIONS).exists()
+        out = _discover(task, ctx, config, budget, resume, pick_proposer(proposer, ctx))
+        return {"outcome": out.model_dump(mode="json")}
+
+    graph = StateGraph(_OneNode, context_schema=RunContext)
+    graph.add_node("discover", discover)
+    graph.add_edge(START, "discover")
+    graph.add_edge("discover", END)
+    return AgentRun(
+        graph=graph, outcome=lambda state, ctx: AgentOutcome.model_validate(state["outcome"]),
+        start={"outcome": None}, thread_id="kernel_discovery", what="a kernel-discovery run",
+    )  # fmt: skip
+
+
+class _OneNode(TypedDict, total=False):
+    outcome: dict[str, Any] | None
 
 
 def _discover(
@@ -132,7 +162,14 @@ def _discover(
             proposals_per_round=config.proposals_per_round,
             population_size=config.population_size,
         )
-        res = run_search(problem, proposer, ctx, search, thread_id=f"refresh{rnd}", resume=resume)
+        res = run_search(
+            problem,
+            proposer,
+            ctx,
+            search,
+            thread_id=f"refresh{rnd}",
+            resume=resume or ctx.run_dir is not None,
+        )
         clusters = functional_clusters(res.history, config.dedup_tol)
         distinct = [c[0] for c in clusters]
         ref = next(

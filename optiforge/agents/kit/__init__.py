@@ -1,6 +1,7 @@
 """The agent kit: what every agent is built from, written once.
 
 - ``context``: ``RunContext``, the live handles a graph's nodes share;
+- ``run``: ``AgentRun``, what ``AgentSpec.build`` returns and the harness drives;
 - ``driver``: ``run_graph``, the durable driver (checkpoint, resume, close);
 - ``search``: the propose -> materialize -> evaluate -> reflect -> select loop;
 - ``lineage``: the memory writer (candidates with lineage, lessons);
@@ -11,10 +12,12 @@
 from optiforge.agents.kit.context import RunContext
 from optiforge.agents.kit.driver import CHECKPOINTS, GraphRun, open_checkpointer, run_graph
 from optiforge.agents.kit.outcome import AgentOutcome, proposals_failure, search_outcome
+from optiforge.agents.kit.run import AgentRun
 from optiforge.agents.kit.search import (
     EVALUATIONS,
     Evaluated,
     HistoryProposer,
+    LLMOrOffline,
     Proposal,
     Proposer,
     SearchConfig,
@@ -23,11 +26,21 @@ from optiforge.agents.kit.search import (
     SearchState,
     build_search_graph,
     payload_key,
+    pick_proposer,
     run_search,
+    search_graph,
+    search_result,
+    search_run,
 )
 
 __all__ = [
     "AgentOutcome",
+    "AgentRun",
+    "LLMOrOffline",
+    "pick_proposer",
+    "search_graph",
+    "search_result",
+    "search_run",
     "proposals_failure",
     "search_outcome",
     "CHECKPOINTS",

@@ -56,8 +56,8 @@ class GraphRun:
     """The checkpointed run had finished: nothing ran this time."""
 
 
-ResumeCheck = Callable[[sqlite3.Connection, dict[str, Any]], None]
-"""``check(conn, checkpointed_values)``: raise ``RunRecordError`` to refuse a resume."""
+ResumeCheck = Callable[[sqlite3.Connection, dict[str, Any], RunContext], None]
+"""``check(conn, checkpointed_values, ctx)``: raise ``RunRecordError`` to refuse a resume."""
 
 
 def run_graph(
@@ -120,7 +120,7 @@ def run_graph(
                     "pass resume=True (--resume)"
                 )
             if resume and check is not None:
-                check(conn, dict(snapshot.values or {}))
+                check(conn, dict(snapshot.values or {}), ctx)
             if snapshot.values:
                 resumed, initial = True, None  # continue from the last checkpoint
                 if not snapshot.next:

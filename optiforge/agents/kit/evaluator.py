@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from optiforge.agents.kit.context import RunContext
 from optiforge.evals.protocol import Score, Task
+from optiforge.runs import EVENTS
 
 
 class SandboxedTaskEvaluator:
@@ -20,6 +22,13 @@ class SandboxedTaskEvaluator:
         self.backend = backend
         self.events_path = events_path
         """Sandbox runs are traced to this events file (None: not traced)."""
+
+    def for_run(self, ctx: RunContext) -> SandboxedTaskEvaluator:
+        """This evaluator tracing to the run's events file (``run_dir/events.jsonl``), unless
+        it already has one; unchanged without a run directory."""
+        if self.events_path is not None or ctx.run_dir is None:
+            return self
+        return SandboxedTaskEvaluator(self.task, self.backend, str(ctx.run_dir / EVENTS))
 
     def __call__(self, payload: dict[str, Any]) -> Score:
         from optiforge.runs import FileTracer

@@ -37,8 +37,10 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.kit.context import RunContext
-from optiforge.agents.kit.driver import CHECKPOINTS, FORCE_RESTART_HINT, run_graph
+from optiforge.agents.kit.driver import CHECKPOINTS, FORCE_RESTART_HINT
 from optiforge.agents.kit.lineage import memory_id, record_candidate, record_lesson, task_id
+from optiforge.agents.kit.outcome import AgentOutcome, search_outcome
+from optiforge.agents.kit.run import AgentRun
 from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, RunRecordError
 from optiforge.evals.protocol import Score, Task
 from optiforge.runs import to_json_line
@@ -131,7 +133,10 @@ class SearchProblem(Protocol):
         ...
 
     def evaluator(self) -> Callable[[dict[str, Any]], Score]:
-        """A picklable callable scoring one materialized payload (runs in executor workers)."""
+        """A picklable callable scoring one materialized payload (runs in executor workers).
+
+        One with a ``for_run(ctx)`` method (``SandboxedTaskEvaluator``) is bound to the run
+        before it is used, so a problem is built without the run's handles."""
         ...
 
     def reflect(
@@ -296,16 +301,42 @@ class _EvalLog:
 # ----------------------------------------------------------------------------- graph
 
 
+@dataclass(frozen=True)
+class LLMOrOffline:
+    """The LLM proposer when the run has an LLM (``ctx.llm``), else the offline one.
+
+    The choice is made from the runtime context in every node, so a graph is built
+    without live handles (``AgentSpec.build``) and proposes as its run's context says.
+    """
+
+    llm: Proposer | HistoryProposer
+    offline: Proposer | HistoryProposer
+
+    def pick(self, ctx: RunContext) -> Proposer | HistoryProposer:
+        """The proposer of a run with context ``ctx``."""
+        return self.llm if ctx.llm is not None else self.offline
+
+
+AnyProposer = Proposer | HistoryProposer | LLMOrOffline
+"""What a search takes: one proposer, or the LLM/offline pair chosen per run."""
+
+
+def pick_proposer(proposer: AnyProposer, ctx: RunContext) -> Proposer | HistoryProposer:
+    """The proposer that runs in context ``ctx``."""
+    return proposer.pick(ctx) if isinstance(proposer, LLMOrOffline) else proposer
+
+
 @dataclass
 class _Loop:
     """What every node of one search graph reads (fixed for the graph's life)."""
 
     problem: SearchProblem
-    proposer: Proposer | HistoryProposer
+    proposer: AnyProposer
     config: SearchConfig
     id_prefix: str
     evaluator: Callable[[dict[str, Any]], Score]
     logs: dict[str, _EvalLog] = field(default_factory=dict)
+    bound: dict[str, Callable[[dict[str, Any]], Score]] = field(default_factory=dict)
 
     def eval_log(self, ctx: RunContext) -> _EvalLog:
         """The run's evaluation log, read once per graph (not once per round)."""
@@ -313,6 +344,15 @@ class _Loop:
         if key not in self.logs:
             self.logs[key] = _EvalLog(ctx.run_dir)
         return self.logs[key]
+
+    def evaluator_for(self, ctx: RunContext) -> Callable[[dict[str, Any]], Score]:
+        """The problem's evaluator bound to the run (``for_run(ctx)``, when it has one:
+        e.g. tracing its sandbox runs to the run's events file)."""
+        key = str(ctx.run_dir)
+        if key not in self.bound:
+            bind = getattr(self.evaluator, "for_run", None)
+            self.bound[key] = bind(ctx) if callable(bind) else self.evaluator
+        return self.bound[key]
 
 
 def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
@@ -329,13 +369,14 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
         else:
             population = [Evaluated.model_validate(p) for p in state.get("population", [])]
             n = min(config.proposals_per_round, remaining)
-            if isinstance(loop.proposer, HistoryProposer):
+            proposer = pick_proposer(loop.proposer, ctx)
+            if isinstance(proposer, HistoryProposer):
                 history = [Evaluated.model_validate(h) for h in state.get("history", [])]
-                props = loop.proposer.propose_from_history(
+                props = proposer.propose_from_history(
                     loop.problem, history, population, n, rnd, ctx
                 )
             else:
-                props = loop.proposer.propose(loop.problem, population, n, rnd, ctx)
+                props = proposer.propose(loop.problem, population, n, rnd, ctx)
     except BudgetExceeded as err:
         ctx.tracer.event("search_stop", reason=f"budget: {err.limit}", round=rnd)
         return {
@@ -352,7 +393,9 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
             "stop_reason": f"LLM error: {type(err).__name__}: {err}",
         }
     props = props[:remaining] if rnd > 0 else props
-    ctx.tracer.event("proposed", round=rnd, n=len(props), proposer=loop.proposer.name)
+    ctx.tracer.event(
+        "proposed", round=rnd, n=len(props), proposer=pick_proposer(loop.proposer, ctx).name
+    )
     return {"proposals": [p.model_dump(mode="json") for p in props]}
 
 
@@ -419,7 +462,7 @@ def evaluate_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, An
                 eval_s=rec["eval_s"], round=state.get("round", 0), error=rec["error"],
             )  # fmt: skip
 
-        _map(ctx.executor, loop.evaluator, todo, on_result)
+        _map(ctx.executor, loop.evaluator_for(ctx), todo, on_result)
     evaluated = [
         b if b.get("error") is not None else (results.get(b["id"]) or log.done[b["id"]])
         for b in batch
@@ -514,15 +557,10 @@ def _after_select(state: SearchState) -> str:
     return END if state.get("done") else "propose"
 
 
-def build_search_graph(
-    problem: SearchProblem,
-    proposer: Proposer | HistoryProposer,
-    config: SearchConfig,
-    *,
-    checkpointer: Any | None = None,
-    id_prefix: str = "",
+def search_graph(
+    problem: SearchProblem, proposer: AnyProposer, config: SearchConfig, *, id_prefix: str = ""
 ) -> Any:
-    """Compile the propose -> materialize -> evaluate -> reflect -> select graph.
+    """The propose -> materialize -> evaluate -> reflect -> select graph, uncompiled.
 
     id_prefix: prepended to candidate ids, so several searches sharing one run directory
     (e.g. one per BO round) never share ids or cached evaluations.
@@ -546,6 +584,19 @@ def build_search_graph(
     graph.add_edge("evaluate", "reflect")
     graph.add_edge("reflect", "select")
     graph.add_conditional_edges("select", _after_select, ["propose", END])
+    return graph
+
+
+def build_search_graph(
+    problem: SearchProblem,
+    proposer: AnyProposer,
+    config: SearchConfig,
+    *,
+    checkpointer: Any | None = None,
+    id_prefix: str = "",
+) -> Any:
+    """``search_graph`` compiled with ``checkpointer``."""
+    graph = search_graph(problem, proposer, config, id_prefix=id_prefix)
     return graph.compile(checkpointer=checkpointer)
 
 
@@ -670,9 +721,47 @@ def _store_lessons(
 # ----------------------------------------------------------------------------- driver
 
 
+SearchOutcome = Callable[[SearchResult, RunContext], AgentOutcome]
+"""``outcome(result, ctx) -> AgentOutcome``: a search's result as the run's outcome."""
+
+
+def search_run(
+    problem: SearchProblem,
+    proposer: AnyProposer,
+    config: SearchConfig,
+    *,
+    outcome: SearchOutcome | None = None,
+    thread_id: str = "search",
+) -> AgentRun:
+    """The search as an ``AgentRun``; checkpoints go to ``ctx.run_dir`` when it is set.
+
+    outcome: the result read as an ``AgentOutcome``; default ``search_outcome`` with the
+    proposer that ran (an LLM one's run fails when none of its proposals passed).
+    """
+    prefix = "" if thread_id == "search" else f"{thread_id}."
+
+    def check(conn: sqlite3.Connection, values: dict[str, Any], ctx: RunContext) -> None:
+        _check_checkpoint(conn, values, ctx.run_dir, prefix, config)
+
+    def read(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
+        result = search_result(state)
+        if outcome is not None:
+            return outcome(result, ctx)
+        return search_outcome(
+            result, proposer=pick_proposer(proposer, ctx).name,
+            higher_is_better=problem.higher_is_better, llm=ctx.llm is not None,
+        )  # fmt: skip
+
+    return AgentRun(
+        graph=search_graph(problem, proposer, config, id_prefix=prefix), outcome=read,
+        start={"round": 0}, thread_id=thread_id, recursion_limit=10 * config.max_rounds + 50,
+        check=check, what=f"search {thread_id!r}",
+    )  # fmt: skip
+
+
 def run_search(
     problem: SearchProblem,
-    proposer: Proposer | HistoryProposer,
+    proposer: AnyProposer,
     ctx: RunContext,
     config: SearchConfig,
     *,
@@ -685,21 +774,8 @@ def run_search(
         ConfigError: ``resume`` without a run directory, or a fresh start over a run.
         RunRecordError: the checkpoint or the evaluation log is damaged.
     """
-    prefix = "" if thread_id == "search" else f"{thread_id}."
-
-    def build(checkpointer: Any | None) -> Any:
-        return build_search_graph(
-            problem, proposer, config, checkpointer=checkpointer, id_prefix=prefix
-        )
-
-    def check(conn: sqlite3.Connection, values: dict[str, Any]) -> None:
-        _check_checkpoint(conn, values, ctx.run_dir, prefix, config)
-
-    run = run_graph(
-        build, ctx, start={"round": 0}, thread_id=thread_id, resume=resume,
-        recursion_limit=10 * config.max_rounds + 50, check=check, what=f"search {thread_id!r}",
-    )  # fmt: skip
-    return _result(run.state)
+    run = search_run(problem, proposer, config, thread_id=thread_id)
+    return search_result(run.drive(ctx, resume=resume).state)
 
 
 def _check_checkpoint(
@@ -743,7 +819,8 @@ def _check_checkpoint(
         )
 
 
-def _result(state: dict[str, Any]) -> SearchResult:
+def search_result(state: dict[str, Any]) -> SearchResult:
+    """The search's final graph state as a ``SearchResult``."""
     best = state.get("best")
     return SearchResult(
         best=Evaluated.model_validate(best) if best else None,

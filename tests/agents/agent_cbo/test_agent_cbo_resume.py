@@ -38,7 +38,7 @@ the kill (after trial 3 or later) falls between consultations."""
 # the removal of Z -> Y, which the gate rejects (see test_agent.py).
 WRONG = ([("X", "Z"), ("X", "Y")], {"absent": [("Z", "Y")], "confidence": 0.9})
 
-# The child runs the same solve with a slow environment (each intervention sleeps), so
+# The child runs the same build with a slow environment (each intervention sleeps), so
 # the parent can kill it between trials reliably.
 CHILD = (
     """
@@ -60,7 +60,7 @@ def slow_do(*a, **k):
 task.scm.do = slow_do
 ctx = RunContext(llm=llm, tracer=FileTracer(run_dir / "events.jsonl"), seed=SEED,
                  run_dir=run_dir)
-SPEC.solve(task, ctx, AgentCBOConfig.model_validate(CONFIG), BUDGET, False)
+SPEC.build(task, AgentCBOConfig.model_validate(CONFIG), BUDGET).execute(ctx)
 """.replace("SEED", str(SEED))
     .replace("CONFIG", repr(CONFIG))
     .replace("BUDGET", str(BUDGET))
@@ -94,7 +94,9 @@ def _llm(kind: str) -> BeliefGraphLLM | None:
 def _solve(task: CBOTask, run_dir: Path, resume: bool, kind: str) -> AgentOutcome:
     ctx = RunContext(llm=_llm(kind), tracer=FileTracer(run_dir / "events.jsonl"), seed=SEED,
                      run_dir=run_dir)  # fmt: skip
-    return SPEC.solve(task, ctx, AgentCBOConfig.model_validate(CONFIG), BUDGET, resume)
+    return SPEC.build(task, AgentCBOConfig.model_validate(CONFIG), BUDGET).execute(
+        ctx, resume=resume
+    )
 
 
 def _comparable(out: AgentOutcome) -> dict[str, Any]:

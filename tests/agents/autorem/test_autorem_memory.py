@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autorem_helpers import fenced, instance, sloppy_model, task
 
-from optiforge.agents.autorem import AutoREMConfig, solve
+from optiforge.agents.autorem import SPEC, AutoREMConfig
 from optiforge.agents.autorem.adapt import adapt
 from optiforge.agents.autorem.experience import EntryTrigger, ExperienceEntry, entry_from_experience
 from optiforge.agents.autorem.proposers import counterpart_program
@@ -79,7 +79,7 @@ def test_failure_is_reflected_and_retrieved_over_http(openai_server, lexical_sto
     assert cands[1].parent_ids == [cands[0].id]
     assert len(tracer.of("autorem_attempt")) == 2
 
-    out = solve(later, ctx, AutoREMConfig(), None, False)
+    out = SPEC.build(later, AutoREMConfig(), None).execute(ctx)
     prompt = openai_server.requests[3]["messages"][1]["content"]
     assert RULE in prompt and "Lessons from earlier failures" in prompt
     assert out.extra["retrieved"] == 1 and out.extra["retrieved_ids"] == [stored[0].id]
@@ -107,7 +107,7 @@ def test_memory_built_with_model_a_helps_model_b_after_export_import(
         assert other.import_jsonl(dump)["experience"] == report.n_entries_written
         model_b = FunctionLLM(sloppy_model, model="sim/model-b")
         ctx_b = RunContext(llm=model_b, sandbox=get_sandbox("local"), memory=other, agent="autorem")
-        out = solve(fresh, ctx_b, AutoREMConfig(), None, False)
+        out = SPEC.build(fresh, AutoREMConfig(), None).execute(ctx_b)
         assert out.extra["retrieved"] >= 1 and set(out.extra["retrieved_ids"]) <= set(
             report.entry_ids
         )

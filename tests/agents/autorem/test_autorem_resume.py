@@ -51,7 +51,7 @@ def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -
     run_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(llm=FunctionLLM(model), tracer=FileTracer(run_dir / "events.jsonl"), seed=0,
                      run_dir=run_dir, agent="autorem")  # fmt: skip
-    return SPEC.solve(task("dev", 0, 1), ctx, AutoREMConfig(), None, resume)
+    return SPEC.build(task("dev", 0, 1), AutoREMConfig(), None).execute(ctx, resume=resume)
 
 
 def _attempts(run_dir: Path) -> list[dict[str, Any]]:

@@ -187,9 +187,9 @@ def test_bad_input_gives_one_line_invalid_task(data, match) -> None:
     with pytest.raises(InvalidTask, match=match) as err:
         load_task(data)
     assert "\n" not in str(err.value)
-    # the agent's solve entry point fails the same way before running anything
+    # the agent's build entry point fails the same way before running anything
     with pytest.raises(InvalidTask, match=match):
-        SPEC.solve(data, RunContext(), AutoREMConfig(), None, False)
+        SPEC.build(data, AutoREMConfig(), None)
 
 
 def test_a_valid_problem_becomes_a_verifiable_task() -> None:

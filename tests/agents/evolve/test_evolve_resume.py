@@ -63,7 +63,7 @@ def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -
     ctx = RunContext(llm=FunctionLLM(model), tracer=FileTracer(run_dir / "events.jsonl"), seed=0,
                      run_dir=run_dir, agent="evolve")  # fmt: skip
     task = resolve_task("funcfit/sine@dev")
-    return SPEC.solve(task, ctx, EvolveConfig.model_validate(CONFIG), BUDGET, resume)
+    return SPEC.build(task, EvolveConfig.model_validate(CONFIG), BUDGET).execute(ctx, resume=resume)
 
 
 def _prompts(path: Path) -> list[Any]:

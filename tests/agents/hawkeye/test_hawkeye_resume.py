@@ -94,7 +94,9 @@ def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -
     ctx = RunContext(llm=FunctionLLM(model), memory=store, tracer=FileTracer(run_dir / "events.jsonl"),
                      seed=0, run_dir=run_dir, agent="hawkeye")  # fmt: skip
     try:
-        return SPEC.solve(_task(), ctx, HawkeyeConfig.model_validate(CONFIG), BUDGET, resume)
+        return SPEC.build(_task(), HawkeyeConfig.model_validate(CONFIG), BUDGET).execute(
+            ctx, resume=resume
+        )
     finally:
         store.close()
 

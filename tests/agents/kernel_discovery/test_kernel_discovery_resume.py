@@ -209,7 +209,7 @@ def test_progress_callback_is_restored_when_the_bo_loop_fails(
 
     ctx = RunContext(progress=cb)
     with pytest.raises(_Boom):
-        SPEC.solve(task, ctx, KernelDiscoveryConfig(**AGENT), BUDGET, False)
+        SPEC.build(task, KernelDiscoveryConfig(**AGENT), BUDGET).execute(ctx)
     assert seen and seen[-1]["evaluations"] == task.n_init  # the refresh reported progress
     assert ctx.progress is cb
 
