@@ -65,7 +65,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("/work/notes"), help="where the PNGs go")
     ap.add_argument("--reuse", type=Path, help="a work dir from an earlier call (has run/, eval/)")
-    ap.add_argument("--height", type=int, default=4000, help="screenshot height in pixels")
+    ap.add_argument("--height", type=int, default=4000, help="run page height in pixels")
     args = ap.parse_args()
     work = args.reuse or Path(tempfile.mkdtemp(prefix="optiforge-report-"))
     run_dir, eval_dir = work / "run", work / "eval"
@@ -73,9 +73,9 @@ def main() -> None:
         _optiforge(*RUN, "--out", str(run_dir))
         _optiforge(*EVAL, "--out", str(eval_dir))
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, d in (("run", run_dir), ("eval", eval_dir)):
+    for name, d, height in (("run", run_dir, args.height), ("eval", eval_dir, 2900)):
         _optiforge("report", str(d))
-        png = screenshot(d / "report.html", args.out / f"report_{name}.png", args.height)
+        png = screenshot(d / "report.html", args.out / f"report_{name}.png", height)
         print(f"{name}: {d}/report.html -> {png}")
 
 

@@ -890,6 +890,7 @@ def _run_view(d: Path, summary: dict[str, Any], finished: bool) -> dict[str, Any
         "sandbox_s",
         "wall_s",
         "stop_reason",
+        "unpriced_calls",
     ]
     return {
         "kind": "run",
