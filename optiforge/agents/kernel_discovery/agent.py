@@ -40,16 +40,26 @@ base-kernel names, ``+`` and ``*``, no exec) and built here from library code. T
 shows the LLM the task's opaque ``agent_name`` and leak-free ``description`` only, never
 the CLI id (``levy4_in_25``), the function, its effective dimensions or the embedding.
 
-Resume: with a run directory, the BO loop appends each evaluation to
-``bo_evaluations.jsonl`` and each refresh's search checkpoints under
-``thread_id=refresh<round>``; ``--resume`` reloads the evaluations (the objective is not
-called again for them), replays finished refreshes from their checkpoints and continues.
+Graph and resume: the agent is a LangGraph graph (``discovery_run``) whose nodes are the
+BO loop's steps, on ``solvers.bo.BOSession`` (the loop one round at a time): ``design``
+(initial Sobol design), ``refresh`` (a kernel search, every ``refresh_every`` rounds),
+``bo_round`` (one fit -> qLogEI -> evaluate) and ``finish`` (final comparison, lesson).
+The state holds the BO rows (points, values, kernel, fallback per round) and the
+refreshes' record (incumbent, carried kernels, per-refresh info); the live session is a
+cache of those rows. With a run directory every node is checkpointed
+(``kernel_discovery_checkpoints.sqlite``), the BO session seeds each round from
+``(seed, round)`` and appends each evaluation to ``bo_evaluations.jsonl`` as soon as
+the objective returns, and each refresh's search checkpoints under
+``thread_id=refresh<round>``; ``--resume`` continues from the last node: finished
+evaluations are not redone (one finished by the killed node is read back from the log),
+a cut refresh continues its search.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 import torch
@@ -76,12 +86,35 @@ from optiforge.agents.kit import (
     SearchConfig,
     run_search,
 )
+from optiforge.agents.kit.driver import FORCE_RESTART_HINT
 from optiforge.agents.kit.search import pick_proposer
 from optiforge.agents.spec import AgentOutcome
-from optiforge.errors import ConfigError
+from optiforge.errors import RunRecordError, SolverError
 
 BO_EVALUATIONS = "bo_evaluations.jsonl"
 """The BO loop's evaluation log in the run directory (what ``--resume`` reloads)."""
+
+
+CHECKPOINTS = "kernel_discovery_checkpoints.sqlite"
+"""The agent graph's checkpoints (each refresh's search checkpoints in ``checkpoints.sqlite``)."""
+THREAD_ID = "kernel_discovery"
+_FALLBACKS = (SolverError, RuntimeError, ValueError)
+"""What the BO loop turns into a random-point round instead of a crash (a refresh too)."""
+
+
+class DiscoveryState(TypedDict, total=False):
+    """Serializable graph state: the BO session's rows and the kernel search's record."""
+
+    bo: list[dict[str, Any]]
+    """``BOSession.rows``: the initial design, then one row per BO round."""
+    kernel: dict[str, Any] | None
+    """The payload of the kernel BO rounds use (None until a refresh succeeds)."""
+    refresh_failed: int | None
+    """The round whose refresh raised: that round is a fallback (the loop's rule)."""
+    incumbent: dict[str, Any]
+    carried: list[dict[str, Any]]
+    refreshes: list[dict[str, Any]]
+    final: dict[str, Any]
 
 
 def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
@@ -91,151 +124,224 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
     return discovery_run(task, config, budget, proposer)
 
 
+class _SessionCache:
+    """The live ``BOSession`` of a graph: a pure cache of the state's ``bo`` rows.
+
+    A node uses the cached session only if it is the one the state describes (same run,
+    same rows); otherwise (a resume) it is rebuilt from the rows (``BOSession.restore``,
+    which checks them against the BO log and never calls the objective)."""
+
+    def __init__(self, task: Any, total: int, acq: Any) -> None:
+        self.task, self.total, self.acq = task, total, acq
+        self.session: Any = None
+        self.key: tuple[int, str] | None = None
+
+    def _kw(self, ctx: RunContext) -> dict[str, Any]:
+        # A run directory makes the session resumable: per-round seeds, the BO log.
+        log = ctx.run_dir / BO_EVALUATIONS if ctx.run_dir is not None else None
+        return {"budget": self.total, "n_init": self.task.n_init, "seed": ctx.seed,
+                "acq_config": self.acq, "name": "kernel-discovery",
+                "resumable": log is not None, "log_path": log}  # fmt: skip
+
+    def new(self, ctx: RunContext) -> Any:
+        from optiforge.solvers.bo.session import BOSession
+
+        self.session = BOSession(self.task.problem(ctx.seed), **self._kw(ctx))
+        self.key = (ctx.seed, str(ctx.run_dir))
+        return self.session
+
+    def get(self, state: DiscoveryState, ctx: RunContext) -> Any:
+        from optiforge.solvers.bo.session import BOSession
+
+        rows = list(state.get("bo", []))
+        s = self.session
+        if (
+            s is not None
+            and self.key == (ctx.seed, str(ctx.run_dir))
+            and len(s.rows) == len(rows)
+            and s.rows[-1:] == rows[-1:]
+        ):
+            return s
+        try:
+            s = BOSession.restore(self.task.problem(ctx.seed), rows, **self._kw(ctx))
+        except SolverError as err:
+            raise RunRecordError(f"{err}; {FORCE_RESTART_HINT}") from None
+        self.session, self.key = s, (ctx.seed, str(ctx.run_dir))
+        return s
+
+
 def discovery_run(
     task: Any, config: KernelDiscoveryConfig, budget: int | None, proposer: Any
 ) -> AgentRun:
+    """The agent's graph: ``design -> (refresh ->) bo_round -> ... -> finish``.
+
+    - ``design``: the initial Sobol design, evaluated (``BOSession.begin``);
+    - ``refresh``: at round 0 and every ``refresh_every`` rounds, the kernel search on the
+      BO data so far (a search graph of its own, thread ``refresh<round>``);
+    - ``bo_round``: one BO round (fit -> qLogEI -> evaluate) with the state's kernel;
+    - ``finish``: the final LOO-CRPS comparison and the memory lesson.
+
+    ``proposer``: the kernel proposer (``LLMOrOffline`` for the agent).
+    """
     from langgraph.graph import END, START, StateGraph
     from langgraph.runtime import Runtime
 
-    def discover(state: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str, Any]:
-        ctx = runtime.context
-        resume = ctx.run_dir is not None and (ctx.run_dir / BO_EVALUATIONS).exists()
-        out = _discover(task, ctx, config, budget, resume, pick_proposer(proposer, ctx))
-        return {"outcome": out.model_dump(mode="json")}
-
-    graph = StateGraph(_OneNode, context_schema=RunContext)
-    graph.add_node("discover", discover)
-    graph.add_edge(START, "discover")
-    graph.add_edge("discover", END)
-    return AgentRun(
-        graph=graph, outcome=lambda state, ctx: AgentOutcome.model_validate(state["outcome"]),
-        start={"outcome": None}, thread_id="kernel_discovery", what="a kernel-discovery run",
-    )  # fmt: skip
-
-
-class _OneNode(TypedDict, total=False):
-    outcome: dict[str, Any] | None
-
-
-def _discover(
-    task: Any,
-    ctx: RunContext,
-    config: KernelDiscoveryConfig,
-    budget: int | None,
-    resume: bool,
-    proposer: Any,
-) -> AgentOutcome:
-    from optiforge.solvers.bo import AcqConfig, BOLoop
+    from optiforge.solvers.bo import AcqConfig
+    from optiforge.solvers.bo.loop import kernel_model, standardize
 
     seeds = [
         {"expression": grammar.canonical(e)}
         for e in dict.fromkeys(["RBF_ARD", *config.seed_kernels])
     ]
-    carried: list[dict[str, Any]] = []
-    incumbent: dict[str, Any] = {"expression": "RBF_ARD"}
-    refreshes: list[dict[str, Any]] = []
-    events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
-    progress = ctx.progress
     total = budget or task.budget
-    resume_path = ctx.run_dir / BO_EVALUATIONS if ctx.run_dir else None
-    if resume_path is not None and resume_path.exists() and not resume:
-        raise ConfigError(
-            f"{ctx.run_dir} already holds BO evaluations; pass resume=True (--resume)"
-        )
-
-    def provider(Xu: torch.Tensor, y: torch.Tensor, rnd: int) -> Any:
-        nonlocal carried, incumbent
-        # The incumbent is always re-scored on the new data: the margin compares like with like.
-        start = list(dict.fromkeys(map(_key, [*seeds, incumbent, *carried])))
-        start_payloads = [json.loads(k) for k in start]
-        problem = KernelSearchProblem(
-            task,
-            Xu.detach().clone(),
-            y.detach().clone(),
-            start_payloads,
-            config,
-            seed=ctx.seed,
-            events_path=events,
-        )
-        search = SearchConfig(
-            max_evaluations=max(config.kernel_evals_per_refresh, len(start)),
-            proposals_per_round=config.proposals_per_round,
-            population_size=config.population_size,
-        )
-        res = run_search(
-            problem,
-            proposer,
-            ctx,
-            search,
-            thread_id=f"refresh{rnd}",
-            resume=resume or ctx.run_dir is not None,
-        )
-        clusters = functional_clusters(res.history, config.dedup_tol)
-        distinct = [c[0] for c in clusters]
-        ref = next(
-            (e for e in res.history if e.payload.get("expression") == "RBF_ARD" and e.passed), None
-        )
-        inc = next(
-            (e for e in res.history if e.payload == incumbent and e.passed and e.value is not None),
-            None,
-        )
-        best = res.best
-        chosen = select_kernel(best, inc, config.selection_margin)
-        # Payloads, not identity: res.best and the history entries are separate objects.
-        kept = chosen is not None and best is not None and chosen.payload != best.payload
-        if chosen is not None:
-            incumbent = chosen.payload
-        # The chosen kernel heads the carried set (the final comparison refits carried[0]).
-        rest = [ev.payload for ev in distinct if chosen is None or ev.payload != chosen.payload]
-        head = [chosen.payload] if chosen is not None else []
-        carried = (head + rest)[: max(config.carry_over, len(head))]
-        info = {
-            "round": rnd,
-            "n_data": int(Xu.shape[0]),
-            "evaluated": res.n_evaluations,
-            "invalid": res.n_invalid,
-            "syntactic_duplicates": res.n_duplicates,
-            "functional_duplicates": sum(len(c) - 1 for c in clusters),
-            "best": describe(chosen) if chosen else None,
-            "best_loo_crps": chosen.value if chosen else None,
-            "search_best": describe(best) if best else None,
-            "search_best_loo_crps": best.value if best else None,
-            "kept_incumbent": kept,
-            "rbf_ard_loo_crps": ref.value if ref else None,
-            "stop": res.stop_reason,
-        }
-        refreshes.append(info)
-        ctx.tracer.event("kernel_refresh", **info)
-        if progress is not None:
-            progress({"evaluations": int(Xu.shape[0]), "best": None})
-        if chosen is None:
-            return grammar.build_kernel("RBF_ARD")
-        return _spec_of(chosen.payload, ctx, acq)
-
-    # BOLoop directly rather than task.run_bo: same settings, plus the resumable evaluation log.
     acq = AcqConfig(num_restarts=config.acq_restarts, raw_samples=config.acq_raw_samples)
-    ctx.progress = None  # the kernel searches' rounds are not BO progress
-    try:
-        trace = BOLoop(
-            task.problem(ctx.seed),
-            budget=total,
-            n_init=task.n_init,
-            kernel_provider=provider,
-            refresh_every=config.refresh_every,
-            seed=ctx.seed,
-            acq_config=acq,
-            name="kernel-discovery",
-            resume_path=resume_path,
-        ).run()
-    finally:
-        # Restored however the loop ends: a caller that goes on with this context after
-        # an error or interrupt still has its progress callback.
-        ctx.progress = progress
-    if progress is not None:
-        progress({"evaluations": int(trace.y.numel()), "best": trace.best_value})
-    final = _final_comparison(task, trace, carried, ctx, config)
-    _remember_lesson(task, ctx, refreshes, final)
-    return discovery_outcome(trace, proposer.name, refreshes, final)
+    cache = _SessionCache(task, total, acq)
+
+    def design(state: DiscoveryState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        row = cache.new(runtime.context).begin()
+        return {"bo": [row], "kernel": None, "refresh_failed": None,
+                "incumbent": {"expression": "RBF_ARD"}, "carried": [], "refreshes": []}  # fmt: skip
+
+    def refresh(state: DiscoveryState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        session = cache.get(state, ctx)
+        rnd = session.round
+        try:
+            return {**_refresh(task, ctx, config, pick_proposer(proposer, ctx), seeds, state,
+                               session.Xu, standardize(session.y), rnd),
+                    "refresh_failed": None}  # fmt: skip
+        except _FALLBACKS:
+            return {"refresh_failed": rnd}  # the round falls back to a random point
+
+    def bo_round(state: DiscoveryState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        session = cache.get(state, ctx)
+        payload = state.get("kernel")
+        failed = state.get("refresh_failed") == session.round or payload is None
+        spec = None if failed else _spec_of(payload or {}, ctx, acq)
+        used: list[str] = []
+
+        def model(Xu: torch.Tensor, target: torch.Tensor, rnd: int) -> Any:
+            if spec is None:
+                raise SolverError(f"the kernel refresh of round {rnd} failed")
+            used.append(spec.expression)
+            return kernel_model(spec, Xu, target, rnd, seed=ctx.seed, gp_restarts=1,
+                                resumable=session.resumable)  # fmt: skip
+
+        return {"bo": [*state.get("bo", []), session.step(model, used)]}
+
+    def finish(state: DiscoveryState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        trace = cache.get(state, ctx).trace()
+        if ctx.progress is not None:
+            ctx.progress({"evaluations": int(trace.y.numel()), "best": trace.best_value})
+        final = _final_comparison(task, trace, state.get("carried", []), ctx, config)
+        _remember_lesson(task, ctx, state.get("refreshes", []), final)
+        return {"final": final}
+
+    def route(state: DiscoveryState) -> str:
+        rows = state.get("bo", [])
+        if sum(len(r["y"]) for r in rows) >= total:
+            return "finish"
+        rnd = len(rows) - 1
+        due = state.get("kernel") is None or rnd % config.refresh_every == 0
+        return "refresh" if due else "bo_round"
+
+    graph = StateGraph(DiscoveryState, context_schema=RunContext)
+    for name, fn in (("design", design), ("refresh", refresh), ("bo_round", bo_round),
+                     ("finish", finish)):  # fmt: skip
+        graph.add_node(name, fn)
+    graph.add_edge(START, "design")
+    graph.add_conditional_edges("design", route, ["refresh", "bo_round", "finish"])
+    graph.add_edge("refresh", "bo_round")
+    graph.add_conditional_edges("bo_round", route, ["refresh", "bo_round", "finish"])
+    graph.add_edge("finish", END)
+
+    def outcome(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
+        final = cast(DiscoveryState, state)
+        trace = cache.get(final, ctx).trace()
+        name = pick_proposer(proposer, ctx).name
+        return discovery_outcome(trace, name, final.get("refreshes", []), final.get("final", {}))
+
+    return AgentRun(
+        graph=graph, outcome=outcome, start={"bo": []}, thread_id=THREAD_ID,
+        checkpoints=CHECKPOINTS, recursion_limit=2 * total + 20, what="a kernel-discovery run",
+    )  # fmt: skip
+
+
+def _refresh(
+    task: Any,
+    ctx: RunContext,
+    config: KernelDiscoveryConfig,
+    proposer: Any,
+    seeds: list[dict[str, Any]],
+    state: DiscoveryState,
+    Xu: torch.Tensor,
+    y: torch.Tensor,
+    rnd: int,
+) -> dict[str, Any]:
+    """One kernel refresh on the BO data so far (``y`` standardised for minimisation):
+    the search, the selection against the incumbent, the carried set, the round's record."""
+    incumbent = state.get("incumbent") or {"expression": "RBF_ARD"}
+    carried = list(state.get("carried", []))
+    events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
+    # The incumbent is always re-scored on the new data: the margin compares like with like.
+    start = list(dict.fromkeys(map(_key, [*seeds, incumbent, *carried])))
+    start_payloads = [json.loads(k) for k in start]
+    problem = KernelSearchProblem(task, Xu.detach().clone(), y.detach().clone(), start_payloads,
+                                  config, seed=ctx.seed, events_path=events)  # fmt: skip
+    search = SearchConfig(
+        max_evaluations=max(config.kernel_evals_per_refresh, len(start)),
+        proposals_per_round=config.proposals_per_round,
+        population_size=config.population_size,
+    )
+    # The search's rounds are not BO progress; a resumed run continues a cut search.
+    quiet = dataclasses.replace(ctx, progress=None)
+    res = run_search(problem, proposer, quiet, search, thread_id=f"refresh{rnd}",
+                     resume=ctx.run_dir is not None)  # fmt: skip
+    clusters = functional_clusters(res.history, config.dedup_tol)
+    distinct = [c[0] for c in clusters]
+    ref = next(
+        (e for e in res.history if e.payload.get("expression") == "RBF_ARD" and e.passed), None
+    )
+    inc = next(
+        (e for e in res.history if e.payload == incumbent and e.passed and e.value is not None),
+        None,
+    )
+    best = res.best
+    chosen = select_kernel(best, inc, config.selection_margin)
+    # Payloads, not identity: res.best and the history entries are separate objects.
+    kept = chosen is not None and best is not None and chosen.payload != best.payload
+    if chosen is not None:
+        incumbent = chosen.payload
+    # The chosen kernel heads the carried set (the final comparison refits carried[0]).
+    rest = [ev.payload for ev in distinct if chosen is None or ev.payload != chosen.payload]
+    head = [chosen.payload] if chosen is not None else []
+    carried = (head + rest)[: max(config.carry_over, len(head))]
+    info = {
+        "round": rnd,
+        "n_data": int(Xu.shape[0]),
+        "evaluated": res.n_evaluations,
+        "invalid": res.n_invalid,
+        "syntactic_duplicates": res.n_duplicates,
+        "functional_duplicates": sum(len(c) - 1 for c in clusters),
+        "best": describe(chosen) if chosen else None,
+        "best_loo_crps": chosen.value if chosen else None,
+        "search_best": describe(best) if best else None,
+        "search_best_loo_crps": best.value if best else None,
+        "kept_incumbent": kept,
+        "rbf_ard_loo_crps": ref.value if ref else None,
+        "stop": res.stop_reason,
+    }
+    ctx.tracer.event("kernel_refresh", **info)
+    if ctx.progress is not None:
+        ctx.progress({"evaluations": int(Xu.shape[0]), "best": None})
+    return {
+        "incumbent": incumbent,
+        "carried": carried,
+        "refreshes": [*state.get("refreshes", []), info],
+        "kernel": chosen.payload if chosen is not None else {"expression": "RBF_ARD"},
+    }
 
 
 def _key(payload: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optiforge.agents.kernel_discovery.agent import _discover
+from optiforge.agents.kernel_discovery.agent import discovery_run
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.proposers import CompositionalProposer
 from optiforge.agents.kit import RunContext
@@ -41,7 +41,7 @@ def compositional_baseline(
 ) -> AgentOutcome:
     """The classic compositional kernel search in the same loop (no LLM, whatever --model says)."""
     config = KernelDiscoveryConfig()
-    return _discover(task, ctx, config, budget, False, CompositionalProposer(config))
+    return discovery_run(task, config, budget, CompositionalProposer(config)).execute(ctx)
 
 
 def _baselines() -> dict[str, Baseline]:

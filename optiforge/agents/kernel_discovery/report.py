@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from optiforge.agents.kit import RunContext
-from optiforge.agents.kit.lineage import record_lesson
+from optiforge.agents.kit.lineage import memory_id, record_lesson
 from optiforge.agents.spec import AgentOutcome
 
 
@@ -54,6 +54,8 @@ def _remember_lesson(
     )
     record_lesson(
         ctx,
+        # stable with a run directory: a finish node re-run after a kill stores it once
+        mem_id=memory_id(ctx, "kernel-discovery-lesson", prefix="exp") if ctx.run_dir else None,
         agent="kernel-discovery",
         task=f"{task.suite}/{_agent_name(task)}",
         trajectory_summary=summary,

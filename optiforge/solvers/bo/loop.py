@@ -29,8 +29,6 @@ acquisition elsewhere (a sandbox) and returns ``ProposedPoints``, which the loop
 
 from __future__ import annotations
 
-import json
-import os
 import time
 import warnings
 from collections.abc import Callable
@@ -303,28 +301,46 @@ class _ExactGPFactory:
         spec = self.current
         assert spec is not None
         self.used.append(spec.expression)
-        propose = getattr(spec, "propose_round", None)
-        if callable(propose):
-            # A kernel whose code must not run here: it fits and proposes elsewhere.
-            out = propose(
-                Xu,
-                target,
-                rnd,
-                fit_seed=self.seed + rnd,
-                round_seed=_round_seed(self.seed, rnd),
-                gp_restarts=self.gp_restarts,
-            )
-            if not isinstance(out, ProposedPoints):
-                raise SolverError(
-                    f"propose_round returned {type(out).__name__}, not ProposedPoints"
-                )
-            return out  # type: ignore[return-value]
-        if self.per_round_seed:
-            # Reseed after the provider: however much randomness it used (a resumed, partly
-            # checkpointed search uses less), the fit and the acquisition see the same stream.
-            torch.manual_seed(_round_seed(self.seed, rnd))
-        gp = ExactGP(spec, n_restarts=self.gp_restarts, seed=self.seed + rnd).fit(Xu, target)
-        return ExactGPModel(gp)
+        return kernel_model(  # type: ignore[return-value]
+            spec, Xu, target, rnd, seed=self.seed, gp_restarts=self.gp_restarts,
+            resumable=self.per_round_seed,
+        )  # fmt: skip
+
+
+def kernel_model(
+    spec: KernelSpec,
+    Xu: Tensor,
+    target: Tensor,
+    rnd: int,
+    *,
+    seed: int,
+    gp_restarts: int,
+    resumable: bool,
+) -> Model | ProposedPoints:
+    """Round ``rnd``'s model with kernel ``spec``: an ``ExactGP`` fitted here, or the
+    ``ProposedPoints`` of a kernel that fits and proposes elsewhere (``propose_round``).
+
+    resumable: reseed torch from ``(seed, rnd)`` before the fit (a resumable loop)."""
+    propose = getattr(spec, "propose_round", None)
+    if callable(propose):
+        # A kernel whose code must not run here: it fits and proposes elsewhere.
+        out = propose(
+            Xu,
+            target,
+            rnd,
+            fit_seed=seed + rnd,
+            round_seed=_round_seed(seed, rnd),
+            gp_restarts=gp_restarts,
+        )
+        if not isinstance(out, ProposedPoints):
+            raise SolverError(f"propose_round returned {type(out).__name__}, not ProposedPoints")
+        return out
+    if resumable:
+        # Reseed after the provider: however much randomness it used (a resumed, partly
+        # checkpointed search uses less), the fit and the acquisition see the same stream.
+        torch.manual_seed(_round_seed(seed, rnd))
+    gp = ExactGP(spec, n_restarts=gp_restarts, seed=seed + rnd).fit(Xu, target)
+    return ExactGPModel(gp)
 
 
 def exact_gp_factory(
@@ -414,122 +430,26 @@ class BOLoop:
         if isinstance(model_factory, _ExactGPFactory):
             model_factory.per_round_seed = self.resume_path is not None
 
-    def _header(self, D: int) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "seed": self.seed,
-            "budget": self.budget,
-            "n_init": self.n_init,
-            "batch_size": self.q,
-            "dim": D,
-        }
+    def session(self) -> Any:
+        """A fresh ``BOSession`` with this loop's settings (its log: ``resume_path``)."""
+        from optiforge.solvers.bo.session import BOSession
 
-    def _load(self, D: int) -> list[dict[str, Any]]:
-        """Evaluation rows of an earlier run of this loop (header checked); [] when none."""
-        if self.resume_path is None or not self.resume_path.exists():
-            return []
-        lines = self.resume_path.read_text().splitlines()
-        rows: list[dict[str, Any]] = []
-        for i, line in enumerate(lines):
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                if i == len(lines) - 1:
-                    break  # a write cut off by the kill: that evaluation is redone
-                raise SolverError(f"{self.resume_path}: line {i + 1} is not JSON") from err
-        if not rows:
-            return []
-        header = rows[0].get("header")
-        if header != self._header(D):
-            raise SolverError(
-                f"{self.resume_path} belongs to another BO run ({header} != {self._header(D)})"
-            )
-        return rows[1:]
-
-    def _append(self, row: dict[str, Any]) -> None:
-        if self.resume_path is None:
-            return
-        self.resume_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.resume_path.open("a") as fh:
-            fh.write(json.dumps(row) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())  # on disk before the next (possibly expensive) evaluation
+        return BOSession(
+            self.problem, budget=self.budget, n_init=self.n_init, batch_size=self.q,
+            seed=self.seed, acq_config=self.acq_config, name=self.name,
+            resumable=self.resume_path is not None, log_path=self.resume_path,
+        )  # fmt: skip
 
     def run(self) -> Trace:
         """Initial Sobol design, then rounds of fit -> qLogEI -> evaluate until the budget is spent."""
         t0 = time.perf_counter()
-        torch.manual_seed(self.seed)
-        obj = CountedObjective(self.problem, self.budget)
-        D = obj.dim
-        rows = self._load(D)
-        if not rows:
-            if self.resume_path is not None and not self.resume_path.exists():
-                self._append({"header": self._header(D)})
-            Xu = sobol(self.n_init, D, self.seed)
-            y = obj(Xu)
-            self._append({"round": -1, "x": Xu.tolist(), "y": y.tolist()})
-            rows = []
-        else:
-            # Reload: the counter is charged for the stored evaluations, the objective is not called.
-            Xs = [torch.tensor(r["x"], dtype=_DT).reshape(-1, D) for r in rows]
-            ys = [torch.tensor(r["y"], dtype=_DT).reshape(-1) for r in rows]
-            for Xr, yr in zip(Xs, ys, strict=True):
-                obj.used += yr.numel()
-                obj.X.append(obj.to_problem(Xr.clamp(0, 1)))
-                obj.y.append(yr)
-            Xu, y = torch.cat(Xs), torch.cat(ys)
-            replay_noise = getattr(self.problem, "replay_noise", None)
-            if callable(replay_noise):
-                replay_noise([int(yr.numel()) for yr in ys])
-            rows = rows[1:]  # BO rounds after the initial design
-        rnd = len(rows)
-        fallbacks = sum(1 for r in rows if r.get("fallback"))
-        if rows and isinstance(self.model_factory, _ExactGPFactory):
-            self.model_factory.used.extend(str(r["kernel"]) for r in rows if r.get("kernel"))
-            self.model_factory.replay(Xu, y, self.n_init, self.q, rnd)
-        cfg = self.acq_config
-        per_round = self.resume_path is not None
-        gen = torch.Generator().manual_seed(self.seed + 7919)
-        while obj.left > 0:
-            q = min(self.q, obj.left)
-            target = -standardize(y)  # BoTorch maximises
-            fallback = False
-            n_kernels = len(self._kernels)
-            try:
-                model = self.model_factory(Xu, target, rnd)
-                if isinstance(model, ProposedPoints):
-                    cand = checked_points(model.X, q, D)
-                else:
-                    if per_round:
-                        # Raw samples and MC base samples seeded per round: resumable.
-                        torch.manual_seed(_round_seed(self.seed, rnd) + 1)
-                    cand = optimize_qlogei(model, target, q, D, cfg)
-            except (SolverError, RuntimeError, ValueError) as e:
-                # Honest fallback: a random point, counted in the trace.
-                fallbacks += 1
-                fallback = True
-                warnings.warn(
-                    f"BO round {rnd}: model/acquisition failed ({e}); using a random point",
-                    stacklevel=2,
-                )
-                if per_round:
-                    gen = torch.Generator().manual_seed(_round_seed(self.seed, rnd) + 2)
-                cand = torch.rand(q, D, generator=gen, dtype=_DT)
-            y_new = obj(cand)
-            used = self._kernels
-            self._append(
-                {
-                    "round": rnd,
-                    "x": cand.to(_DT).tolist(),
-                    "y": y_new.tolist(),
-                    "fallback": fallback,
-                    # None when the model failed before a kernel was chosen this round.
-                    "kernel": used[-1] if len(used) > n_kernels else None,
-                }
-            )
-            Xu = torch.cat([Xu, cand.to(_DT)])
-            y = torch.cat([y, y_new])
-            rnd += 1
-        return obj.trace(
-            self.name, self.seed, t0, kernels=list(self._kernels), n_fallbacks=fallbacks
-        )
+        session = self.session()
+        session.begin()
+        # Resume: the logged evaluations are reloaded, the objective is not called for them.
+        rnd = session.adopt_logged()
+        if rnd and isinstance(self.model_factory, _ExactGPFactory):
+            self.model_factory.used.extend(session.kernels())
+            self.model_factory.replay(session.Xu, session.y, self.n_init, self.q, rnd)
+        while not session.done:
+            session.step(self.model_factory, self._kernels)
+        return session.trace(t0, kernels=list(self._kernels))

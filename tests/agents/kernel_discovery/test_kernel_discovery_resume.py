@@ -170,8 +170,11 @@ def _check_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         _lines(tmp_path / "fresh" / BO_EVALUATIONS),
     )
     assert bo_resumed == bo_fresh  # same points, values, kernels, fallbacks, round by round
-    # Progress: the resumed run reports the same sequence (replayed refreshes included).
-    assert progress_resumed == progress_fresh and progress_fresh[-1]["evaluations"] == BUDGET
+    # Progress: the resumed run reports what the uninterrupted run reported from the resume
+    # point on (the refreshes before the kill were reported by the killed run).
+    assert progress_resumed and progress_fresh[-1]["evaluations"] == BUDGET
+    assert progress_resumed == progress_fresh[-len(progress_resumed) :]
+    assert progress_resumed[0]["evaluations"] == KILL_AFTER + 1  # the round-4 refresh
     # Finished kernel searches were replayed from their checkpoints, not re-scored: the
     # resumed run's kernel-evaluation log holds exactly the uninterrupted run's evaluations.
     ids_resumed = [e["id"] for e in _lines(run_dir / "evaluations.jsonl")]
@@ -187,7 +190,8 @@ class _Boom(Exception):
 def test_progress_callback_is_restored_when_the_bo_loop_fails(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The agent silences ``ctx.progress`` during the BO loop; it gets it back on failure too."""
+    """The kernel searches run with progress silenced on a copy of the context: the caller's
+    ``ctx.progress`` is never swapped out, so it is intact when the BO loop fails."""
     from optiforge.agents.kernel_discovery import SPEC, KernelDiscoveryConfig
     from optiforge.agents.kit import RunContext
 

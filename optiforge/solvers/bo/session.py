@@ -1,0 +1,281 @@
+"""Step-wise GP-BO (``BOSession``): the ``BOLoop`` one round at a time, its state plain data.
+
+``BOLoop.run`` is a ``BOSession`` driven to the end in one call. An agent that changes
+the kernel between rounds as graph nodes (Kernel Discovery) drives the session itself:
+``begin()`` evaluates the initial Sobol design, ``step(model_fn, kernels)`` runs one round
+(fit -> qLogEI -> evaluate) with the model the caller supplies, exactly as the loop does.
+
+State: ``rows`` is the whole record of a session: the initial design (round -1) and one
+row per BO round, each ``{"round", "x" (unit cube, `q x D`), "y", "fallback", "kernel"}``,
+JSON-serializable. ``BOSession.restore(problem, rows, ...)`` rebuilds the session from
+them without calling the objective (the counter is charged and a noise stream is
+advanced past them, as a resumed ``BOLoop`` does). A *resumable* session (``resumable=
+True``, what a ``BOLoop`` with ``resume_path`` is) seeds each round's randomness from
+``(seed, round)``, so a restored session proposes exactly what the uninterrupted one
+would; a session that is not resumable keeps the loop's single seeded torch stream (its
+numbers are those of a loop without resume) and cannot be restored exactly.
+
+Log: with ``log_path`` every evaluation is appended (fsynced) to a JSONL file, header
+first, as soon as the objective returns. A row already in the log when its round comes
+(an evaluation finished by a killed process) is adopted instead of calling the
+objective again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from botorch.models.model import Model
+from torch import Tensor
+
+from optiforge.errors import SolverError
+from optiforge.solvers.bo.loop import (
+    _DT,
+    AcqConfig,
+    CountedObjective,
+    Problem,
+    ProposedPoints,
+    Trace,
+    _round_seed,
+    checked_points,
+    optimize_qlogei,
+    sobol,
+    standardize,
+)
+
+RoundModel = Callable[[Tensor, Tensor, int], "Model | ProposedPoints"]
+"""``(X_unit n x D, targets n (maximise), round) -> fitted Model or ProposedPoints``."""
+
+
+class BOSession:
+    """GP-BO with qLogEI, one round per ``step``; minimises ``problem`` within ``budget``."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        *,
+        budget: int,
+        n_init: int = 10,
+        batch_size: int = 1,
+        seed: int = 0,
+        acq_config: AcqConfig | None = None,
+        name: str = "bo",
+        resumable: bool = False,
+        log_path: str | Path | None = None,
+    ) -> None:
+        if budget < n_init or n_init < 2 or batch_size < 1:
+            raise SolverError("need budget >= n_init >= 2 and batch_size >= 1")
+        self.problem, self.budget, self.n_init, self.q = problem, budget, n_init, batch_size
+        self.seed, self.name, self.resumable = seed, name, resumable
+        self.acq_config = acq_config or AcqConfig()
+        self.obj = CountedObjective(problem, budget)
+        self.D = self.obj.dim
+        self.rows: list[dict[str, Any]] = []
+        """The session's state: the initial design (round -1), then one row per round."""
+        self.Xu = torch.empty(0, self.D, dtype=_DT)
+        """`n x D` evaluated points in the unit cube (as proposed: not clamped)."""
+        self.y = torch.empty(0, dtype=_DT)
+        self._gen = torch.Generator().manual_seed(seed + 7919)
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.logged = self._read_log()
+        """Rows already in the log (a resumed run's): adopted when their round comes."""
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def round(self) -> int:
+        """The next BO round (0 after the initial design)."""
+        return max(len(self.rows) - 1, 0)
+
+    @property
+    def left(self) -> int:
+        """Evaluations left in the budget."""
+        return self.obj.left
+
+    @property
+    def done(self) -> bool:
+        return bool(self.rows) and self.obj.left <= 0
+
+    @property
+    def n_fallbacks(self) -> int:
+        return sum(1 for r in self.rows if r.get("fallback"))
+
+    def kernels(self) -> list[str]:
+        """The kernel of every round that chose one (the loop's ``Trace.kernels``)."""
+        return [str(r["kernel"]) for r in self.rows[1:] if r.get("kernel")]
+
+    @classmethod
+    def restore(cls, problem: Problem, rows: Sequence[dict[str, Any]], **kw: Any) -> BOSession:
+        """The session that produced ``rows`` (same settings ``kw``), without calling the
+        objective. Exact for a resumable session; ``SolverError`` for one that is not.
+
+        With ``log_path``, the log must hold ``rows`` (it may be one row ahead)."""
+        s = cls(problem, **kw)
+        if rows and not s.resumable:
+            raise SolverError("a BO session that is not resumable cannot be restored exactly")
+        if s.log_path is not None and s.logged[: len(rows)] != list(rows):
+            raise SolverError(
+                f"{s.log_path} does not hold the {len(rows)} evaluation rows of the "
+                "checkpointed session (cut or edited)"
+            )
+        for row in rows:
+            s.adopt(row)
+        return s
+
+    def adopt(self, row: dict[str, Any]) -> None:
+        """Add an earlier run's evaluations without calling the objective (the counter is
+        charged; a problem with ``replay_noise`` advances its noise stream past them)."""
+        X = torch.tensor(row["x"], dtype=_DT).reshape(-1, self.D)
+        y = torch.tensor(row["y"], dtype=_DT).reshape(-1)
+        self.obj.used += y.numel()
+        self.obj.X.append(self.obj.to_problem(X.clamp(0, 1)))
+        self.obj.y.append(y)
+        replay_noise = getattr(self.problem, "replay_noise", None)
+        if callable(replay_noise):
+            replay_noise([int(y.numel())])
+        self._extend(row, X, y)
+
+    def adopt_logged(self) -> int:
+        """Adopt every row of the log beyond the session's; returns how many."""
+        n = 0
+        while len(self.logged) > len(self.rows):
+            self.adopt(self.logged[len(self.rows)])
+            n += 1
+        return n
+
+    def _extend(self, row: dict[str, Any], X: Tensor, y: Tensor) -> None:
+        self.rows.append(row)
+        self.Xu = torch.cat([self.Xu, X]) if self.Xu.numel() else X
+        self.y = torch.cat([self.y, y]) if self.y.numel() else y
+
+    def trace(self, t0: float | None = None, kernels: list[str] | None = None) -> Trace:
+        """Everything evaluated so far (``kernels``: default the rows' own)."""
+        import time
+
+        return self.obj.trace(
+            self.name, self.seed, time.perf_counter() if t0 is None else t0,
+            kernels=self.kernels() if kernels is None else kernels, n_fallbacks=self.n_fallbacks,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ steps
+
+    def begin(self) -> dict[str, Any]:
+        """Seed torch and evaluate the initial Sobol design (or adopt it from the log)."""
+        if self.rows:
+            raise SolverError("the BO session has already begun")
+        torch.manual_seed(self.seed)
+        if self.logged:
+            self.adopt(self.logged[0])
+            return self.rows[-1]
+        Xu = sobol(self.n_init, self.D, self.seed)
+        y = self.obj(Xu)
+        row = {"round": -1, "x": Xu.tolist(), "y": y.tolist()}
+        self._append(row)
+        self._extend(row, Xu, y)
+        return row
+
+    def step(self, model_fn: RoundModel, kernels: list[str]) -> dict[str, Any]:
+        """One BO round: ``model_fn`` (which appends its kernel's expression to ``kernels``
+        once it has chosen one) -> qLogEI, or the ``ProposedPoints`` it returns -> evaluate.
+
+        A model or acquisition that fails (``SolverError``, ``RuntimeError``,
+        ``ValueError``) is an honest fallback: a random point, counted in the row.
+        """
+        if not self.rows:
+            raise SolverError("begin() the BO session first")
+        if self.done:
+            raise SolverError("the BO session's budget is spent")
+        if len(self.logged) > len(self.rows):  # evaluated by a killed run: not again
+            self.adopt(self.logged[len(self.rows)])
+            return self.rows[-1]
+        rnd, D, Xu = self.round, self.D, self.Xu
+        q = min(self.q, self.obj.left)
+        target = -standardize(self.y)  # BoTorch maximises
+        fallback = False
+        n_kernels = len(kernels)
+        try:
+            model = model_fn(Xu, target, rnd)
+            if isinstance(model, ProposedPoints):
+                cand = checked_points(model.X, q, D)
+            else:
+                if self.resumable:
+                    # Raw samples and MC base samples seeded per round: resumable.
+                    torch.manual_seed(_round_seed(self.seed, rnd) + 1)
+                cand = optimize_qlogei(model, target, q, D, self.acq_config)
+        except (SolverError, RuntimeError, ValueError) as e:
+            # Honest fallback: a random point, counted in the trace.
+            fallback = True
+            warnings.warn(
+                f"BO round {rnd}: model/acquisition failed ({e}); using a random point",
+                stacklevel=2,
+            )
+            if self.resumable:
+                self._gen = torch.Generator().manual_seed(_round_seed(self.seed, rnd) + 2)
+            cand = torch.rand(q, D, generator=self._gen, dtype=_DT)
+        y_new = self.obj(cand)
+        row = {
+            "round": rnd,
+            "x": cand.to(_DT).tolist(),
+            "y": y_new.tolist(),
+            "fallback": fallback,
+            # None when the model failed before a kernel was chosen this round.
+            "kernel": kernels[-1] if len(kernels) > n_kernels else None,
+        }
+        self._append(row)
+        self._extend(row, cand.to(_DT), y_new)
+        return row
+
+    # ------------------------------------------------------------------ log
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "budget": self.budget,
+            "n_init": self.n_init,
+            "batch_size": self.q,
+            "dim": self.D,
+        }
+
+    def _read_log(self) -> list[dict[str, Any]]:
+        """Evaluation rows of an earlier run of this session (header checked); [] when none."""
+        if self.log_path is None or not self.log_path.exists():
+            return []
+        data = self.log_path.read_bytes()
+        if data and not data.endswith(b"\n"):  # a write cut off by a kill: redone
+            data = data[: data.rfind(b"\n") + 1]
+            with self.log_path.open("r+b") as fh:
+                fh.truncate(len(data))  # so the next row starts a clean line
+        rows: list[dict[str, Any]] = []
+        for i, line in enumerate(data.decode().splitlines()):
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise SolverError(f"{self.log_path}: line {i + 1} is not JSON") from err
+        if not rows:
+            return []
+        header = rows[0].get("header")
+        if header != self.header():
+            raise SolverError(
+                f"{self.log_path} belongs to another BO run ({header} != {self.header()})"
+            )
+        return rows[1:]
+
+    def _append(self, row: dict[str, Any]) -> None:
+        if self.log_path is None:
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.log_path.exists() or self.log_path.stat().st_size == 0
+        with self.log_path.open("a") as fh:
+            if fresh:
+                fh.write(json.dumps({"header": self.header()}) + "\n")
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())  # on disk before the next (possibly expensive) evaluation
+        self.logged.append(row)
