@@ -23,7 +23,8 @@ def build_context(
     """Live services for one run, wired to its recorder (the tracer).
 
     llm: an LLM object to use instead of the one ``settings.model`` names (tests,
-    programmatic use); it is charged to this run's budget when it has none.
+    programmatic use); it is charged to this run's budget and logged to its events when
+    it has neither of its own.
     """
     from optiforge.llm import Budget
 
@@ -36,8 +37,11 @@ def build_context(
     )
     if llm is None:
         llm = make_run_llm(settings, budget, tracer)
-    elif hasattr(llm, "budget") and getattr(llm, "budget", None) is None:
-        llm.budget = budget
+    else:
+        if hasattr(llm, "budget") and getattr(llm, "budget", None) is None:
+            llm.budget = budget
+        if hasattr(llm, "tracer") and getattr(llm, "tracer", None) is None:
+            llm.tracer = tracer  # its calls go to this run's events.jsonl like any other
     from optiforge.sandboxes import get_sandbox
 
     sandbox = get_sandbox(settings.sandbox, tracer=tracer)

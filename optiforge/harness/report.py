@@ -684,7 +684,17 @@ def _llm_view(d: Path, man: dict[str, Any]) -> dict[str, Any]:
     for i, e in enumerate(calls[:MAX_LLM_CALLS]):
         key = str(e.get("request_key") or "")
         transcript = None
-        if key in pairs:
+        if e.get("messages") is not None:  # the event's own transcript (clipped per message)
+            transcript = {
+                "messages": [
+                    {"role": m.get("role"), "text": _message_text(m)}
+                    for m in e["messages"]
+                    if isinstance(m, dict)
+                ],
+                "reply": _message_text({"content": e.get("reply")})
+                + (f"\n[tool calls] {e['reply_tool_calls']}" if e.get("reply_tool_calls") else ""),
+            }
+        elif key in pairs:
             j = served.get(key, 0)
             served[key] = j + 1
             rec = pairs[key][min(j, len(pairs[key]) - 1)]
@@ -725,8 +735,12 @@ def _llm_view(d: Path, man: dict[str, Any]) -> dict[str, Any]:
         "cost_known": all(e.get("cost_known") for e in calls),
         "latency": _fmt(sum(float(e.get("latency_s") or 0.0) for e in calls), 4),
         "n_failed": sum(1 for e in calls if not e.get("ok", True)),
-        "transcript_source": source if pairs else "",
-        "transcript_missing": "" if pairs else (source or "not recorded"),
+        "transcript_source": "events.jsonl"
+        if any("messages" in e for e in calls)
+        else (source if pairs else ""),
+        "transcript_missing": ""
+        if pairs or any("messages" in e for e in calls)
+        else (source or "not recorded"),
     }
 
 

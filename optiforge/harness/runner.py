@@ -127,11 +127,12 @@ def run_task(
         else:
             outcome = spec.baselines[method](task, ctx, budget, config)
         value, passed, verification = _verify(task, outcome, ctx)
-        baseline_name, baseline_score = None, None
+        baseline_name, baseline_score, baseline_trace = None, None, None
         if with_baseline and method == spec.name and spec.primary_baseline:
             baseline_name = spec.primary_baseline
             b_out = spec.baselines[baseline_name](task, ctx, budget, config)
-            baseline_score, _, _ = _verify(task, b_out, ctx)
+            baseline_score, _, b_verification = _verify(task, b_out, ctx)
+            baseline_trace = _harness_trace(b_verification) or b_out.trace
         snap = ctx.budget.snapshot() if ctx.budget is not None else {}
         status, status_reason = run_status(value, outcome.stop_reason, outcome.failure)
         summary = {
@@ -149,6 +150,7 @@ def run_task(
             "claimed_score": outcome.claimed_value,
             "baseline_name": baseline_name,
             "baseline_score": baseline_score,
+            "baseline_trace": baseline_trace,
             "n_evaluations": outcome.n_evaluations,
             "llm_calls": int(_snap(snap, "calls")),
             "tokens": int(_snap(snap, "tokens")),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import time
 from typing import Any, Protocol, runtime_checkable
@@ -231,7 +232,7 @@ class BaseLLM:
             hit = self.cache.get(key)
             if hit is not None:
                 record = self._record(hit, key, t0, attempts=0, cached=True)
-                self._trace(record)
+                self._trace(record, messages=req, reply=hit)
                 return hit, record
 
         slot = self.budget.call_slot() if self.budget is not None else contextlib.nullcontext()
@@ -251,7 +252,7 @@ class BaseLLM:
                     )
                     if self.budget is not None:
                         self.budget.charge(failed)  # the provider was asked; it counts
-                    self._trace(failed, error=f"{type(e).__name__}: {e}")
+                    self._trace(failed, error=f"{type(e).__name__}: {e}", messages=req)
                     raise
                 record = self._record(reply, key, t0, attempts=attempts)
                 if self.cassette is not None:
@@ -260,7 +261,7 @@ class BaseLLM:
                     self.cache.put(key, self.model, reply)
             if self.budget is not None:
                 self.budget.charge(record)
-        self._trace(record)
+        self._trace(record, messages=req, reply=reply)
         return reply, record
 
     def _send_with_retries(
@@ -314,14 +315,47 @@ class BaseLLM:
             request_key=key,
         )
 
-    def _trace(self, record: CallRecord, error: str | None = None) -> None:
+    def _trace(
+        self,
+        record: CallRecord,
+        error: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        reply: ProviderReply | None = None,
+    ) -> None:
+        """One ``llm_call`` event: the call record and its transcript (the prompt's last
+        ``TRANSCRIPT_MESSAGES`` messages and the reply, each cut at ``TRANSCRIPT_CHARS``),
+        so a report can show what was asked and answered without a cassette."""
         if self.tracer is None:
             return
         fields = record.model_dump()
         fields["ok"] = error is None
         if error is not None:
             fields["error"] = error
+        if messages is not None:
+            fields["messages"] = [
+                {"role": m.get("role"), "content": _clip(m.get("content"))}
+                for m in messages[-TRANSCRIPT_MESSAGES:]
+            ]
+        if reply is not None:
+            fields["reply"] = _clip(reply.message.get("content"))
+            if reply.message.get("tool_calls"):
+                fields["reply_tool_calls"] = _clip(json.dumps(reply.message["tool_calls"]))
         self.tracer.event("llm_call", **fields)
+
+
+TRANSCRIPT_MESSAGES = 20
+TRANSCRIPT_CHARS = 8000
+
+
+def _clip(content: Any) -> str | None:
+    """A message's text for the event log, cut at ``TRANSCRIPT_CHARS`` (None stays None)."""
+    if content is None:
+        return None
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    if len(text) <= TRANSCRIPT_CHARS:
+        return text
+    return text[:TRANSCRIPT_CHARS] + f"... [{len(text) - TRANSCRIPT_CHARS} more characters]"
 
 
 def _assistant_message(message: dict[str, Any]) -> dict[str, Any]:

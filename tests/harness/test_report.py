@@ -214,3 +214,21 @@ def test_not_a_run_directory(tmp_path: Path) -> None:
 
     with pytest.raises(RunRecordError, match="not a run or eval directory"):
         render_report(tmp_path)
+
+
+def test_a_real_llm_run_shows_its_prompts_and_replies(tmp_path: Path) -> None:
+    """The transcript comes from the run's own events: no cassette needed."""
+    from optiforge.config import RunSettings
+    from optiforge.evals.registry import resolve_task
+    from optiforge.harness.runner import run_task
+    from optiforge.testing import ScriptedLLM
+
+    reply = "```python\ndef f(x):\n    return x * x + 0.5  # scripted <reply>\n```"
+    out = tmp_path / "llm-run"
+    run_task("evolve", resolve_task("funcfit/quadratic@dev"),
+             RunSettings(budget=3, memory="none", agent={"search": {"proposals_per_round": 2}}),
+             out, with_baseline=False, llm=ScriptedLLM([reply] * 20))  # fmt: skip
+    llm = _section(render_report(out).read_text(), "llm")
+    assert "events.jsonl" in llm and "not recorded" not in llm
+    assert "scripted &lt;reply&gt;" in llm  # the reply, escaped
+    assert "You improve Python programs" in llm  # the system prompt the agent sent
