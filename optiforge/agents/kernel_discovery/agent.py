@@ -92,8 +92,8 @@ from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import RunRecordError, SolverError
 
 BO_EVALUATIONS = "bo_evaluations.jsonl"
-"""The BO loop's evaluation log in the run directory (what ``--resume`` reloads)."""
-
+"""The BO session's evaluation log in the run directory: each evaluation as soon as the
+objective returns (a resume reads back one that a killed node finished)."""
 
 CHECKPOINTS = "kernel_discovery_checkpoints.sqlite"
 """The agent graph's checkpoints (each refresh's search checkpoints in ``checkpoints.sqlite``)."""
