@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _resume import kill_at_block, logging_model, read_prompts
 
 from optiforge.agents.hawkeye import SPEC, HawkeyeConfig
 from optiforge.agents.kit import EVALUATIONS, RunContext
@@ -30,13 +26,6 @@ BUDGET, BLOCK_AT = 5, 3  # the child is killed inside LLM call 3 (round 3's prop
 CONFIG = {"arch": "interpreter", "strategies_per_task": 2,
           "search": {"max_evaluations": BUDGET, "proposals_per_round": 1, "population_size": 2}}  # fmt: skip
 
-CHILD = """
-import sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-import test_hawkeye_resume as t
-t.solve(Path(sys.argv[2]), Path(sys.argv[3]), block_at=int(sys.argv[4]), resume=False)
-"""
 
 BAD = "import torch\n\n\ndef launch(x):\n    return torch.softmax(x, dim=-1)\n"
 GOOD = """
@@ -80,14 +69,7 @@ def _reply(messages: list[dict[str, Any]]) -> str:
 def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -> Any:
     """Run hawkeye with a prompt-logging model; ``block_at``: hang inside that LLM call."""
 
-    def model(messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
-        with prompts.open("a") as fh:
-            fh.write(json.dumps(messages) + "\n")
-        n = len(prompts.read_text().splitlines())
-        if block_at is not None and n == block_at:
-            Path(str(prompts) + ".blocked").write_text(str(n))
-            time.sleep(600)
-        return _reply(messages)
+    model = logging_model(prompts, block_at, _reply)
 
     run_dir.mkdir(parents=True, exist_ok=True)
     store = Store(f"sqlite:///{run_dir / 'memory.db'}", embedder=None)
@@ -101,44 +83,24 @@ def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -
         store.close()
 
 
-def _prompts(path: Path) -> list[Any]:
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
-
-
 @pytest.mark.timeout(240)
 def test_kill_and_resume_proposes_as_the_uninterrupted_run(tmp_path: Path) -> None:
     # Both runs use a run directory of the same name: memory ids derive from it.
     killed, prompts = tmp_path / "a" / "run", tmp_path / "a" / "prompts.jsonl"
     killed.parent.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
-    here = str(Path(__file__).resolve().parent)
-    child = subprocess.Popen([sys.executable, "-c", CHILD, here, str(killed), str(prompts), str(BLOCK_AT)],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-    blocked = Path(str(prompts) + ".blocked")
-    deadline = time.monotonic() + 150
-    try:
-        while not blocked.exists():
-            if child.poll() is not None:
-                pytest.fail(f"child exited early: {child.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "child never reached the kill point"
-            time.sleep(0.1)
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-    before = _prompts(prompts)
+    kill_at_block(__file__, killed, prompts, BLOCK_AT)
+    before = read_prompts(prompts)
     assert len(before) == BLOCK_AT
     logged = len((killed / EVALUATIONS).read_text().splitlines())
     assert logged == 2  # the seed and round 2's kernel (round 1's cheat is rejected unscored)
 
     prompts.unlink()
     resumed = solve(killed, prompts, block_at=None, resume=True)
-    after = _prompts(prompts)
+    after = read_prompts(prompts)
 
     fresh_prompts = tmp_path / "b" / "prompts.jsonl"
     fresh = solve(tmp_path / "b" / "run", fresh_prompts, block_at=None, resume=False)
-    straight = _prompts(fresh_prompts)
+    straight = read_prompts(fresh_prompts)
     # The killed call's round is proposed again, from the checkpointed history: every
     # prompt from the kill point on (previous attempts, failure reasons, memory lessons)
     # is the uninterrupted run's.
