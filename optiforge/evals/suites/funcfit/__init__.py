@@ -25,7 +25,7 @@ ns = {"np": np, "math": __import__("math")}
 src = open("candidate.py").read()
 xs = np.array(json.load(open("inputs.json")), dtype=float)
 try:
-    exec(compile(src, "candidate.py", "exec"), ns)
+    exec(compile(src, "candidate.py", "exec"), ns)  # trusted: this runner runs in the sandbox
     f = ns["f"]
     ys = np.asarray(f(xs), dtype=float) * np.ones_like(xs)
     print(json.dumps({"ok": True, "y": ys.tolist()}))
