@@ -76,7 +76,7 @@ class FuncFitTask:
     def ys(self) -> np.ndarray:
         """`n_points` target values."""
         x = self.xs  # noqa: F841 - used by eval below
-        return np.asarray(eval(self.target, {"np": np, "x": x}), dtype=float)
+        return np.asarray(eval(self.target, {"np": np, "x": x}), dtype=float)  # trusted: ours
 
     def evaluate(self, candidate: Any, sandbox: Any | None = None) -> Score:
         """Run the candidate's ``f`` in the sandbox and score it by MSE."""
