@@ -181,6 +181,8 @@ class RunRecorder:
             "provider": provider or "offline",
             "git_sha": git_sha(),
             "versions": versions(),
+            # results depend on the BLAS/OpenMP thread count (the CLI pins 1 by default)
+            "threads": {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")},
             "host": platform.node(),
             "platform": platform.platform(),
         }

@@ -259,3 +259,17 @@ def test_http_500_forever_is_a_failed_run(
     )
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["status"] == "failed"
+
+
+def test_runs_pin_one_blas_thread_unless_told(tmp_path: Path) -> None:
+    """Thread count changes BO numbers (and 2 threads were 7x slower on 2 cores): the CLI
+    pins 1 by default, a user's own setting wins, and the manifest records it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    for given, want in ((None, "1"), ("2", "2")):
+        run_env = {**env, **({"OMP_NUM_THREADS": given} if given else {})}
+        out = tmp_path / f"t{want}"
+        proc = subprocess.run([*CLI, "run", "evolve", "--budget", "2", "--memory", "none",
+                               "--out", str(out)], capture_output=True, text=True, env=run_env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        threads = json.loads((out / "manifest.json").read_text())["threads"]
+        assert threads["OMP_NUM_THREADS"] == want
