@@ -8,7 +8,7 @@ path. ``configs/`` holds presets users copy and edit; ``--set a.b=1`` overrides 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -47,6 +47,11 @@ class RunSettings(StrictModel):
     """Sandbox back end: ``local`` or ``docker``."""
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
     """Parallel evaluation workers."""
+    executor: Literal["process", "ray"] = "process"
+    """What runs the parallel evaluations: local worker processes, or Ray (a local Ray with
+    ``workers`` CPUs, or the cluster at ``ray_address``)."""
+    ray_address: str | None = None
+    """A Ray cluster (``ray://host:10001`` or ``auto``); None starts a local Ray."""
     record: Path | None = None
     """Record every LLM exchange to this cassette (JSONL)."""
     replay: Path | None = None

@@ -389,6 +389,16 @@ def run(
     workers: Annotated[
         int, typer.Option(min=1, max=MAX_WORKERS, help="Parallel evaluation workers.")
     ] = 1,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="What runs the evaluations: process (local workers) or ray (a local Ray "
+            "with --workers CPUs, or the cluster at --ray-address)."
+        ),
+    ] = "process",
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster for --executor ray (ray://host:10001, auto).")
+    ] = None,
     max_llm_calls: Annotated[
         int | None, typer.Option(min=0, help="Stop before more LLM calls than this.")
     ] = None,
@@ -423,6 +433,8 @@ def run(
         memory=memory,
         sandbox=sandbox,
         workers=workers,
+        executor=executor,
+        ray_address=ray_address,
         max_llm_calls=max_llm_calls,
         max_usd=max_usd,
         max_wall_s=max_wall_s,

@@ -54,8 +54,15 @@ def build_context(
 
         memory = Store(url)
     n_workers = settings.workers if workers is None else workers
-    executor = None
-    if n_workers > 1:
+    executor: Any = None
+    if settings.executor == "ray":
+        from optiforge.sandboxes import RayExecutor
+
+        # every evaluation still runs in its own sandbox on the Ray worker
+        executor = RayExecutor(
+            settings.ray_address, num_cpus=None if settings.ray_address else n_workers
+        )
+    elif n_workers > 1:
         from optiforge.sandboxes import ProcessExecutor
 
         executor = ProcessExecutor(n_workers)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CLI = [sys.executable, "-m", "optiforge.cli"]
 
 
@@ -75,3 +77,21 @@ def test_runs_and_compare(tmp_path: Path) -> None:
     assert (tmp_path / "c.png").stat().st_size > 1000
     bad = optiforge("compare", str(tmp_path / "short"), str(tmp_path / "sine"))
     assert bad.returncode == 2 and "different tasks" in bad.stderr
+
+
+def test_executor_ray_runs_the_same_search(tmp_path: Path) -> None:
+    """`--executor ray`: evaluations go to (local) Ray workers, each still sandboxed; the
+    search finds what the process executor finds (same seed, same proposals)."""
+    import json
+
+    pytest.importorskip("ray")
+    best = {}
+    for name in ("process", "ray"):
+        out = tmp_path / name
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        proc = subprocess.run([*CLI, "run", "evolve", "--bench", "funcfit/quadratic", "--budget", "6",
+                               "--memory", "none", "--workers", "2", "--executor", name,
+                               "--out", str(out)], capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        best[name] = json.loads((out / "summary.json").read_text())["best_score"]
+    assert best["ray"] == best["process"]
