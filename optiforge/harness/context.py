@@ -37,6 +37,8 @@ def build_context(
     )
     if llm is None:
         llm = make_run_llm(settings, budget, tracer)
+        if llm is not None:
+            llm.prewarm()  # litellm's ~2-4 s import overlaps the seed evaluations
     else:
         if hasattr(llm, "budget") and getattr(llm, "budget", None) is None:
             llm.budget = budget

@@ -214,6 +214,14 @@ class BaseLLM:
         """One-off set-up before the first call (e.g. importing the client library); not
         counted in any call's latency. The base class has none."""
 
+    def prewarm(self) -> None:
+        """Start the one-off set-up in a background thread, so it overlaps with work that
+        comes before the first call (a run's seed evaluations); the first call waits for
+        it only if it has not finished."""
+        import threading
+
+        threading.Thread(target=self._prepare, name="llm-prewarm", daemon=True).start()
+
     def _call(
         self,
         req: list[dict[str, Any]],

@@ -349,3 +349,24 @@ def test_first_call_latency_excludes_importing_litellm(
     record = make(openai_server).complete(USER).record
     assert not slow  # the slow set-up did run
     assert record.latency_s < 1.0
+
+
+def test_prewarm_imports_litellm_in_the_background() -> None:
+    """A run starts importing litellm when it builds its LLM, not inside the first call."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time\n"
+        "from optiforge.llm import LiteLLM\n"
+        "llm = LiteLLM('openai/x', api_base='http://127.0.0.1:9/v1')\n"
+        "assert 'litellm' not in sys.modules\n"
+        "llm.prewarm()\n"
+        "deadline = time.monotonic() + 120\n"
+        "while 'litellm' not in sys.modules or not hasattr(sys.modules['litellm'], 'completion'):\n"
+        "    assert time.monotonic() < deadline\n"
+        "    time.sleep(0.05)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
