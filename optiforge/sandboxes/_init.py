@@ -161,6 +161,10 @@ def build_root(cfg):
             _touch(dest)
         mount(path, dest, None, MS_BIND | MS_REC)
         mount(None, dest, None, ro)
+    for src, dest in cfg.get("rw_binds", ()):
+        _mkdirs(new + dest)  # the warm pool's spool of run dirs (each run hides it again)
+        mount(src, new + dest, None, MS_BIND)
+        mount(None, new + dest, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
     for path in cfg["masks"]:
         mount("tmpfs", new + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755")
     # /dev: a few character devices bound from the host, nothing else.
@@ -178,9 +182,12 @@ def build_root(cfg):
         _mkdirs(new + d)
         mount("tmpfs", new + d, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)
     wd = cfg["workdir"]
-    _mkdirs(new + wd)
-    mount(wd, new + wd, None, MS_BIND)
-    mount(None, new + wd, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
+    if wd is not None:
+        _mkdirs(new + wd)
+        mount(wd, new + wd, None, MS_BIND)
+        mount(None, new + wd, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
+    for path in cfg.get("mountpoints", ()):
+        _mkdirs(new + path)  # empty dirs a warm run mounts its own tmpfs on
     _mkdirs(new + "/proc")
     mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.mkdir(new + "/.old")
@@ -245,6 +252,8 @@ def _wait_status(st):
 
 def pid1(cfg, status_fd):
     """Namespace init: (unshare) build the root, fork the command, reap until it exits."""
+    if cfg["mode"] == "zygote":
+        zygote(cfg, status_fd)
     if cfg["mode"] == "unshare":
         build_root(cfg)
         _check(_libc.sethostname(b"sandbox", 7), "sethostname")
@@ -316,6 +325,342 @@ def main():
         except InterruptedError:
             continue
     os._exit(_wait_status(st))
+
+
+# -- warm mode: a zygote that forks one fresh, fully isolated child per run --------------
+#
+# The zygote is pid 1 of the pool's namespaces (built like the unshare mode's): it
+# imports the warm modules, checks it holds no writable shared mapping, then loops:
+# receive one message (a single byte plus fds the parent opened for that run), fork,
+# close the fds. It never reads a run's request (that lives in a memfd only the forked
+# child reads), so its memory holds nothing of any run, and it never runs candidate
+# code. Per run: C0 (the fork) reads the request, unshares new mount/PID/IPC/UTS/net
+# namespaces and forks C1, pid 1 of the run's own PID namespace, which joins the run's
+# cgroups, mounts a fresh /proc, fresh size-bounded /tmp and /dev/shm and the run's work
+# dir (bound from an fd; no other run's dir is in view), then forks C2: the command
+# stage (new session, rlimits, fresh uid, no-new-privs, seccomp, all other fds closed)
+# that runs the Python program in-process, its heavy modules already imported.
+
+MS_MOVE = 8192
+PR_SET_DUMPABLE = 4
+NEW_RUN_NS = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
+
+
+def shared_writable_maps():
+    """Writable shared mappings of this process (a fork would share them with the zygote)."""
+    found = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 1 and parts[1][1] == "w" and parts[1][3] == "s":
+                found.append(line.strip())
+    return found
+
+
+def zygote(cfg, status_fd):
+    """The pool's pid 1: build the root, import the warm modules, fork per request."""
+    import importlib
+    import select
+    import socket
+
+    build_root(cfg)
+    _check(_libc.sethostname(b"sandbox", 7), "sethostname")
+    loopback_up()
+    for name in cfg["warm"]:
+        importlib.import_module(name)
+    shared = shared_writable_maps()
+    if shared:
+        raise OSError(0, f"writable shared mappings after the warm imports: {shared[:2]}")
+    ctl = socket.socket(fileno=cfg["ctl_fd"])
+    os.write(status_fd, b"ok zygote pid=%d\n" % os.getpid())
+    os.close(status_fd)
+    del cfg["ctl_fd"]
+    while True:
+        _reap_all()
+        try:
+            ready, _, _ = select.select([ctl], [], [], 1.0)
+        except InterruptedError:
+            continue
+        if not ready:
+            continue
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 8, 16)
+        except InterruptedError:
+            continue
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)  # the parent closed the pool
+        if msg != b"R" or len(fds) < 4:
+            for fd in fds:
+                os.close(fd)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(ctl.detach())
+                warm_c0(fds)
+            except BaseException:
+                pass
+            os._exit(125)
+        for fd in fds:
+            os.close(fd)
+
+
+def _reap_all():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return
+
+
+def _send(sock, item, fds=()):
+    import marshal
+    import socket
+
+    if fds:
+        socket.send_fds(sock, [marshal.dumps(item)], list(fds))
+    else:
+        sock.send(marshal.dumps(item))
+
+
+def warm_c0(fds):
+    """Per run, in the pool's namespaces: read the request, new namespaces, fork C1, report."""
+    import marshal
+    import socket
+
+    sock = socket.socket(fileno=fds[0])
+    out_w, err_w, req_fd = fds[1:4]
+    cg = fds[4:]
+    chunks = []
+    while True:
+        chunk = os.read(req_fd, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(req_fd)
+    req = marshal.loads(b"".join(chunks))
+    del chunks
+    try:
+        _check(_libc.unshare(NEW_RUN_NS), "unshare")
+        c1 = os.fork()
+    except BaseException as e:
+        _send(sock, ("err", f"{type(e).__name__}: {e}"))
+        os._exit(125)
+    if c1 == 0:
+        try:
+            warm_c1(req, sock, out_w, err_w, cg)
+        except BaseException as e:
+            try:
+                _send(sock, ("err", f"{type(e).__name__}: {e}"[:4000]))
+            finally:
+                os._exit(125)
+    for fd in (out_w, err_w, *cg):
+        os.close(fd)
+    pidfd = os.pidfd_open(c1)
+    _send(sock, ("pid",), [pidfd])
+    os.close(pidfd)
+    while True:
+        try:
+            _, st, ru = os.wait4(c1, 0)
+            break
+        except InterruptedError:
+            continue
+    _send(sock, ("exit", st, ru.ru_utime, ru.ru_stime, ru.ru_maxrss))
+    os._exit(0)
+
+
+def warm_c1(req, sock, out_w, err_w, cg):
+    """pid 1 of the run's PID namespace: the run's own view, then fork the command."""
+    prctl(PR_SET_PDEATHSIG, 9)
+    for fd in cg:
+        os.write(fd, b"0")
+        os.close(fd)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    for d in ("/proc", "/tmp", "/dev/shm"):
+        _check(_libc.umount2(d.encode(), MNT_DETACH), f"umount {d}")
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    opts = f"size={req['tmpfs_kb']}k,nr_inodes={req['tmpfs_inodes']},mode=1777"
+    for d in ("/dev/shm", "/tmp"):
+        mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    wd = req["workdir"]
+    parent = os.path.dirname(wd)
+    in_tmpfs = any(parent == d or parent.startswith(d + "/") for d in ("/tmp", "/dev/shm"))
+    if in_tmpfs:
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+    else:  # an empty mount point the zygote's root holds: a private tmpfs over it
+        mount("tmpfs", parent, "tmpfs", MS_NOSUID | MS_NODEV, "size=16k,mode=0755")
+    os.mkdir(wd, 0o755)
+    spool = req["spool"]
+    mount(spool + "/" + req["spool_name"], wd, None, MS_BIND)
+    mount(None, wd, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
+    _check(_libc.umount2(spool.encode(), MNT_DETACH), "umount the spool")  # no other run's dir
+    if not in_tmpfs:
+        mount(None, parent, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _check(_libc.sethostname(b"sandbox", 7), "sethostname")
+    loopback_up()
+    child = os.fork()
+    if child == 0:
+        try:
+            warm_command(req, sock, out_w, err_w)
+        except BaseException as e:
+            try:
+                _send(sock, ("err", f"{type(e).__name__}: {e}"[:4000]))
+            finally:
+                os._exit(125)
+    sock.close()
+    os.close(out_w)
+    os.close(err_w)
+    while True:
+        try:
+            pid, st = os.wait()
+        except ChildProcessError:
+            os._exit(125)
+        except InterruptedError:
+            continue
+        if pid == child:
+            os._exit(_wait_status(st))
+
+
+def warm_command(req, sock, out_w, err_w):
+    """The command stage of a warm run (as ``command``), then the program in-process."""
+    import resource
+    import signal
+
+    try:  # noqa: SIM105
+        os.setsid()
+    except OSError:
+        pass
+    for which, soft, hard in req["rlimits"]:
+        resource.setrlimit(which, (soft, hard))
+    uid, gid = req["uid"], req["gid"]
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    prctl(PR_SET_DUMPABLE, 1)  # as an exec would: /proc/self is the run's own
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    seccomp = install_seccomp() if req["seccomp"] else False
+    os.chdir(req["workdir"])
+    _send(sock, ("ok", int(seccomp)))
+    sock.close()
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    os.closerange(3, 1 << 20)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
+        signal.signal(sig, signal.SIG_DFL)
+    argv, env = req["argv"], req["env"]
+    if not req["inproc"]:
+        try:
+            os.execvpe(argv[0], argv, env)
+        except OSError as e:
+            os.write(2, f"sandbox: cannot execute {argv[0]!r}: {e.strerror}\n".encode())
+            os._exit(127)
+    os._exit(run_inproc(argv[1:], env))
+
+
+def run_inproc(args, env):
+    """Run ``python ARGS`` in this (warm) interpreter: ``-c CODE``, ``-m MOD`` or a script."""
+    import builtins
+    import types
+
+    g = globals()
+    for name in ("_libc",):  # the init's own handles: nothing a program needs
+        g.pop(name, None)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    for p in reversed([p for p in env.get("PYTHONPATH", "").split(":") if p]):
+        sys.path.insert(0, p)
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+    if "numpy.random" in sys.modules:
+        sys.modules["numpy.random"].seed()
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    code = None
+    try:
+        if args[0] == "-c":
+            sys.argv = ["-c", *args[2:]]
+            sys.path.insert(0, "")
+            code = compile(args[1], "<string>", "exec")
+        elif args[0] == "-m":
+            import runpy
+
+            sys.argv = [args[1], *args[2:]]
+            sys.path.insert(0, os.getcwd())
+            code = "module"
+        else:
+            path = args[0]
+            sys.argv = list(args)
+            sys.path.insert(0, os.path.dirname(os.path.realpath(path)))
+            with open(path, "rb") as f:
+                src = f.read()
+            main.__file__ = path
+            code = compile(src, path, "exec")
+        main.__dict__["__cached__"] = None
+        if code == "module":
+            runpy._run_module_as_main(args[1], alter_argv=True)
+        else:
+            exec(code, main.__dict__)  # trusted: the sandboxed command stage runs the program
+        status = 0
+    except SystemExit as e:
+        status = _exit_status(e.code)
+    except BaseException as e:
+        tb = e.__traceback__
+        if tb is not None and tb.tb_next is not None and code is not None:
+            tb = tb.tb_next  # drop this runner's own frame, as python's own traceback would
+            e.__traceback__ = tb
+        try:  # noqa: SIM105 (no contextlib import in the init)
+            sys.excepthook(type(e), e, tb)
+        except BaseException:
+            pass
+        status = 1
+    return _finish(status)
+
+
+def _exit_status(code):
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:  # noqa: SIM105
+        print(code, file=sys.stderr)
+    except BaseException:
+        pass
+    return 1
+
+
+def _finish(status):
+    """What interpreter shutdown does that matters: join threads, atexit, flush."""
+    try:
+        if "threading" in sys.modules:
+            sys.modules["threading"]._shutdown()
+    except BaseException:
+        pass
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+    except SystemExit as e:
+        status = _exit_status(e.code)
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None and not stream.closed:
+                stream.flush()
+        except BaseException:
+            if stream is sys.stdout:
+                status = status or 120
+    return status
 
 
 main()

@@ -96,6 +96,8 @@ class Protections(BaseModel):
     """A per-run memory cgroup bounded (and measured) the run's total memory."""
     network_requested: bool = False
     """The caller asked for network access (network=True)."""
+    warm: bool = False
+    """The run was a fresh fork of a warm zygote (``LocalSandbox(warm=...)``), not a cold start."""
     notes: list[str] = Field(default_factory=list)
     """Human-readable caveats (e.g. why a protection was not available)."""
 

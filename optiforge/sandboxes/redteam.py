@@ -429,11 +429,12 @@ def parent_killed(sb: Any, ctx: Ctx) -> tuple[bool, str]:
     """SIGKILL the process that called ``run``: the run must die with it."""
     mark = f"optiforge-rt-orphan-{ctx.tag}"
     iso = getattr(sb, "isolation", None)
+    warm = getattr(sb, "warm", None)
     if getattr(sb, "backend", "") != "local":
         return True, "not applicable (local sandboxes only)"
     driver = (
         "from optiforge.sandboxes.local import LocalSandbox\n"
-        f"LocalSandbox(isolation={iso!r}).run([{ctx.python!r}, '-c',"
+        f"LocalSandbox(isolation={iso!r}, warm={warm!r}).run([{ctx.python!r}, '-c',"
         f" \"import os; os.fork(); os.execv('/bin/sleep', [{mark!r}, '30'])\"],"
         " timeout_s=60)\n"
     )
@@ -478,6 +479,230 @@ ATTACKS: list[Attack] = [
     Attack("parent_killed", "dies_with_timeout_and_parent", parent_killed, quick=False),
 ]
 """Every attack, in the order the battery runs them."""
+
+
+# -- attacks specific to warm runs (forks of one zygote): one run against the next,
+# a concurrent sibling, and the zygote itself. Run when the sandbox serves runs warm.
+
+
+def _split(s: str) -> tuple[str, str]:
+    """A needle in two halves: the searching run never holds it contiguously itself."""
+    return s[: len(s) // 2], s[len(s) // 2 :]
+
+
+def warm_leftover_files(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    name = f"optiforge-rt-left-{ctx.tag}"
+    a = (
+        "import os\n"
+        "wd = os.getcwd()\n"
+        f"for d in (wd, os.path.dirname(wd), '/tmp', '/dev/shm', '/var/tmp', os.environ['HOME'],"
+        f" {'/.optiforge-spool'!r}, '/'):\n"
+        "    try: open(os.path.join(d, " + repr(name) + "), 'w').write('x')\n"
+        "    except OSError: pass\n"
+        "print('WROTE')\n"
+    )
+    b = (
+        "import os\nfound = []\n"
+        "wd = os.getcwd()\n"
+        "for d in (wd, os.path.dirname(wd), '/tmp', '/dev/shm', '/var/tmp', '/'):\n"
+        "    for root, dirs, files in os.walk(d):\n"
+        f"        found += [os.path.join(root, f) for f in files if f == {name!r}]\n"
+        "        if root.count('/') > 4: dirs[:] = []\n"
+        "print('FOUND', found)\n"
+    )
+    ra = _run_py(sb, ctx, a)
+    rb = _run_py(sb, ctx, b)
+    ok = "WROTE" in ra.stdout and "FOUND []" in rb.stdout
+    return ok, f"first: {_out(ra)}; next: {_out(rb)}"
+
+
+def warm_memory_patch(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    a = (
+        "import os, sys, math, json\n"
+        "import numpy as np\n"
+        "np.pi = 3.0; np.sum = lambda *a, **k: 42; math.sqrt = lambda x: -1\n"
+        "json.dumps = lambda *a, **k: 'PATCHED'\n"
+        f"np.optiforge_mark = {ctx.tag!r}; sys.modules['optiforge_rt_mark'] = np\n"
+        "shared = []\n"
+        "for line in open('/proc/self/maps'):\n"
+        "    perms = line.split()[1]\n"
+        "    if perms[1] == 'w' and perms[3] == 's': shared.append(line.strip())\n"
+        "print('PATCHED', len(shared))\n"
+    )
+    b = (
+        "import sys, math, json\nimport numpy as np\n"
+        "bad = []\n"
+        "if np.pi != 3.141592653589793: bad.append('np.pi')\n"
+        "if np.sum([1, 2]) != 3: bad.append('np.sum')\n"
+        "if math.sqrt(4.0) != 2.0: bad.append('math.sqrt')\n"
+        "if json.dumps(1) != '1': bad.append('json.dumps')\n"
+        "if hasattr(np, 'optiforge_mark') or 'optiforge_rt_mark' in sys.modules: bad.append('mark')\n"
+        "print('BAD', bad)\n"
+    )
+    ra = _run_py(sb, ctx, a)
+    rb = _run_py(sb, ctx, b)
+    ok = "PATCHED 0" in ra.stdout and "BAD []" in rb.stdout
+    return ok, f"first: {_out(ra)}; next: {_out(rb)}"
+
+
+def warm_memory_scan(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """The next run reads all of its own memory for the previous run's code and the secret."""
+    mark = f"optiforge-rt-code-{ctx.tag}-mark"
+    a = f"x = {mark!r}\nprint('A', len(x))\n"
+    needles = [_split(mark), _split(ctx.secret)]
+    b = (
+        "import re\n"
+        f"needles = {needles!r}\n"
+        "hits = {i: 0 for i in range(len(needles))}\n"
+        "scanned = 0\n"
+        "mem = open('/proc/self/mem', 'rb', buffering=0)\n"
+        "for line in open('/proc/self/maps').read().splitlines():\n"
+        "    addr, perms = line.split()[:2]\n"
+        "    if perms[0] != 'r' or line.endswith(('[vvar]', '[vsyscall]')): continue\n"
+        "    lo, hi = (int(v, 16) for v in addr.split('-'))\n"
+        "    pos = lo\n"
+        "    while pos < hi:\n"
+        "        n = min(1 << 20, hi - pos)\n"
+        "        try:\n"
+        "            mem.seek(pos); chunk = mem.read(n)\n"
+        "        except OSError: break\n"
+        "        scanned += len(chunk)\n"
+        "        for i, (h1, h2) in enumerate(needles):\n"
+        "            b1, b2 = h1.encode(), h2.encode()\n"
+        "            j = chunk.find(b1)\n"
+        "            while j >= 0:\n"
+        "                if chunk[j + len(b1): j + len(b1) + len(b2)] == b2: hits[i] += 1\n"
+        "                j = chunk.find(b1, j + 1)\n"
+        "        pos += n\n"
+        "print('SCANNED', scanned, 'HITS', sorted(hits.items()))\n"
+    )
+    ra = _run_py(sb, ctx, a)
+    rb = _run_py(sb, ctx, b, timeout_s=60)
+    try:
+        scanned = int(rb.stdout.split("SCANNED", 1)[1].split()[0])
+    except (IndexError, ValueError):
+        return False, f"the scan did not report: {_out(rb)}"
+    ok = ra.ok and scanned > 1 << 20 and "HITS [(0, 0), (1, 0)]" in rb.stdout
+    return ok, f"next run scanned {scanned >> 20} MB of its memory: {_out(rb)}"
+
+
+def _zygote_state(sb: Any) -> tuple[int | None, int]:
+    pool = getattr(sb, "_warm_pool", None)
+    return (getattr(pool, "zygote_pid", None), int(getattr(pool, "generation", 0)))
+
+
+def warm_signal_zygote(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """Kill and ptrace everything in sight while a sibling runs; zygote and sibling live."""
+    _run_py(sb, ctx, "pass")  # the zygote is up
+    before = _zygote_state(sb)
+    sibling: dict[str, Any] = {}
+
+    def run_sibling() -> None:
+        sibling["r"] = _run_py(sb, ctx, "import time; time.sleep(3); print('SIBLING-OK')")
+
+    t = threading.Thread(target=run_sibling)
+    t.start()
+    time.sleep(0.5)
+    pids = [before[0] or 0, ctx.victim_pid, os.getpid()]
+    code = _CTYPES + (
+        "import signal\nres = []\n"
+        f"targets = set(int(p) for p in os.listdir('/proc') if p.isdigit()) | set({pids!r})\n"
+        "targets |= set(range(1, 64))\n"
+        "targets.discard(os.getpid())\n"
+        "for pid in sorted(targets):\n"
+        "    if libc.ptrace(16, pid, 0, 0) == 0: res.append(('ptrace', pid))\n"
+        "    try: os.kill(pid, signal.SIGKILL); res.append(('kill', pid))\n"
+        "    except OSError: pass\n"
+        "try: os.kill(-1, signal.SIGKILL)\n"
+        "except OSError: pass\n"
+        "print('RES', res)\n"
+    )
+    r = _run_py(sb, ctx, code)
+    t.join(30)
+    after = _zygote_state(sb)
+    alive = before[0] is not None and _alive(before[0])
+    nxt = _run_py(sb, ctx, "print('NEXT-OK')")
+    sib = sibling.get("r")
+    sib_ok = sib is not None and "SIBLING-OK" in sib.stdout
+    ok = alive and after == before and sib_ok and "NEXT-OK" in nxt.stdout
+    ok = ok and _zygote_state(sb) == before
+    return ok, (
+        f"zygote alive={alive}, restarted={_zygote_state(sb) != before}, sibling ok={sib_ok}; "
+        f"attacker: {_out(r)}"
+    )
+
+
+def warm_background_process(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    mark = f"optiforge-rt-warmbg-{ctx.tag}"
+    a = (
+        "import os, signal, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"        os.execv('/bin/sleep', [{mark!r}, '30'])\n"
+        "    if os.fork() == 0:\n"  # a pure-Python daemon too: the forked interpreter itself
+        "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "        for _ in range(300):\n"
+        "            time.sleep(0.1)\n"
+        "            try: open('/tmp/bg-alive', 'w').write('x')\n"
+        "            except OSError: pass\n"
+        "        os._exit(0)\n"
+        "    os._exit(0)\n"
+        "os.wait()\nprint('SPAWNED')\n"
+    )
+    b = (
+        "import os\n"
+        "procs = [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]\n"
+        "print('PROCS', sorted(procs), 'BG', os.path.exists('/tmp/bg-alive'))\n"
+    )
+    ra = _run_py(sb, ctx, a)
+    time.sleep(0.3)
+    rb = _run_py(sb, ctx, b)
+    left = _wait_gone(mark)
+    _kill_all(mark)
+    # the next run sees its own pid 1 (the run's init) and nothing else
+    ok = "SPAWNED" in ra.stdout and not left and "PROCS ['1'] BG False" in rb.stdout
+    return ok, f"{len(left)} daemon(s) left; next run: {_out(rb)}"
+
+
+def warm_sibling_network(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """A sibling listens on loopback and an abstract unix socket; another run connects."""
+    name = f"optiforge-rt-{ctx.tag}"
+    listen = (
+        "import socket, time\n"
+        "t = socket.socket(); t.bind(('127.0.0.1', 47613)); t.listen(4)\n"
+        "u = socket.socket(socket.AF_UNIX); u.bind('\\0' + " + repr(name) + "); u.listen(4)\n"
+        "print('LISTENING', flush=True)\ntime.sleep(3)\n"
+    )
+    sibling: dict[str, Any] = {}
+    t = threading.Thread(target=lambda: sibling.setdefault("r", _run_py(sb, ctx, listen)))
+    t.start()
+    time.sleep(0.8)
+    conn = (
+        "import socket\nok = []\n"
+        "try: socket.create_connection(('127.0.0.1', 47613), timeout=1).close(); ok.append('tcp')\n"
+        "except OSError: pass\n"
+        "u = socket.socket(socket.AF_UNIX)\n"
+        "try: u.connect('\\0' + " + repr(name) + "); ok.append('unix')\n"
+        "except OSError: pass\n"
+        "print('CONNECTED', ok)\n"
+    )
+    r = _run_py(sb, ctx, conn)
+    t.join(30)
+    listened = "LISTENING" in getattr(sibling.get("r"), "stdout", "")
+    return listened and "CONNECTED []" in r.stdout, f"sibling listened={listened}; {_out(r)}"
+
+
+WARM_ATTACKS: list[Attack] = [
+    Attack("warm_leftover_files", "writes_confined", warm_leftover_files),
+    Attack("warm_memory_patch", "no_view_of_others", warm_memory_patch),
+    Attack("warm_memory_scan", "no_secrets", warm_memory_scan, quick=False),
+    Attack("warm_signal_zygote", "no_signals_or_ptrace", warm_signal_zygote, destructive=True),
+    Attack("warm_background_process", "dies_with_timeout_and_parent", warm_background_process),
+    Attack("warm_sibling_network", "no_network", warm_sibling_network),
+]
+"""Attacks of one warm run on the next, on a concurrent sibling and on the zygote."""
 
 
 def _alive(pid: int) -> bool:
@@ -532,9 +757,15 @@ def run_attack(sandbox: Any, attack: Attack, ctx: Ctx, unmet: dict[str, str]) ->
 
 
 def red_team(
-    sandbox: Any, *, quick: bool = False, only: list[str] | None = None
+    sandbox: Any, *, quick: bool = False, only: list[str] | None = None, warm: bool | None = None
 ) -> list[CheckResult]:
-    """Run the battery against ``sandbox`` (``quick``: skip the slow attacks)."""
+    """Run the battery against ``sandbox`` (``quick``: skip the slow attacks).
+
+    warm: also run ``WARM_ATTACKS`` (one run against the next, the zygote, a sibling);
+    default: when the sandbox serves runs warm.
+    """
+    if warm is None:
+        warm = bool(getattr(sandbox, "warm_active", lambda: False)())
     tag = uuid.uuid4().hex[:12]
     secret = f"sk-optiforge-redteam-{tag}"
     unmet = sandbox.protections().unmet() if hasattr(sandbox, "protections") else {}
@@ -545,7 +776,9 @@ def red_team(
     try:
         with victim(secret) as pid:
             ctx = Ctx(tag=tag, victim_pid=pid, secret=secret, python=python)
-            for attack in ATTACKS:
+            if warm and hasattr(sandbox, "close"):
+                sandbox.close()  # the zygote restarts with the secret in the caller's env
+            for attack in ATTACKS + (WARM_ATTACKS if warm else []):
                 if (only is not None and attack.name not in only) or (quick and not attack.quick):
                     continue
                 results.append(run_attack(sandbox, attack, ctx, unmet))
@@ -557,4 +790,4 @@ def red_team(
     return results
 
 
-__all__ = ["ATTACKS", "Attack", "red_team", "run_attack"]
+__all__ = ["ATTACKS", "WARM_ATTACKS", "Attack", "red_team", "run_attack"]

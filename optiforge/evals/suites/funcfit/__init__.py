@@ -57,6 +57,8 @@ class FuncFitTask:
     timeout_s: float = 10.0
     budget: int | None = None
     """No budget of its own: the agent's default."""
+    warm_modules: tuple[str, ...] = ("numpy",)
+    """What the runner imports: ``LocalSandbox(warm=task.warm_modules)`` runs it warm."""
     description: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -85,8 +87,10 @@ class FuncFitTask:
             from optiforge.sandboxes import get_sandbox
 
             sandbox = get_sandbox("local")
+        # the sandbox's own configured interpreter, never whatever `python` leads PATH
+        python = str(getattr(sandbox, "python", None) or "python3")
         res = sandbox.run(
-            ["python", "run.py"],
+            [python, "run.py"],
             files={
                 "run.py": _RUNNER,
                 "candidate.py": code,
