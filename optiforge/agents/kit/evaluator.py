@@ -14,14 +14,48 @@ from optiforge.evals.protocol import Score, Task
 from optiforge.runs import EVENTS
 
 
+_SANDBOXES: dict[tuple[str, str | None, tuple[str, ...]], Any] = {}
+"""Per process: (backend, events file, warm modules) -> its sandbox."""
+
+
 class SandboxedTaskEvaluator:
-    """``payload -> Score``: ``task.evaluate(payload, a fresh sandbox of backend)``."""
+    """``payload -> Score``: ``task.evaluate(payload, the sandbox of backend)``.
+
+    Each candidate runs in its own sandbox run. The sandbox object is made once per process
+    (on the first call, so a pickled copy in a worker builds its own): a task that declares
+    ``warm_modules`` (funcfit: numpy) gets a local sandbox whose zygote has imported them,
+    so each candidate starts as a fork instead of a fresh interpreter
+    (``optiforge.sandboxes.warm``; same containment promise, cold starts where the host
+    cannot isolate forks).
+    """
 
     def __init__(self, task: Task, backend: str = "local", events_path: str | None = None) -> None:
         self.task = task
         self.backend = backend
         self.events_path = events_path
         """Sandbox runs are traced to this events file (None: not traced)."""
+        self._sandbox: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_sandbox": None}  # a worker builds its own sandbox
+
+    def sandbox(self) -> Any:
+        """The sandbox this process's evaluations run in (made on first use, then shared
+        by every copy of this evaluator in the process: an executor unpickles a fresh
+        copy per call, and each must not start its own zygote)."""
+        if self._sandbox is None:
+            warm = tuple(getattr(self.task, "warm_modules", None) or ())
+            warm = warm if self.backend == "local" else ()
+            key = (self.backend, self.events_path, warm)
+            if key not in _SANDBOXES:
+                from optiforge.runs import FileTracer
+                from optiforge.sandboxes import get_sandbox
+
+                tracer = FileTracer(self.events_path) if self.events_path else None
+                kw: dict[str, Any] = {"warm": list(warm)} if warm else {}
+                _SANDBOXES[key] = get_sandbox(self.backend, tracer=tracer, **kw)
+            self._sandbox = _SANDBOXES[key]
+        return self._sandbox
 
     def for_run(self, ctx: RunContext) -> SandboxedTaskEvaluator:
         """This evaluator tracing to the run's events file (``run_dir/events.jsonl``), unless
@@ -31,8 +65,4 @@ class SandboxedTaskEvaluator:
         return SandboxedTaskEvaluator(self.task, self.backend, str(ctx.run_dir / EVENTS))
 
     def __call__(self, payload: dict[str, Any]) -> Score:
-        from optiforge.runs import FileTracer
-        from optiforge.sandboxes import get_sandbox
-
-        tracer = FileTracer(self.events_path) if self.events_path else None
-        return self.task.evaluate(payload, get_sandbox(self.backend, tracer=tracer))
+        return self.task.evaluate(payload, self.sandbox())
