@@ -250,9 +250,9 @@ def test_history_proposer_reads_the_checkpointed_history_on_resume(tmp_path: Pat
         run_search(
             ToyProblem(reject_negative_a=True), _HistoryReader(crash_at=2), RunContext(run_dir=run_dir), cfg
         )  # fmt: skip
-    # The checkpoint holds a rejected candidate that was never evaluated (so never in
-    # evaluations.jsonl): the resume check accepts it, and the new proposer is handed the
-    # same history the uninterrupted run's was.
+    # The checkpointed history holds a rejected candidate that was never evaluated (in
+    # rejected.jsonl, not evaluations.jsonl): the resume check accepts it, and the new
+    # proposer is handed the same history the uninterrupted run's was.
     resumed = _HistoryReader()
     res = run_search(
         ToyProblem(reject_negative_a=True), resumed, RunContext(run_dir=run_dir), cfg, resume=True
@@ -261,6 +261,111 @@ def test_history_proposer_reads_the_checkpointed_history_on_resume(tmp_path: Pat
     assert [h.model_dump(exclude={"eval_s"}) for h in res.history] == [
         h.model_dump(exclude={"eval_s"}) for h in ref.history
     ]
+
+
+def _last_checkpoint(run_dir: Path) -> tuple[int, dict[str, object]]:
+    """The size of the run's last checkpoint and its state."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(run_dir / "checkpoints.sqlite")
+    try:
+        (size,) = conn.execute(
+            "SELECT length(checkpoint) FROM checkpoints ORDER BY rowid DESC LIMIT 1"
+        ).fetchone()
+        tup = SqliteSaver(conn).get_tuple({"configurable": {"thread_id": "search"}})
+        assert tup is not None
+        return size, dict(tup.checkpoint["channel_values"])
+    finally:
+        conn.close()
+
+
+def test_the_checkpointed_state_does_not_grow_with_the_run(tmp_path: Path) -> None:
+    sizes = {}
+    for n in (20, 160):
+        cfg = SearchConfig(max_evaluations=n, proposals_per_round=4, max_duplicate_rounds=n)
+        res = run_search(
+            ToyProblem(), GaussianProposer(), RunContext(run_dir=tmp_path / f"{n}"), cfg
+        )
+        assert len(res.history) == res.n_evaluations == n
+        sizes[n], state = _last_checkpoint(tmp_path / f"{n}")
+        assert "history" not in state and "seen" not in state
+        assert state["n_history"] == n and state["history_round"] == state["round"]
+    assert sizes[160] < 1.2 * sizes[20], sizes
+
+
+class _Repeater(GaussianProposer):
+    """Each round: one proposal rejected at materialization, one duplicate."""
+
+    def propose(self, problem, population, n, round_, ctx):  # type: ignore[no-untyped-def]
+        props = super().propose(problem, population, n, round_, ctx)
+        props[0].payload = {"a": -1.0 - round_, "b": 0.0}
+        props[1].payload = dict(population[-1].payload)
+        return props
+
+
+def test_the_history_is_the_same_with_or_without_a_run_dir(tmp_path: Path) -> None:
+    cfg = SearchConfig(max_evaluations=12, proposals_per_round=4)
+    problem = ToyProblem(reject_negative_a=True)
+    on_disk = run_search(problem, _Repeater(), RunContext(seed=5, run_dir=tmp_path / "run"), cfg)
+    in_memory = run_search(problem, _Repeater(), RunContext(seed=5), cfg)
+    assert on_disk.n_invalid >= 3 and on_disk.n_duplicates >= 3
+    timeless = {"eval_s": True}  # wall time of an evaluation
+    drop = {"best": timeless, "population": {"__all__": timeless}, "history": {"__all__": timeless}}
+    assert on_disk.model_dump(exclude=drop) == in_memory.model_dump(exclude=drop)
+    # in proposal order: round by round, and in a round in the order proposed
+    order = [(h.round, int(h.id.split("c")[1].split("-")[0])) for h in on_disk.history]
+    assert order == sorted(order)
+    assert len(on_disk.history) == on_disk.n_evaluations + on_disk.n_invalid
+    # the evaluation log holds the evaluated candidates, the rejection log the others
+    lines = {
+        name: [json.loads(x) for x in (tmp_path / "run" / name).read_text().splitlines()]
+        for name in ("evaluations.jsonl", "rejected.jsonl")
+    }
+    assert len(lines["evaluations.jsonl"]) == on_disk.n_evaluations
+    assert [r["id"] for r in lines["rejected.jsonl"]] == [
+        h.id for h in on_disk.history if h.error and h.error.startswith("invalid:")
+    ]
+
+
+def _cut_line(path: Path, index: int) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    del lines[index]
+    path.write_text("".join(lines))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["rejected line cut", "evaluation line cut", "evaluation of a later round"],
+)
+def test_resume_refuses_logs_that_disagree_with_the_checkpoint(tmp_path: Path, damage: str) -> None:
+    from optiforge.errors import RunRecordError
+
+    cfg = SearchConfig(max_evaluations=5, proposals_per_round=2)
+    run_dir = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="killed"):
+        run_search(
+            ToyProblem(reject_negative_a=True), _HistoryReader(crash_at=2), RunContext(run_dir=run_dir), cfg
+        )  # fmt: skip
+    evaluations, rejected = run_dir / "evaluations.jsonl", run_dir / "rejected.jsonl"
+    assert len(rejected.read_text().splitlines()) == 1  # round 1's rejected proposal
+    if damage == "rejected line cut":
+        _cut_line(rejected, 0)
+        match = "cut or edited"
+    elif damage == "evaluation line cut":
+        _cut_line(evaluations, 1)
+        match = "cut or edited"
+    else:  # the checkpoint lost rounds the log has (a cut WAL)
+        rec = json.loads(evaluations.read_text().splitlines()[-1])
+        with evaluations.open("a") as fh:
+            fh.write(json.dumps({**rec, "id": "r5c0-0-0000", "round": 5}) + "\n")
+        match = "is behind"
+    with pytest.raises(RunRecordError, match=match):
+        run_search(
+            ToyProblem(reject_negative_a=True), _HistoryReader(), RunContext(run_dir=run_dir), cfg,
+            resume=True,
+        )  # fmt: skip
 
 
 def test_a_round_reflected_twice_stores_its_lessons_once(tmp_path: Path) -> None:

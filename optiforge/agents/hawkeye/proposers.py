@@ -41,7 +41,9 @@ class AutotuneProposer:
     Each round moves from the best correct config (the seed before any passed) to its
     untried one-parameter neighbours, nearest to a roofline prior first, plus one random
     config for exploration. Correctness is measured by the harness; speed only on GPU.
-    The tried configs are the search's ``history`` (a ``HistoryProposer``).
+    The tried configs are the search's ``history`` (a ``HistoryProposer``: every candidate
+    of the earlier rounds, read from the run's logs, so a resumed run tries what an
+    uninterrupted one would).
     """
 
     name = "autotune"
@@ -108,7 +110,8 @@ RULES = """Rules the harness enforces (a violation rejects the candidate):
 class LLMKernelProposer:
     """Ask the LLM for a kernel that applies one chosen strategy, grounded in its example and test.
 
-    The previous attempts in the prompt are the search's ``history`` (a ``HistoryProposer``).
+    The previous attempts in the prompt are the search's ``history`` (a ``HistoryProposer``:
+    every candidate of the earlier rounds, rejected ones included, read from the run's logs).
     """
 
     name = "llm"

@@ -9,11 +9,19 @@ scores); live handles (LLM, sandbox, memory, executor, budget, tracer) travel in
 
 Durability: the graph is compiled with LangGraph's SQLite checkpointer in the run
 directory (``checkpoints.sqlite``) and invoked with ``durability="sync"``, so every
-finished node is on disk. Everything a resume needs is in that state: a proposer that
-reads earlier attempts is a ``HistoryProposer`` (it is handed the checkpointed
-``history``), never one that remembers them itself. Inside the evaluate node each finished evaluation is appended
-to ``evaluations.jsonl`` at once; a run killed mid-node resumes with ``resume=True``
+finished node is on disk. Inside the evaluate node each finished evaluation is appended
+to ``evaluations.jsonl`` at once, and the materialize node appends each candidate it
+rejects to ``rejected.jsonl``; a run killed mid-node resumes with ``resume=True``
 (``--resume RUN_DIR``) and does not repeat the evaluations that had finished.
+
+The state is of bounded size (checkpointed after every node, so its size is the cost of
+a checkpoint): the round's proposals and batch, the population, the best, counters, and
+a pointer into the two logs, not the history. The history (every candidate so far, in
+order) is the logs' records of the rounds the state has finished (``history_round``),
+checked against the state's count and digest of their ids; with no run directory the
+logs live in memory, and the code path is the same. Everything a resume needs is in the
+state and the logs: a proposer that reads earlier attempts is a ``HistoryProposer``
+(handed that history), never one that remembers them itself.
 
 Budgets: the number of evaluations (``SearchConfig.max_evaluations``), LLM spend and
 sandbox seconds (``RunContext.budget``). Running out is a normal stop
@@ -46,6 +54,8 @@ from optiforge.evals.protocol import Score, Task
 from optiforge.runs import to_json_line
 
 EVALUATIONS = "evaluations.jsonl"
+REJECTED = "rejected.jsonl"
+"""Candidates rejected at materialization (never evaluated), one record a line."""
 
 
 # ----------------------------------------------------------------------------- records
@@ -168,11 +178,12 @@ class Proposer(Protocol):
 class HistoryProposer(Protocol):
     """A proposer that reads every candidate evaluated so far, not only the survivors.
 
-    ``history`` is the graph state's ``history`` (seeds, failures and invalid candidates
-    included, in evaluation order), which the loop checkpoints: a proposer that shows
-    earlier attempts or skips tried configs reads them from here, never from its own or
-    the problem's instance memory, so a resumed run proposes exactly as an uninterrupted
-    one (a resume rebuilds the proposer and the problem from scratch).
+    ``history`` is every candidate of the earlier rounds (seeds, failures and candidates
+    rejected at materialization included, in evaluation order), read from the run's logs
+    up to the checkpointed round: a proposer that shows earlier attempts or skips tried
+    configs reads them from here, never from its own or the problem's instance memory,
+    so a resumed run proposes exactly as an uninterrupted one (a resume rebuilds the
+    proposer and the problem from scratch).
     """
 
     name: str
@@ -191,16 +202,19 @@ class HistoryProposer(Protocol):
 
 
 class SearchState(TypedDict, total=False):
-    """Graph state (serializable only)."""
+    """Graph state (serializable only, of bounded size: no history, see the module doc)."""
 
     round: int
     proposals: list[dict[str, Any]]
     batch: list[dict[str, Any]]
     """This round's materialized (or failed) candidates awaiting evaluation."""
     population: list[dict[str, Any]]
-    history: list[dict[str, Any]]
-    """Every evaluated candidate in order (for convergence traces)."""
-    seen: list[str]
+    history_round: int
+    """The history is the logged candidates of the rounds before this one."""
+    n_history: int
+    """How many candidates the history holds (evaluated and rejected)."""
+    history_digest: str
+    """XOR of the history's id hashes (``_digest``): the logs are checked against it."""
     n_evaluations: int
     n_duplicates: int
     n_invalid: int
@@ -260,16 +274,20 @@ def _sort_key(higher: bool) -> Callable[[dict[str, Any]], float]:
 
 
 class _EvalLog:
-    """Per-run append-only log of finished evaluations (survives a kill mid-node).
+    """Per-run append-only log of candidate records (survives a kill mid-node): finished
+    evaluations (``evaluations.jsonl``) or rejected candidates (``rejected.jsonl``); in
+    memory only when the run has no directory.
 
     A last line without its newline is a record torn by a kill mid-append: it is cut
     off (so the next append starts a clean line) and counted in ``torn_tail``. Any
     other unreadable line means the file was damaged: ``RunRecordError`` naming it.
     """
 
-    def __init__(self, run_dir: Path | None) -> None:
-        self.path = run_dir / EVALUATIONS if run_dir else None
+    def __init__(self, run_dir: Path | None, name: str = EVALUATIONS) -> None:
+        self.path = run_dir / name if run_dir else None
         self.done: dict[str, dict[str, Any]] = {}
+        self.rounds: dict[int, list[str]] = {}
+        """The logged ids of each round, in logging order."""
         self.torn_tail = False
         if self.path and self.path.exists():
             data = self.path.read_bytes()
@@ -282,20 +300,106 @@ class _EvalLog:
             for i, line in enumerate(data[:cut].splitlines(), 1):
                 try:
                     rec = json.loads(line)
-                    self.done[rec["id"]] = rec
-                except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+                    self._index(rec)
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                     raise RunRecordError(
-                        f"{self.path}: line {i} is damaged (not an evaluation record); "
+                        f"{self.path}: line {i} is damaged (not a candidate record); "
                         "the run cannot resume from it: rerun with --force-restart to move "
                         "the run aside and start over"
                     ) from None
 
+    def _index(self, rec: dict[str, Any]) -> None:
+        rid = rec["id"]
+        if rid not in self.done:
+            self.rounds.setdefault(int(rec.get("round", 0)), []).append(rid)
+        self.done[rid] = rec
+
     def append(self, rec: dict[str, Any]) -> None:
-        self.done[rec["id"]] = rec
+        self._index(rec)
         if self.path:
             with self.path.open("a") as fh:
                 fh.write(to_json_line(rec))
                 fh.flush()
+
+
+_NO_DIGEST = f"{0:016x}"
+
+
+def _digest(ids: list[str], start: str = _NO_DIGEST) -> str:
+    """``start`` XOR the hashes of ``ids``: the same for the same set of ids in any order."""
+    acc = int(start, 16)
+    for rid in ids:
+        acc ^= int.from_bytes(hashlib.sha256(rid.encode()).digest()[:8], "big")
+    return f"{acc:016x}"
+
+
+def _mine(rid: str, prefix: str) -> bool:
+    """Whether candidate ``rid`` belongs to the search of ``prefix`` (one per thread)."""
+    return rid.startswith(prefix) if prefix else "." not in rid.split("-", 1)[0]
+
+
+def _slot(rid: str, prefix: str) -> int:
+    """A candidate's position in its round's proposals (its id is ``{prefix}r{R}c{i}-...``)."""
+    local = rid[len(prefix) :]
+    return int(local[local.index("c") + 1 : local.index("-")])
+
+
+@dataclass
+class _History:
+    """One search's history read from the logs, the rounds before ``through``."""
+
+    through: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
+    """The payload keys of its evaluated (not rejected) candidates: what was seen."""
+    digest: str = _NO_DIGEST
+
+
+class _Logs:
+    """A run's two candidate logs, and the history of each search read from them."""
+
+    def __init__(self, run_dir: Path | None) -> None:
+        self.evaluated = _EvalLog(run_dir, EVALUATIONS)
+        self.rejected = _EvalLog(run_dir, REJECTED)
+        self._histories: dict[str, _History] = {}
+
+    def history(self, prefix: str, through: int) -> _History:
+        """The candidates of search ``prefix`` in the rounds before ``through``, in the
+        order they were proposed (a round's rows are read once, when it is finished)."""
+        hist = self._histories.get(prefix)
+        if hist is None or through < hist.through:
+            hist = self._histories[prefix] = _History()
+        for rnd in range(hist.through, through):
+            rows = {
+                rid: log.done[rid]
+                for log in (self.rejected, self.evaluated)  # an evaluation wins a tie
+                for rid in log.rounds.get(rnd, [])
+                if _mine(rid, prefix)
+            }
+            new = [rows[rid] for rid in sorted(rows, key=lambda rid: _slot(rid, prefix))]
+            hist.rows += new
+            hist.keys.update(r["key"] for r in new if not _is_invalid(r))
+            hist.digest = _digest([r["id"] for r in new], hist.digest)
+        hist.through = max(hist.through, through)
+        return hist
+
+    def checked_history(self, prefix: str, state: SearchState | dict[str, Any]) -> _History:
+        """The history of the state's finished rounds, checked against its count and digest.
+
+        Raises:
+            RunRecordError: the logs do not hold the candidates the state counts.
+        """
+        hist = self.history(prefix, state.get("history_round", 0))
+        n = state.get("n_history", 0)
+        if len(hist.rows) != n or hist.digest != state.get("history_digest", _NO_DIGEST):
+            where = self.evaluated.path.parent if self.evaluated.path else "memory"
+            raise RunRecordError(
+                f"the candidate logs ({EVALUATIONS}, {REJECTED} in {where}) hold "
+                f"{len(hist.rows)} candidates of rounds 0-{hist.through - 1} where the "
+                f"search's state records {n} (or other ones): the logs were cut or edited; "
+                f"{FORCE_RESTART_HINT}"
+            )
+        return hist
 
 
 # ----------------------------------------------------------------------------- graph
@@ -335,15 +439,18 @@ class _Loop:
     config: SearchConfig
     id_prefix: str
     evaluator: Callable[[dict[str, Any]], Score]
-    logs: dict[str, _EvalLog] = field(default_factory=dict)
+    logs: dict[Path | None, _Logs] = field(default_factory=dict)
     bound: dict[str, Callable[[dict[str, Any]], Score]] = field(default_factory=dict)
 
-    def eval_log(self, ctx: RunContext) -> _EvalLog:
-        """The run's evaluation log, read once per graph (not once per round)."""
-        key = str(ctx.run_dir)
-        if key not in self.logs:
-            self.logs[key] = _EvalLog(ctx.run_dir)
-        return self.logs[key]
+    def run_logs(self, ctx: RunContext) -> _Logs:
+        """The run's candidate logs, read once per graph (not once per round)."""
+        if ctx.run_dir not in self.logs:
+            self.logs[ctx.run_dir] = _Logs(ctx.run_dir)
+        return self.logs[ctx.run_dir]
+
+    def history(self, state: SearchState | dict[str, Any], ctx: RunContext) -> _History:
+        """The search's history as of ``state`` (see ``_Logs.checked_history``)."""
+        return self.run_logs(ctx).checked_history(self.id_prefix, state)
 
     def evaluator_for(self, ctx: RunContext) -> Callable[[dict[str, Any]], Score]:
         """The problem's evaluator bound to the run (``for_run(ctx)``, when it has one:
@@ -363,6 +470,8 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
     remaining = config.max_evaluations - state.get("n_evaluations", 0)
     if remaining <= 0:
         return {"proposals": [], "done": True, "stop_reason": "evaluation budget spent"}
+    if rnd == 0 and ctx.run_dir is None:
+        loop.logs.pop(None, None)  # a graph invoked again without a run: a new search
     try:
         if rnd == 0:
             props = loop.problem.initial(ctx)
@@ -371,7 +480,8 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
             n = min(config.proposals_per_round, remaining)
             proposer = pick_proposer(loop.proposer, ctx)
             if isinstance(proposer, HistoryProposer):
-                history = [Evaluated.model_validate(h) for h in state.get("history", [])]
+                rows = loop.history(state, ctx).rows
+                history = [Evaluated.model_validate(h) for h in rows]
                 props = proposer.propose_from_history(
                     loop.problem, history, population, n, rnd, ctx
                 )
@@ -403,7 +513,8 @@ def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str,
     """Proposals -> evaluable payloads; invalid ones fail here, duplicates are dropped."""
     ctx: RunContext = runtime.context
     rnd = state.get("round", 0)
-    seen = set(state.get("seen", []))
+    logs = loop.run_logs(ctx)
+    seen, fresh = loop.history(state, ctx).keys, set()  # earlier rounds', this round's
     batch: list[dict[str, Any]] = []
     n_dup = state.get("n_duplicates", 0)
     n_invalid = state.get("n_invalid", 0)
@@ -425,23 +536,26 @@ def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str,
                         "error": f"invalid: {err}"}
             )  # fmt: skip
             ctx.tracer.event("candidate_invalid", id=cid, reason=str(err), round=rnd)
-            batch.append(ev.model_dump(mode="json"))
+            rec = ev.model_dump(mode="json")
+            if cid not in logs.rejected.done:  # not again when a resume re-runs the node
+                logs.rejected.append(rec)
+            batch.append(rec)
             continue
         key = payload_key(payload)
-        if key in seen:
+        if key in seen or key in fresh:
             n_dup += 1
             ctx.tracer.event("candidate_duplicate", id=cid, key=key, round=rnd)
             continue
-        seen.add(key)
+        fresh.add(key)
         ev = lineage.model_copy(update={"key": key, "payload": payload})
         batch.append(ev.model_dump(mode="json"))
-    return {"batch": batch, "seen": sorted(seen), "n_duplicates": n_dup, "n_invalid": n_invalid}
+    return {"batch": batch, "n_duplicates": n_dup, "n_invalid": n_invalid}
 
 
 def evaluate_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
     """Score the batch through the executor; each result is logged the moment it lands."""
     ctx: RunContext = runtime.context
-    log = loop.eval_log(ctx)
+    log = loop.run_logs(ctx).evaluated
     batch = [dict(b) for b in state.get("batch", [])]
     todo = [b for b in batch if b.get("error") is None and b["id"] not in log.done]
     results: dict[str, dict[str, Any]] = {}
@@ -469,9 +583,14 @@ def evaluate_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, An
     ]
     _remember(ctx, loop.problem, evaluated)
     n_new = sum(1 for e in evaluated if not _is_invalid(e))
+    # The round joins the history (its records are in the logs by now).
     return {
         "batch": evaluated,
-        "history": list(state.get("history", [])) + evaluated,
+        "history_round": state.get("round", 0) + 1,
+        "n_history": state.get("n_history", 0) + len(evaluated),
+        "history_digest": _digest(
+            [e["id"] for e in evaluated], state.get("history_digest", _NO_DIGEST)
+        ),
         "n_evaluations": state.get("n_evaluations", 0) + n_new,
     }
 
@@ -565,9 +684,12 @@ def search_graph(
     id_prefix: prepended to candidate ids, so several searches sharing one run directory
     (e.g. one per BO round) never share ids or cached evaluations.
     """
+    return _graph(_Loop(problem, proposer, config, id_prefix, problem.evaluator()))
+
+
+def _graph(loop: _Loop) -> Any:
     from langgraph.graph import END, START, StateGraph
 
-    loop = _Loop(problem, proposer, config, id_prefix, problem.evaluator())
     graph = StateGraph(SearchState, context_schema=RunContext)
     nodes = {
         "propose": propose_node,
@@ -738,25 +860,42 @@ def search_run(
     outcome: the result read as an ``AgentOutcome``; default ``search_outcome`` with the
     proposer that ran (an LLM one's run fails when none of its proposals passed).
     """
+    return _search_run(problem, proposer, config, outcome, thread_id)[0]
+
+
+def _search_run(
+    problem: SearchProblem,
+    proposer: AnyProposer,
+    config: SearchConfig,
+    outcome: SearchOutcome | None,
+    thread_id: str,
+) -> tuple[AgentRun, Callable[[dict[str, Any], RunContext], SearchResult]]:
+    """``search_run`` and ``result(final_state, ctx)``: its ``SearchResult`` (the
+    history read from the run's logs)."""
     prefix = "" if thread_id == "search" else f"{thread_id}."
+    loop = _Loop(problem, proposer, config, prefix, problem.evaluator())
 
     def check(conn: sqlite3.Connection, values: dict[str, Any], ctx: RunContext) -> None:
         _check_checkpoint(conn, values, ctx.run_dir, prefix, config)
 
+    def result(state: dict[str, Any], ctx: RunContext) -> SearchResult:
+        return search_result(state, loop.history(state, ctx).rows)
+
     def read(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
-        result = search_result(state)
+        res = result(state, ctx)
         if outcome is not None:
-            return outcome(result, ctx)
+            return outcome(res, ctx)
         return search_outcome(
-            result, proposer=pick_proposer(proposer, ctx).name,
+            res, proposer=pick_proposer(proposer, ctx).name,
             higher_is_better=problem.higher_is_better, llm=ctx.llm is not None,
         )  # fmt: skip
 
-    return AgentRun(
-        graph=search_graph(problem, proposer, config, id_prefix=prefix), outcome=read,
+    run = AgentRun(
+        graph=_graph(loop), outcome=read,
         start={"round": 0}, thread_id=thread_id, recursion_limit=10 * config.max_rounds + 50,
         check=check, what=f"search {thread_id!r}",
     )  # fmt: skip
+    return run, result
 
 
 def run_search(
@@ -774,8 +913,8 @@ def run_search(
         ConfigError: ``resume`` without a run directory, or a fresh start over a run.
         RunRecordError: the checkpoint or the evaluation log is damaged.
     """
-    run = search_run(problem, proposer, config, thread_id=thread_id)
-    return search_result(run.drive(ctx, resume=resume).state)
+    run, result = _search_run(problem, proposer, config, None, thread_id)
+    return result(run.drive(ctx, resume=resume).state, ctx)
 
 
 def _check_checkpoint(
@@ -785,8 +924,10 @@ def _check_checkpoint(
 
     A torn or cut WAL does not fail to open: SQLite drops the frames after the damage
     and the run would silently continue from an older state. So the checkpoint is
-    cross-checked against the evaluation log: every evaluation the checkpoint knows must
-    be logged, and the log may be ahead of it by at most one round in flight.
+    cross-checked against the candidate logs: the candidates of the rounds it has
+    finished must be exactly the ones it counts (their number and the digest of their
+    ids), and the evaluation log may be ahead of it by at most the round in flight
+    (the rejection log too, which is not checked: a re-run round logs no rejection twice).
     """
     assert run_dir is not None
     db = run_dir / CHECKPOINTS
@@ -797,34 +938,40 @@ def _check_checkpoint(
         raise RunRecordError(f"{db} is damaged ({e}); {hint}") from None
     if not row or row[0] != "ok":
         raise RunRecordError(f"{db} is damaged (integrity check: {row}); {hint}")
-    log = _EvalLog(run_dir)
-
-    def mine(rid: str) -> bool:
-        return rid.startswith(prefix) if prefix else "." not in rid.split("-", 1)[0]
-
-    logged = {rid for rid in log.done if mine(rid)}
-    # Candidates rejected at materialization are never evaluated, so never logged.
-    known = {h["id"] for h in values.get("history", []) if not _is_invalid(h)}
-    if known - logged:
+    if "history" in values or "seen" in values:
         raise RunRecordError(
-            f"{run_dir / EVALUATIONS} lacks {len(known - logged)} evaluation(s) that {db} "
-            f"records: the log was cut or edited; {hint}"
+            f"{db} was written by an older optiforge (its state holds the whole history) "
+            f"and cannot be resumed by this one; {hint}"
         )
-    ahead = logged - known
-    if len(ahead) > config.proposals_per_round:
+    logs = _Logs(run_dir)
+    through = values.get("history_round", 0)
+    hist = logs.history(prefix, through)
+    n = values.get("n_history", 0)
+    if len(hist.rows) != n or hist.digest != values.get("history_digest", _NO_DIGEST):
+        raise RunRecordError(
+            f"{run_dir / EVALUATIONS} and {REJECTED} hold {len(hist.rows)} candidates of the "
+            f"rounds {db} has finished, where it records {n} (or other ones): the logs "
+            f"were cut or edited; {hint}"
+        )
+    ahead = [
+        r for rid, r in logs.evaluated.done.items() if _mine(rid, prefix) and r["round"] >= through
+    ]
+    in_flight = max(config.proposals_per_round, len(values.get("batch") or []))
+    if len(ahead) > in_flight or any(r["round"] > through for r in ahead):
         raise RunRecordError(
             f"{db} is behind {EVALUATIONS} by {len(ahead)} evaluations (at most "
-            f"{config.proposals_per_round} can be in flight): the checkpoint or its WAL "
-            f"was cut or damaged; {hint}"
+            f"{in_flight} of its round {through} can be in flight): the checkpoint or its "
+            f"WAL was cut or damaged; {hint}"
         )
 
 
-def search_result(state: dict[str, Any]) -> SearchResult:
-    """The search's final graph state as a ``SearchResult``."""
+def search_result(state: dict[str, Any], history: list[dict[str, Any]]) -> SearchResult:
+    """The search's final graph state and its history (read from the run's logs, see
+    ``search_run``) as a ``SearchResult``."""
     best = state.get("best")
     return SearchResult(
         best=Evaluated.model_validate(best) if best else None,
-        history=[Evaluated.model_validate(h) for h in state.get("history", [])],
+        history=[Evaluated.model_validate(h) for h in history],
         population=[Evaluated.model_validate(p) for p in state.get("population", [])],
         n_evaluations=state.get("n_evaluations", 0),
         n_duplicates=state.get("n_duplicates", 0),
