@@ -7,7 +7,8 @@ request, so the measurement is about the loops, not the model. Each run spends
 ``--evaluations`` evaluations (the seed/initial program included) and one LLM call per
 other evaluation.
 
-- optiforge: ``optiforge run evolve --bench funcfit/quadratic`` through its CLI. Candidates
+- optiforge: ``optiforge run evolve --bench funcfit/quadratic`` through its CLI, of the
+  working tree and/or of git revisions (``--optiforge worktree 3cc6015``). Candidates
   always run in a fresh sandboxed Python process (the local sandbox, bwrap/unshare where
   the host allows): there is no in-process mode by design (trust boundary), so its one
   number is compared with both OpenEvolve modes.
@@ -24,7 +25,8 @@ ratios optiforge/OpenEvolve and 2-vs-1-worker scaling; and where optiforge's tim
 per evaluation (sandboxed process, LLM client, loop overhead, outside the loop).
 
     .venv/bin/python benchmarks/vs_openevolve.py [--evaluations 100] [--repeats 3]
-        [--venv benchmarks/.venv-openevolve] [--workers 1 2] [--json out.json]
+        [--optiforge worktree REV ...] [--venv benchmarks/.venv-openevolve]
+        [--workers 1 2] [--json out.json] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -121,6 +123,55 @@ class InstantServer:
 
 # ----------------------------------------------------------------------------- runs
 
+_SITECUSTOMIZE = """# written by benchmarks/vs_openevolve.py: let PYTHONPATH's optiforge win over the
+# editable install's import finder (in the CLI and in spawned executor workers alike)
+import sys
+sys.meta_path[:] = [
+    f for f in sys.meta_path
+    if not getattr(f, "__module__", "").startswith("__editable___optiforge")
+]
+"""
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def optiforge_launcher(rev: str) -> dict[str, Any]:
+    """How to start optiforge at ``rev``: ``worktree`` (the working tree, through the venv's
+    ``optiforge`` script) or a git revision (its ``optiforge/`` exported with ``git archive``
+    to a temp folder, run with the same venv, that folder first on PYTHONPATH)."""
+    if rev == "worktree":
+        dirty = bool(_git("status", "--porcelain", "--", "optiforge"))
+        desc = _git("rev-parse", "--short", "HEAD") + ("+uncommitted" if dirty else "")
+        return {"argv": [str(OPTIFORGE)], "env": {}, "cwd": None, "commit": desc}
+    import io
+    import tarfile
+
+    sha = _git("rev-parse", "--short=10", f"{rev}^{{commit}}")
+    dest = Path(tempfile.gettempdir()) / f"optiforge-src-{sha}"
+    if not (dest / "optiforge" / "__init__.py").exists():
+        tmp = dest.with_name(dest.name + ".part")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tar = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", sha, "optiforge"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
+            tf.extractall(tmp, filter="data")
+        (tmp / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    return {
+        "argv": [str(ROOT / ".venv" / "bin" / "python"), "-m", "optiforge.cli"],
+        "env": {"PYTHONPATH": str(dest)},
+        "cwd": str(dest),
+        "commit": sha,
+    }
+
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
@@ -129,10 +180,17 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def run_optiforge(
-    api_base: str, workers: int, n_eval: int, proposals: int, out: Path, timeout_s: float
+    launcher: dict[str, Any],
+    system: str,
+    api_base: str,
+    workers: int,
+    n_eval: int,
+    proposals: int,
+    out: Path,
+    timeout_s: float,
 ) -> dict[str, Any]:
     cmd = [
-        str(OPTIFORGE),
+        *launcher["argv"],
         "run",
         "evolve",
         "--bench",
@@ -153,8 +211,11 @@ def run_optiforge(
         f"agent.search.proposals_per_round={proposals}",
     ]
     env = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "instant")}
+    env.update(launcher["env"])
     t, t_launch = time.perf_counter(), time.time()
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
+    res = subprocess.run(
+        cmd, capture_output=True, text=True, env=env, timeout=timeout_s, cwd=launcher["cwd"]
+    )
     wall, t_exit = time.perf_counter() - t, time.time()
     if res.returncode != 0:
         raise RuntimeError(
@@ -172,7 +233,8 @@ def run_optiforge(
     llm = [e for e in events if e["kind"] == "llm_call"]
     search_sandbox = [e for e in events if e["kind"] == "sandbox_run" and e["ts"] <= loop_end]
     return {
-        "system": "optiforge",
+        "system": system,
+        "commit": launcher["commit"],
         "mode": "sandboxed",
         "workers": workers,
         "n_evaluations": int(summary["n_evaluations"]),
@@ -300,28 +362,31 @@ def print_table(table: dict[tuple[str, str, int], dict[str, float]]) -> None:
         )
 
 
-def print_ratios(table: dict[tuple[str, str, int], dict[str, float]], workers: list[int]) -> None:
+def print_ratios(
+    table: dict[tuple[str, str, int], dict[str, float]], workers: list[int], ofs: list[str]
+) -> None:
     print("\nRatios optiforge / OpenEvolve (evals/min; <1 means optiforge is slower):")
     print(
-        "| workers | vs OE fresh-process: e2e | loop | steady "
+        "| optiforge | workers | vs OE fresh-process: e2e | loop | steady "
         "| vs OE in-process: e2e | loop | steady |"
     )
-    print("|---|---|---|---|---|---|---|")
-    for w in workers:
-        of = table.get(("optiforge", "sandboxed", w))
-        cells = []
-        for mode in ("fresh-process", "in-process"):
-            oe = table.get(("OpenEvolve", mode, w))
-            for k in ("e2e_per_min", "loop_per_min", "steady_per_min"):
-                cells.append(f"{of[k] / oe[k]:.3f}" if of and oe else "n/a")
-        print(f"| {w} | " + " | ".join(cells) + " |")
+    print("|---|---|---|---|---|---|---|---|")
+    for system in ofs:
+        for w in workers:
+            of = table.get((system, "sandboxed", w))
+            cells = []
+            for mode in ("fresh-process", "in-process"):
+                oe = table.get(("OpenEvolve", mode, w))
+                for k in ("e2e_per_min", "loop_per_min", "steady_per_min"):
+                    cells.append(f"{of[k] / oe[k]:.3f}" if of and oe else "n/a")
+            print(f"| {system} | {w} | " + " | ".join(cells) + " |")
     if len(workers) >= 2:
         lo, hi = workers[0], workers[-1]
         print(f"\nScaling {lo} -> {hi} workers (evals/min ratio):")
         print("| system | candidate runs | e2e | loop | steady |")
         print("|---|---|---|---|---|")
         for system, mode in (
-            ("optiforge", "sandboxed"),
+            *((s_, "sandboxed") for s_ in ofs),
             ("OpenEvolve", "fresh-process"),
             ("OpenEvolve", "in-process"),
         ):
@@ -353,8 +418,10 @@ def profile(results: list[dict[str, Any]], bare: dict[str, float]) -> dict[str, 
     at 1 worker (everything is serial); at 2 workers runs overlap and the parts are sums
     of busy time, not a decomposition of the wall."""
     out: dict[str, Any] = {}
-    for w in sorted({r["workers"] for r in results if r["system"] == "optiforge"}):
-        rs = [r for r in results if r["system"] == "optiforge" and r["workers"] == w]
+    for system, w in sorted(
+        {(r["system"], r["workers"]) for r in results if r["mode"] == "sandboxed"}
+    ):
+        rs = [r for r in results if r["system"] == system and r["workers"] == w]
 
         def mean(f: Any, rs: list[dict[str, Any]] = rs) -> float:
             return statistics.mean(f(r) for r in rs)
@@ -366,16 +433,17 @@ def profile(results: list[dict[str, Any]], bare: dict[str, float]) -> dict[str, 
         calls = mean(lambda r: len(r["llm_latency_s"]) - 1)
         per_eval = 1000 * window / (n - 1)
         llm_share = 1000 * llm * calls / (n - 1)
-        out[str(w)] = {
+        out[f"{system}, {w} worker(s)"] = {
+            "commit": rs[0]["commit"],
             "n_evaluations": n,
             "rounds": mean(lambda r: r["n_rounds"]),
             "isolation": sorted({i for r in rs for i in r["isolation"]}),
             "steady_ms_per_eval": {
                 "wall per evaluation (steady window / (n-1))": per_eval,
                 "sandboxed candidate run (sandbox_run duration)": 1000 * sb,
-                "  of which bare python + numpy + runner (no sandbox, measured)": 1000
+                "  reference: bare cold subprocess python + numpy + runner (no sandbox)": 1000
                 * bare["runner_s"],
-                "  of which the rest: isolation, boot (and CPU contention at >1 worker)": 1000
+                "  sandbox run - bare cold subprocess (isolation, boot, contention; <0: warm fork)": 1000
                 * (sb - bare["runner_s"]),
                 "LLM call (llm_call latency; instant server)": llm_share,
                 (
@@ -420,9 +488,9 @@ def profile(results: list[dict[str, Any]], bare: dict[str, float]) -> dict[str, 
 
 
 def print_profile(prof: dict[str, Any], bare: dict[str, float], oe: list[dict[str, Any]]) -> None:
-    for w, p in prof.items():
+    for name, p in prof.items():
         print(
-            f"\noptiforge profile, {w} worker(s) ({p['n_evaluations']:.0f} evaluations, "
+            f"\nprofile {name} [commit {p['commit']}] ({p['n_evaluations']:.0f} evaluations, "
             f"{p['rounds']:.0f} rounds, sandbox isolation {','.join(p['isolation'])}):"
         )
         print("| steady state, per evaluation | ms |\n|---|---|")
@@ -469,7 +537,12 @@ def main() -> None:
         "flight at 1-2 workers: one per island)",
     )
     ap.add_argument("--modes", nargs="+", default=["fresh-process", "in-process"])
-    ap.add_argument("--skip-optiforge", action="store_true")
+    ap.add_argument(
+        "--optiforge",
+        nargs="*",
+        default=["worktree"],
+        help="optiforge versions to measure: 'worktree' and/or git revisions (none: skip)",
+    )
     ap.add_argument("--keep", type=Path, default=None, help="keep run directories here")
     ap.add_argument("--json", type=Path, default=None, help="write all numbers here")
     ap.add_argument("--run-timeout-s", type=float, default=300.0)
@@ -489,10 +562,13 @@ def main() -> None:
     pythons = {"optiforge": str(ROOT / ".venv" / "bin" / "python"), "openevolve": str(py)}
     bare_samples: list[dict[str, dict[str, float]]] = [bare_fresh_process(pythons)]
 
+    launchers = {f"optiforge@{rev}": optiforge_launcher(rev) for rev in args.optiforge}
+    for name, la in launchers.items():
+        print(f"{name}: commit {la['commit']}", flush=True)
     configs: list[tuple[str, str, int]] = []
     for w in args.workers:
-        if not args.skip_optiforge:
-            configs.append(("optiforge", "sandboxed", w))
+        for name in launchers:
+            configs.append((name, "sandboxed", w))
         for mode in args.modes:
             configs.append(("OpenEvolve", mode, w))
 
@@ -514,10 +590,12 @@ def main() -> None:
                 if out.exists():
                     shutil.rmtree(out)
                 before = server.requests()
-                if system == "optiforge":
+                if system in launchers:
                     # the bare-process baseline under the same machine load as this run
                     bare_samples.append(bare_fresh_process(pythons, reps=3))
                     r = run_optiforge(
+                        launchers[system],
+                        system,
                         server.api_base,
                         w,
                         args.evaluations,
@@ -533,7 +611,7 @@ def main() -> None:
                 r["repeat"] = rep
                 results.append(r)
                 print(
-                    f"repeat {rep + 1} {system:10s} {mode:13s} w={w}: "
+                    f"repeat {rep + 1} {system:18s} {mode:13s} w={w}: "
                     f"{r['n_evaluations']} evals ({r['n_passed']} passed), "
                     f"{r['server_requests']} LLM requests, wall {r['wall_s']:.2f} s, "
                     f"loop {r['loop_s']:.2f} s, "
@@ -556,7 +634,7 @@ def main() -> None:
         f"per run, instant local LLM, {os.cpu_count()} CPUs, medians of {repeats_done} repeat(s)"
     )
     print_table(table)
-    print_ratios(table, sorted(args.workers))
+    print_ratios(table, sorted(args.workers), list(launchers))
     prof = profile(results, bare)
     print_profile(prof, bare, [r for r in results if r["system"] == "OpenEvolve"])
     print(
@@ -573,6 +651,7 @@ def main() -> None:
                 {
                     "openevolve_version": version,
                     "evaluations": args.evaluations,
+                    "optiforge_commits": {k: v["commit"] for k, v in launchers.items()},
                     "repeats": repeats_done,
                     "bare_optiforge_python": bare,
                     "bare_openevolve_python": bare_oe,
