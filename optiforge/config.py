@@ -47,8 +47,10 @@ class RunSettings(StrictModel):
     """Sandbox back end: ``local`` or ``docker``."""
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
     """Parallel evaluation workers."""
-    executor: Literal["process", "ray"] = "process"
-    """What runs the parallel evaluations: local worker processes, or Ray (a local Ray with
+    executor: Literal["thread", "process", "ray"] = "thread"
+    """What runs the parallel evaluations: ``process`` (local worker processes),
+    ``thread`` (threads of this process: every evaluation is a sandboxed subprocess, so
+    no worker has to start and import the project), or ``ray`` (a local Ray with
     ``workers`` CPUs, or the cluster at ``ray_address``)."""
     ray_address: str | None = None
     """A Ray cluster (``ray://host:10001`` or ``auto``); None starts a local Ray."""

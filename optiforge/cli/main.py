@@ -392,10 +392,11 @@ def run(
     executor: Annotated[
         str,
         typer.Option(
-            help="What runs the evaluations: process (local workers) or ray (a local Ray "
-            "with --workers CPUs, or the cluster at --ray-address)."
+            help="What runs the evaluations: process (local worker processes), thread "
+            "(threads here; each evaluation is a sandboxed subprocess anyway) or ray (a local "
+            "Ray with --workers CPUs, or the cluster at --ray-address)."
         ),
-    ] = "process",
+    ] = "thread",
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster for --executor ray (ray://host:10001, auto).")
     ] = None,

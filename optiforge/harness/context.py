@@ -64,6 +64,10 @@ def build_context(
         executor = RayExecutor(
             settings.ray_address, num_cpus=None if settings.ray_address else n_workers
         )
+    elif n_workers > 1 and settings.executor == "thread":
+        from optiforge.sandboxes import ThreadExecutor
+
+        executor = ThreadExecutor(n_workers)
     elif n_workers > 1:
         from optiforge.sandboxes import ProcessExecutor
 

@@ -19,6 +19,7 @@ from optiforge.sandboxes.executors import (
     InlineExecutor,
     ProcessExecutor,
     RayExecutor,
+    ThreadExecutor,
 )
 from optiforge.sandboxes.local import LocalSandbox, available_isolations, host_isolation
 
@@ -82,6 +83,7 @@ __all__ = [
     "Protections",
     "RayExecutor",
     "Sandbox",
+    "ThreadExecutor",
     "available_isolations",
     "get_sandbox",
     "unsafe_allowed",

@@ -77,6 +77,32 @@ class InlineExecutor(_ContextMixin):
         return None
 
 
+class ThreadExecutor(_ContextMixin):
+    """A ``ThreadPoolExecutor``: for calls that spend their time waiting on a sandboxed
+    subprocess (every task evaluator does), so the parent's GIL is not the limit and no
+    worker process has to start and import the project first. A call doing real CPU work
+    in Python should use ``ProcessExecutor``."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        n = workers if workers is not None else (os.cpu_count() or 1)
+        if n < 1:
+            raise ConfigError(f"workers must be >= 1, got {n}")
+        self.workers = n
+        self._pool = cf.ThreadPoolExecutor(max_workers=n, thread_name_prefix="optiforge-eval")
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """Order-preserving parallel map."""
+        return list(self._pool.map(fn, items))
+
+    def submit(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> cf.Future[R]:
+        """Schedule one call on the pool."""
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def shutdown(self) -> None:
+        """Wait for running work and stop the threads."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 class ProcessExecutor(_ContextMixin):
     """A ``ProcessPoolExecutor`` on a ``spawn`` or ``forkserver`` context.
 

@@ -168,3 +168,19 @@ def test_get_sandbox_accepts_warm() -> None:
     sb = get_sandbox("local", warm=["numpy"])
     assert isinstance(sb, LocalSandbox) and sb.warm == ["numpy"]
     sb.close()  # type: ignore[attr-defined]
+
+
+def test_threads_share_one_warm_sandbox_safely() -> None:
+    """The thread executor (the default for --workers) runs candidates concurrently
+    through one warm sandbox: every result is its own candidate's."""
+    from optiforge.sandboxes import LocalSandbox, ThreadExecutor
+
+    sb = LocalSandbox(warm=["numpy"])
+    try:
+        with ThreadExecutor(4) as ex:
+            codes = [f"import numpy as np; print({i} * 7, int(np.int64({i})))" for i in range(16)]
+            results = ex.map(lambda c: sb.run(["python", "-c", c], timeout_s=60), codes)
+        assert [r.stdout.split() for r in results] == [[str(i * 7), str(i)] for i in range(16)]
+        assert all(r.returncode == 0 and r.protections.warm for r in results)
+    finally:
+        sb.close()

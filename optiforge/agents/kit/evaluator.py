@@ -13,7 +13,6 @@ from optiforge.agents.kit.context import RunContext
 from optiforge.evals.protocol import Score, Task
 from optiforge.runs import EVENTS
 
-
 _SANDBOXES: dict[tuple[str, str | None, tuple[str, ...]], Any] = {}
 """Per process: (backend, events file, warm modules) -> its sandbox."""
 
