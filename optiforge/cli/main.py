@@ -66,6 +66,18 @@ UnsafeOpt = Annotated[
 ]
 
 
+def _prewarm_llm(model: str) -> None:
+    """Start importing litellm (2-4 s) now, in the background, when the run will need it:
+    it then overlaps building the agent instead of stalling the first LLM call."""
+    if model.strip().lower() in ("", "offline"):
+        return
+    import threading
+
+    from optiforge.llm.litellm_client import import_litellm
+
+    threading.Thread(target=import_litellm, name="litellm-import", daemon=True).start()
+
+
 def _sandbox_policy(unsafe: bool, backend: str) -> None:
     """Fail fast (one line) when the sandbox cannot contain LLM code; shout when unsafe."""
     from optiforge.sandboxes import UNSAFE_ENV, get_sandbox
@@ -414,6 +426,7 @@ def run(
     overrides: SetOpt = None,
 ) -> None:
     """Run AGENT on one task; writes OUT/summary.json, events.jsonl and a convergence plot."""
+    _prewarm_llm(model)
     _sandbox_policy(unsafe_sandbox, sandbox)
     from optiforge.agents import get_agent
     from optiforge.evals.registry import get_benchmark, resolve_task
@@ -636,6 +649,7 @@ def eval_cmd(
     overrides: SetOpt = None,
 ) -> None:
     """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
+    _prewarm_llm(model)
     _sandbox_policy(unsafe_sandbox, "local")
     from optiforge.agents import get_agent
     from optiforge.runs import new_run_id
