@@ -129,6 +129,13 @@ class Budget:
             with self._lock:
                 self._in_flight -= 1
 
+    def calls_left(self) -> int | None:
+        """LLM calls still allowed under ``max_calls`` (None: no call cap), counting calls in
+        flight, so a caller can size a batch of concurrent calls deterministically."""
+        with self._lock:
+            cap = self.config.max_calls
+            return None if cap is None else max(0, cap - self.calls - self._in_flight)
+
     def charge(self, record: CallRecord) -> None:
         """Add one call's usage; cache hits (``record.cached``) cost nothing."""
         if record.cached:

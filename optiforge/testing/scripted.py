@@ -101,6 +101,10 @@ class ScriptedLLM(BaseLLM):
     directly; pass ``max_retries`` to exercise the retry path.
     """
 
+    ordered_replies = True
+    """Replies follow the order calls arrive in, not their content: callers must not make
+    concurrent calls to it (``agents.kit.ask.complete_all`` asks one after another)."""
+
     def __init__(self, outputs: list[Any], *, model: str = "scripted", **kwargs: Any) -> None:
         kwargs.setdefault("max_retries", 0)
         kwargs.setdefault("backoff_base_s", 0.0)

@@ -250,7 +250,8 @@ def test_http_500_forever_is_a_failed_run(
     llm = LiteLLM("openai/local", api_base=openai_server.url, timeout_s=5.0, max_retries=2,
                   backoff_base_s=0.001, backoff_max_s=0.01)  # fmt: skip
     summary = run_task("evolve", resolve_task("funcfit/quadratic@dev"),
-                       RunSettings(budget=4, memory="none"), tmp_path / "r",
+                       RunSettings(budget=4, memory="none",
+                                   agent={"search": {"proposals_per_round": 1}}), tmp_path / "r",
                        with_baseline=False, llm=llm)  # fmt: skip
     assert openai_server.count == 3  # the first try and two retries
     assert summary["status"] == "failed"

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
-from optiforge.errors import BudgetExceeded, InvalidCandidate
+from optiforge.agents.kit.ask import complete_all
+from optiforge.errors import InvalidCandidate
 from optiforge.llm.structured import extract_code_block
 
 
@@ -32,9 +33,8 @@ class LLMCodeProposer:
             f"Program {i + 1} (score {ev.value:.6g}):\n```python\n{ev.payload['code']}```"
             for i, ev in enumerate(shown)
         )
-        out: list[Proposal] = []
-        for j in range(n):
-            messages = [
+        requests = [
+            [
                 {
                     "role": "system",
                     "content": "You improve Python programs. Reply with exactly one ```python code block.",
@@ -49,22 +49,18 @@ class LLMCodeProposer:
                     ),
                 },
             ]
-            try:
-                reply = ctx.llm.complete(messages)
-            except BudgetExceeded:
-                if out:  # replies already paid for are evaluated, not thrown away
-                    break
-                raise
-            code = extract_code_block(reply.text)
-            out.append(
-                Proposal(
-                    payload={"code": code},
-                    parent_ids=[ev.id for ev in shown],
-                    origin="llm",
-                    rationale=(reply.text or "")[:200],
-                )
+            for j in range(n)
+        ]
+        # the n variants are independent requests: made concurrently (kit.ask)
+        return [
+            Proposal(
+                payload={"code": extract_code_block(reply.text)},
+                parent_ids=[ev.id for ev in shown],
+                origin="llm",
+                rationale=(reply.text or "")[:200],
             )
-        return out
+            for reply in complete_all(ctx, requests)
+        ]
 
 
 class MutationProposer:

@@ -41,7 +41,11 @@ def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -
     model = logging_model(prompts, block_at, _reply)
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    ctx = RunContext(llm=FunctionLLM(model), tracer=FileTracer(run_dir / "events.jsonl"), seed=0,
+    llm = FunctionLLM(model)
+    # one call at a time, so the kill lands inside a known call and the prompt log has a
+    # fixed order (concurrent rounds: tests/agents/evolve/test_evolve_concurrent.py)
+    llm.ordered_replies = True  # type: ignore[attr-defined]
+    ctx = RunContext(llm=llm, tracer=FileTracer(run_dir / "events.jsonl"), seed=0,
                      run_dir=run_dir, agent="evolve")  # fmt: skip
     task = resolve_task("funcfit/sine@dev")
     return SPEC.build(task, EvolveConfig.model_validate(CONFIG), BUDGET).execute(ctx, resume=resume)

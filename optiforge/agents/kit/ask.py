@@ -1,0 +1,68 @@
+"""``complete_all``: a proposer's independent LLM requests of one round, made concurrently.
+
+A round's proposals (evolve's "variant j of n", hawkeye's strategy rotation) are separate
+requests whose prompts do not depend on each other's replies, so they can be in flight
+together: with a provider taking seconds per reply, a round of four costs one reply's
+time instead of four. Replies are matched to requests by position, so a model whose reply
+is a function of the prompt (a cassette, a cache, a deterministic model) gives the same
+proposals as asking one after another. An LLM whose replies follow call order
+(``ordered_replies``, e.g. ``ScriptedLLM``) is asked one after another.
+
+A spending cap: the batch is cut to ``Budget.calls_left()`` before any call, so which
+requests run is deterministic under ``--max-llm-calls``; a request refused by another cap
+(USD, wall) is dropped, and the replies already paid for are kept.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+from typing import Any
+
+from optiforge.agents.kit.context import RunContext
+from optiforge.errors import BudgetExceeded
+
+MAX_CONCURRENT = 8
+
+
+def complete_all(ctx: RunContext, requests: list[list[dict[str, Any]]], **params: Any) -> list[Any]:
+    """The completion of each request, in order; a request a spending cap refused is left
+    out (``BudgetExceeded`` when none could be made).
+
+    Raises:
+        BudgetExceeded: a cap refused the first request.
+        LLMError: a provider failure (after its retries) on any request.
+    """
+    llm = ctx.llm
+    if llm is None:
+        raise ValueError("complete_all needs ctx.llm")
+    budget = getattr(llm, "budget", None)
+    left = budget.calls_left() if budget is not None and hasattr(budget, "calls_left") else None
+    todo = requests if left is None else requests[: max(left, 1)]
+    if getattr(llm, "ordered_replies", False) or len(todo) <= 1:
+        return _one_by_one(llm, todo, params)
+    with cf.ThreadPoolExecutor(min(len(todo), MAX_CONCURRENT), thread_name_prefix="llm") as ex:
+        futures = [ex.submit(llm.complete, messages, **params) for messages in todo]
+        out: list[Any] = []
+        refused: BudgetExceeded | None = None
+        for fut in futures:
+            try:
+                out.append(fut.result())
+            except BudgetExceeded as err:  # a cap refused this one; the paid ones are kept
+                refused = refused or err
+        if not out and refused is not None:
+            raise refused
+        return out
+
+
+def _one_by_one(
+    llm: Any, requests: list[list[dict[str, Any]]], params: dict[str, Any]
+) -> list[Any]:
+    out: list[Any] = []
+    for messages in requests:
+        try:
+            out.append(llm.complete(messages, **params))
+        except BudgetExceeded:
+            if not out:
+                raise
+            break  # replies already paid for are evaluated, not thrown away
+    return out
