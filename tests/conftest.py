@@ -1,6 +1,7 @@
 """Shared test setup: no internet, offline model hub, quiet litellm."""
 
 import os
+from collections.abc import Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -59,3 +60,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"with {UNSAFE_ENV}=1; the containment tests cover mode none only"
         )
     return lines
+
+
+@pytest.fixture(autouse=True)
+def _close_evaluation_sandboxes() -> Iterator[None]:
+    """A test that runs an agent without the harness leaves no warm zygote behind."""
+    yield
+    from optiforge.agents.kit.evaluator import close_sandboxes
+
+    close_sandboxes()

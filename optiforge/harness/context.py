@@ -112,7 +112,11 @@ def make_run_llm(settings: RunSettings, budget: Any, tracer: Any) -> Any:
 
 
 def close_context(ctx: RunContext) -> None:
+    """Release a run's services: its executor, memory store and evaluation sandboxes."""
+    from optiforge.agents.kit.evaluator import close_sandboxes
+
     if ctx.executor is not None:
         ctx.executor.shutdown()
+    close_sandboxes()
     if ctx.memory is not None and hasattr(ctx.memory, "close"):
         ctx.memory.close()

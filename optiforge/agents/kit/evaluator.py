@@ -17,6 +17,16 @@ _SANDBOXES: dict[tuple[str, str | None, tuple[str, ...]], Any] = {}
 """Per process: (backend, events file, warm modules) -> its sandbox."""
 
 
+def close_sandboxes() -> None:
+    """Close this process's evaluation sandboxes (a warm one stops its zygote and removes
+    its spool); the harness calls it when a run ends, a later run makes new ones."""
+    while _SANDBOXES:
+        _, sb = _SANDBOXES.popitem()
+        close = getattr(sb, "close", None)
+        if callable(close):
+            close()
+
+
 class SandboxedTaskEvaluator:
     """``payload -> Score``: ``task.evaluate(payload, the sandbox of backend)``.
 
@@ -33,28 +43,22 @@ class SandboxedTaskEvaluator:
         self.backend = backend
         self.events_path = events_path
         """Sandbox runs are traced to this events file (None: not traced)."""
-        self._sandbox: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_sandbox": None}  # a worker builds its own sandbox
 
     def sandbox(self) -> Any:
         """The sandbox this process's evaluations run in (made on first use, then shared
         by every copy of this evaluator in the process: an executor unpickles a fresh
         copy per call, and each must not start its own zygote)."""
-        if self._sandbox is None:
-            warm = tuple(getattr(self.task, "warm_modules", None) or ())
-            warm = warm if self.backend == "local" else ()
-            key = (self.backend, self.events_path, warm)
-            if key not in _SANDBOXES:
-                from optiforge.runs import FileTracer
-                from optiforge.sandboxes import get_sandbox
+        warm = tuple(getattr(self.task, "warm_modules", None) or ())
+        warm = warm if self.backend == "local" else ()
+        key = (self.backend, self.events_path, warm)
+        if key not in _SANDBOXES:
+            from optiforge.runs import FileTracer
+            from optiforge.sandboxes import get_sandbox
 
-                tracer = FileTracer(self.events_path) if self.events_path else None
-                kw: dict[str, Any] = {"warm": list(warm)} if warm else {}
-                _SANDBOXES[key] = get_sandbox(self.backend, tracer=tracer, **kw)
-            self._sandbox = _SANDBOXES[key]
-        return self._sandbox
+            tracer = FileTracer(self.events_path) if self.events_path else None
+            kw: dict[str, Any] = {"warm": list(warm)} if warm else {}
+            _SANDBOXES[key] = get_sandbox(self.backend, tracer=tracer, **kw)
+        return _SANDBOXES[key]
 
     def for_run(self, ctx: RunContext) -> SandboxedTaskEvaluator:
         """This evaluator tracing to the run's events file (``run_dir/events.jsonl``), unless
