@@ -266,6 +266,11 @@ def pid1(cfg, status_fd):
         except BaseException as e:
             _fail(status_fd, e)
     os.close(status_fd)
+    _reap_until(child)
+
+
+def _reap_until(child):
+    """As pid 1: reap every process until ``child`` exits, then exit with its status."""
     while True:
         try:
             pid, st = os.wait()
@@ -516,15 +521,7 @@ def warm_c1(req, sock, out_w, err_w, cg):
     sock.close()
     os.close(out_w)
     os.close(err_w)
-    while True:
-        try:
-            pid, st = os.wait()
-        except ChildProcessError:
-            os._exit(125)
-        except InterruptedError:
-            continue
-        if pid == child:
-            os._exit(_wait_status(st))
+    _reap_until(child)
 
 
 def warm_command(req, sock, out_w, err_w):
