@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from _kernels import SOFTMAX_JIT
 
 from optiforge.agents.hawkeye import SPEC
 from optiforge.agents.hawkeye.problem import KernelProblem
@@ -19,22 +20,9 @@ from optiforge.harness.runner import run_eval
 from optiforge.kernels.templates import read_params
 from optiforge.testing import ScriptedLLM
 
-GOOD_SOFTMAX = """
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _softmax(x_ptr, out_ptr, n_cols, sxm, sxn, BLOCK_N: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * sxm + cols * sxn, mask=mask, other=-float("inf")).to(tl.float32)
-    z = x - tl.max(x, axis=0)
-    num = tl.exp(z)
-    tl.store(out_ptr + row * n_cols + cols, (num / tl.sum(num, axis=0)).to(out_ptr.dtype.element_ty), mask=mask)
-
+GOOD_SOFTMAX = (
+    SOFTMAX_JIT
+    + """
 
 def launch(x):
     m, n = x.shape
@@ -42,6 +30,7 @@ def launch(x):
     _softmax[(m,)](x, out, n, x.stride(0), x.stride(1), BLOCK_N=triton.next_power_of_2(n))
     return out
 """
+)
 
 BAD_SOFTMAX = "import torch\n\n\ndef launch(x):\n    return torch.softmax(x, dim=-1)\n"
 

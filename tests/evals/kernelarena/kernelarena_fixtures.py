@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-GOOD_KERNEL = """
-import torch
-import triton
-import triton.language as tl
+from _kernels import SOFTMAX_JIT
 
-
-@triton.jit
-def _softmax(x_ptr, out_ptr, n_cols, sxm, sxn, BLOCK_N: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * sxm + cols * sxn, mask=mask, other=-float("inf")).to(tl.float32)
-    z = x - tl.max(x, axis=0)
-    num = tl.exp(z)
-    tl.store(out_ptr + row * n_cols + cols, (num / tl.sum(num, axis=0)).to(out_ptr.dtype.element_ty), mask=mask)
-
+GOOD_KERNEL = (
+    SOFTMAX_JIT
+    + """
 
 def _good(x):
     m, n = x.shape
@@ -25,6 +14,7 @@ def _good(x):
     _softmax[(m,)](x, out, n, x.stride(0), x.stride(1), BLOCK_N=triton.next_power_of_2(n))
     return out
 """
+)
 
 GOOD = GOOD_KERNEL + "\n\ndef launch(x):\n    return _good(x)\n"
 
