@@ -76,3 +76,17 @@ def kill_at_block(test_file: str, run_dir: Path, prompts: Path, block_at: int) -
         if child.poll() is None:
             child.kill()
     assert child.returncode == -signal.SIGKILL
+
+
+def resume_and_rerun(
+    solve: Callable[..., Any], killed: Path, prompts: Path, fresh_dir: Path
+) -> tuple[list[Any], Any, list[Any], Any]:
+    """After ``kill_at_block``: resume the killed run, then run the same task uninterrupted
+    in ``fresh_dir``; returns (prompts after the resume, its outcome, the uninterrupted
+    run's prompts, its outcome)."""
+    prompts.unlink()
+    resumed = solve(killed, prompts, block_at=None, resume=True)
+    after = read_prompts(prompts)
+    fresh_prompts = fresh_dir / "prompts.jsonl"
+    fresh = solve(fresh_dir / "run", fresh_prompts, block_at=None, resume=False)
+    return after, resumed, read_prompts(fresh_prompts), fresh

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _resume import kill_at_block, logging_model, read_prompts
+from _resume import kill_at_block, logging_model, read_prompts, resume_and_rerun
 from autorem_helpers import sloppy_model, task
 
 from optiforge.agents.autorem import SPEC, AutoREMConfig
@@ -49,13 +49,7 @@ def test_kill_and_resume_proposes_as_the_uninterrupted_run(tmp_path: Path) -> No
     assert len(before) == BLOCK_AT
     assert [a["passed"] for a in _attempts(killed)] == [False]
 
-    prompts.unlink()
-    resumed = solve(killed, prompts, block_at=None, resume=True)
-    after = read_prompts(prompts)
-
-    fresh_prompts = tmp_path / "b" / "prompts.jsonl"
-    fresh = solve(tmp_path / "b" / "run", fresh_prompts, block_at=None, resume=False)
-    straight = read_prompts(fresh_prompts)
+    after, resumed, straight, fresh = resume_and_rerun(solve, killed, prompts, tmp_path / "b")
     # The killed repair call is made again from the checkpointed conversation.
     assert after == straight[BLOCK_AT - 1 :] and len(straight) == BLOCK_AT
     assert before == straight

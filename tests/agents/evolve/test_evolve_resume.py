@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _resume import kill_at_block, logging_model, read_prompts
+from _resume import kill_at_block, logging_model, read_prompts, resume_and_rerun
 
 from optiforge.agents.evolve import SPEC, EvolveConfig
 from optiforge.agents.kit import EVALUATIONS, RunContext
@@ -61,13 +61,7 @@ def test_kill_and_resume_proposes_as_the_uninterrupted_run(tmp_path: Path) -> No
     logged = len((killed / EVALUATIONS).read_text().splitlines())
     assert logged == 1 + 2 * 2  # the seed and rounds 1 and 2
 
-    prompts.unlink()
-    resumed = solve(killed, prompts, block_at=None, resume=True)
-    after = read_prompts(prompts)
-
-    fresh_prompts = tmp_path / "b" / "prompts.jsonl"
-    fresh = solve(tmp_path / "b" / "run", fresh_prompts, block_at=None, resume=False)
-    straight = read_prompts(fresh_prompts)
+    after, resumed, straight, fresh = resume_and_rerun(solve, killed, prompts, tmp_path / "b")
     # The killed call's round is proposed again from the checkpointed population: every
     # prompt from that round on is the uninterrupted run's.
     assert after == straight[BLOCK_AT - 1 :]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from _kernels import SOFTMAX_JIT
-from _resume import kill_at_block, logging_model, read_prompts
+from _resume import kill_at_block, logging_model, read_prompts, resume_and_rerun
 
 from optiforge.agents.hawkeye import SPEC, HawkeyeConfig
 from optiforge.agents.kit import EVALUATIONS, RunContext
@@ -83,13 +83,7 @@ def test_kill_and_resume_proposes_as_the_uninterrupted_run(tmp_path: Path) -> No
     logged = len((killed / EVALUATIONS).read_text().splitlines())
     assert logged == 2  # the seed and round 2's kernel (round 1's cheat is rejected unscored)
 
-    prompts.unlink()
-    resumed = solve(killed, prompts, block_at=None, resume=True)
-    after = read_prompts(prompts)
-
-    fresh_prompts = tmp_path / "b" / "prompts.jsonl"
-    fresh = solve(tmp_path / "b" / "run", fresh_prompts, block_at=None, resume=False)
-    straight = read_prompts(fresh_prompts)
+    after, resumed, straight, fresh = resume_and_rerun(solve, killed, prompts, tmp_path / "b")
     # The killed call's round is proposed again, from the checkpointed history: every
     # prompt from the kill point on (previous attempts, failure reasons, memory lessons)
     # is the uninterrupted run's.
