@@ -12,7 +12,11 @@ class EvolveConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    search: SearchConfig = Field(default_factory=lambda: SearchConfig(max_evaluations=40))
+    search: SearchConfig = Field(
+        default_factory=lambda: SearchConfig(max_evaluations=40, overlap=True)
+    )
+    """Search knobs; ``overlap`` on: round r+1 is proposed and evaluating while round r
+    finishes (its proposals see results one round older), so the workers stay busy."""
     function_name: str = "f"
     """Name of the function every candidate must define."""
     parents_shown: int = Field(default=3, ge=1)

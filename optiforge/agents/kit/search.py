@@ -35,9 +35,11 @@ import hashlib
 import json
 import math
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, runtime_checkable
@@ -116,6 +118,14 @@ class SearchConfig(BaseModel):
     """Stop after this many rounds without improvement (None: never)."""
     max_duplicate_rounds: int = Field(default=3, ge=1)
     """Stop after this many consecutive rounds whose proposals were all duplicates."""
+    overlap: bool = False
+    """A steady pipeline instead of lock-step rounds: round r+1 is proposed, and its
+    candidates submitted to the evaluators, while round r is still evaluating, so the
+    workers never wait for a round's slowest candidate or for the LLM. Its proposals see
+    the population and history of the rounds before r (results one round older; round 1
+    still waits for the seeds). Deterministic: which results a proposal sees is fixed by
+    round numbers, not by timing, so a replay or a resume proposes exactly the same. When
+    a stop is decided with a round in flight, that round is evaluated (it is paid for)."""
 
 
 def payload_key(payload: dict[str, Any]) -> str:
@@ -224,6 +234,17 @@ class SearchState(TypedDict, total=False):
     lessons: list[str]
     done: bool
     stop_reason: str
+    ahead: list[dict[str, Any]]
+    """``overlap``: round+1's candidates, materialized and submitted while this round
+    evaluates (``batch`` once this round is selected)."""
+    ahead_proposed: bool
+    """``overlap``: round+1 was proposed ahead (its batch may be empty: all duplicates)."""
+    pending_stop: str
+    """``overlap``: why the search stops after this round (the proposer ran out ahead)."""
+    draining: bool
+    """``overlap``: a stop was decided with a round in flight; it is evaluated, then done."""
+    batch_ready: bool
+    """``overlap``: ``batch`` is a round proposed ahead (no propose/materialize for it)."""
 
 
 class SearchResult(BaseModel):
@@ -289,6 +310,9 @@ class _EvalLog:
         self.rounds: dict[int, list[str]] = {}
         """The logged ids of each round, in logging order."""
         self.torn_tail = False
+        self.lock = threading.Lock()
+        """Appends come from evaluator threads too (``overlap``: a submitted round's
+        results are logged the moment they land, whichever node is running)."""
         if self.path and self.path.exists():
             data = self.path.read_bytes()
             cut = len(data)
@@ -315,11 +339,29 @@ class _EvalLog:
         self.done[rid] = rec
 
     def append(self, rec: dict[str, Any]) -> None:
-        self._index(rec)
-        if self.path:
-            with self.path.open("a") as fh:
-                fh.write(to_json_line(rec))
-                fh.flush()
+        with self.lock:
+            self._index(rec)
+            if self.path:
+                with self.path.open("a") as fh:
+                    fh.write(to_json_line(rec))
+                    fh.flush()
+
+    def append_new(self, rec: dict[str, Any]) -> bool:
+        """``append`` unless a record of that id is logged already (whether it was)."""
+        with self.lock:
+            if rec["id"] in self.done:
+                return False
+            self._index(rec)
+            if self.path:
+                with self.path.open("a") as fh:
+                    fh.write(to_json_line(rec))
+                    fh.flush()
+            return True
+
+    def round_ids(self, rnd: int) -> list[str]:
+        """The logged ids of round ``rnd`` (a copy: appends may run concurrently)."""
+        with self.lock:
+            return list(self.rounds.get(rnd, []))
 
 
 _NO_DIGEST = f"{0:016x}"
@@ -373,7 +415,7 @@ class _Logs:
             rows = {
                 rid: log.done[rid]
                 for log in (self.rejected, self.evaluated)  # an evaluation wins a tie
-                for rid in log.rounds.get(rnd, [])
+                for rid in log.round_ids(rnd)
                 if _mine(rid, prefix)
             }
             new = [rows[rid] for rid in sorted(rows, key=lambda rid: _slot(rid, prefix))]
@@ -441,6 +483,12 @@ class _Loop:
     evaluator: Callable[[dict[str, Any]], Score]
     logs: dict[Path | None, _Logs] = field(default_factory=dict)
     bound: dict[str, Callable[[dict[str, Any]], Score]] = field(default_factory=dict)
+    inflight: dict[tuple[str, str], tuple[Future[Score], float]] = field(default_factory=dict)
+    """Submitted evaluations by (run dir, candidate id): live only in this process (a
+    resume submits again whatever its logs do not hold)."""
+    own_pool: Any = None
+    """``overlap`` with no executor in the context: one evaluator thread of the loop's own,
+    so the next round's proposals overlap this round's evaluations."""
 
     def run_logs(self, ctx: RunContext) -> _Logs:
         """The run's candidate logs, read once per graph (not once per round)."""
@@ -451,6 +499,92 @@ class _Loop:
     def history(self, state: SearchState | dict[str, Any], ctx: RunContext) -> _History:
         """The search's history as of ``state`` (see ``_Logs.checked_history``)."""
         return self.run_logs(ctx).checked_history(self.id_prefix, state)
+
+    def pool(self, ctx: RunContext) -> Any:
+        """Where evaluations run: the run's executor; with none, inline (lock-step
+        rounds) or, under ``overlap``, one thread of the loop's own."""
+        if ctx.executor is not None or not self.config.overlap:
+            return ctx.executor
+        if self.own_pool is None:
+            from optiforge.sandboxes.executors import ThreadExecutor
+
+            self.own_pool = ThreadExecutor(1)
+        return self.own_pool
+
+    def submit(self, ctx: RunContext, items: list[dict[str, Any]], rnd: int) -> None:
+        """Start evaluating ``items`` (not logged, not in flight); each result is logged
+        the moment it lands, by whichever thread sees it first (``record``)."""
+        pool = self.pool(ctx)
+        log = self.run_logs(ctx).evaluated
+        fn = self.evaluator_for(ctx)
+        for item in items:
+            key = (str(ctx.run_dir), item["id"])
+            if item["id"] in log.done or key in self.inflight:
+                continue
+            t0 = time.perf_counter()
+            if pool is None:
+                fut: Future[Score] = Future()
+                try:
+                    fut.set_result(fn(item["payload"]))
+                except Exception as err:  # noqa: BLE001 - a crashing evaluator fails its candidate
+                    fut.set_exception(err)
+            else:
+                fut = pool.submit(fn, item["payload"])
+            self.inflight[key] = (fut, t0)
+            fut.add_done_callback(functools.partial(self._landed, ctx, item, rnd, t0))
+
+    def _landed(
+        self, ctx: RunContext, item: dict[str, Any], rnd: int, t0: float, fut: Future[Score]
+    ) -> None:
+        try:
+            self.record(ctx, item, rnd, t0, fut)
+        except Exception as err:  # noqa: BLE001 - a callback must not die silently
+            ctx.tracer.event("evaluation_log_error", id=item["id"], error=repr(err))
+
+    def record(
+        self, ctx: RunContext, item: dict[str, Any], rnd: int, t0: float, fut: Future[Score]
+    ) -> dict[str, Any]:
+        """The finished evaluation's record, logged (once), charged and traced."""
+        log = self.run_logs(ctx).evaluated
+        try:
+            score: Score | BaseException = fut.result()
+        except Exception as err:  # noqa: BLE001 - a crashing evaluator fails its candidate
+            score = err
+        rec = _merge_score(item, score, time.perf_counter() - t0)
+        if not log.append_new(rec):
+            return log.done[item["id"]]
+        sandbox_s = float(rec["metrics"].get("sandbox_s", 0.0))
+        if ctx.budget is not None and sandbox_s > 0:
+            ctx.budget.charge_sandbox(sandbox_s)
+        ctx.tracer.event(
+            "evaluation", id=item["id"], passed=rec["passed"], value=rec["value"],
+            eval_s=rec["eval_s"], round=rnd, error=rec["error"],
+        )  # fmt: skip
+        return rec
+
+    def wait(self, ctx: RunContext, items: list[dict[str, Any]], rnd: int) -> None:
+        """Submit what is not yet running and wait for all of ``items`` to be logged."""
+        self.submit(ctx, items, rnd)
+        log = self.run_logs(ctx).evaluated
+        from concurrent.futures import as_completed
+
+        futs = {
+            self.inflight[(str(ctx.run_dir), it["id"])]: it
+            for it in items
+            if (str(ctx.run_dir), it["id"]) in self.inflight
+        }
+        by_future = {fut: (item, t0) for (fut, t0), item in futs.items()}
+        for fut in as_completed(by_future):
+            item, t0 = by_future[fut]
+            if item["id"] not in log.done:  # landed before its callback logged it
+                self.record(ctx, item, rnd, t0, fut)
+            self.inflight.pop((str(ctx.run_dir), item["id"]), None)
+
+    def close(self) -> None:
+        """Stop the loop's own evaluator thread (if it started one)."""
+        if self.own_pool is not None:
+            self.own_pool.shutdown()
+            self.own_pool = None
 
     def evaluator_for(self, ctx: RunContext) -> Callable[[dict[str, Any]], Score]:
         """The problem's evaluator bound to the run (``for_run(ctx)``, when it has one:
@@ -472,6 +606,7 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
         return {"proposals": [], "done": True, "stop_reason": "evaluation budget spent"}
     if rnd == 0 and ctx.run_dir is None:
         loop.logs.pop(None, None)  # a graph invoked again without a run: a new search
+        loop.inflight = {k: v for k, v in loop.inflight.items() if k[0] != "None"}
     try:
         if rnd == 0:
             props = loop.problem.initial(ctx)
@@ -512,13 +647,30 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
 def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
     """Proposals -> evaluable payloads; invalid ones fail here, duplicates are dropped."""
     ctx: RunContext = runtime.context
-    rnd = state.get("round", 0)
+    seen = loop.history(state, ctx).keys  # the earlier rounds' payload keys
+    batch, n_dup, n_invalid = _materialize(
+        loop, ctx, state.get("round", 0), state.get("proposals", []), seen,
+        state.get("n_duplicates", 0), state.get("n_invalid", 0),
+    )  # fmt: skip
+    return {"batch": batch, "n_duplicates": n_dup, "n_invalid": n_invalid}
+
+
+def _materialize(
+    loop: _Loop,
+    ctx: RunContext,
+    rnd: int,
+    proposals: list[dict[str, Any]],
+    seen: set[str],
+    n_dup: int,
+    n_invalid: int,
+) -> tuple[list[dict[str, Any]], int, int]:
+    """Round ``rnd``'s proposals as its batch (and the updated duplicate / invalid
+    counts): rejected ones logged with their reason, those whose key is in ``seen`` or
+    earlier in the round dropped."""
     logs = loop.run_logs(ctx)
-    seen, fresh = loop.history(state, ctx).keys, set()  # earlier rounds', this round's
+    fresh: set[str] = set()
     batch: list[dict[str, Any]] = []
-    n_dup = state.get("n_duplicates", 0)
-    n_invalid = state.get("n_invalid", 0)
-    for i, raw in enumerate(state.get("proposals", [])):
+    for i, raw in enumerate(proposals):
         prop = Proposal.model_validate(raw)
         # Ids are deterministic in (round, position) so a resumed run re-creates them.
         digest = uuid.uuid5(uuid.NAMESPACE_OID, json.dumps(raw, sort_keys=True, default=str))
@@ -537,8 +689,7 @@ def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str,
             )  # fmt: skip
             ctx.tracer.event("candidate_invalid", id=cid, reason=str(err), round=rnd)
             rec = ev.model_dump(mode="json")
-            if cid not in logs.rejected.done:  # not again when a resume re-runs the node
-                logs.rejected.append(rec)
+            logs.rejected.append_new(rec)  # not again when a resume re-runs the node
             batch.append(rec)
             continue
         key = payload_key(payload)
@@ -549,7 +700,50 @@ def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str,
         fresh.add(key)
         ev = lineage.model_copy(update={"key": key, "payload": payload})
         batch.append(ev.model_dump(mode="json"))
-    return {"batch": batch, "n_duplicates": n_dup, "n_invalid": n_invalid}
+    return batch, n_dup, n_invalid
+
+
+def propose_ahead_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
+    """``overlap``: propose round+1 from the rounds before this one, materialize it and
+    submit it, so its evaluations start as soon as a worker frees up."""
+    ctx: RunContext = runtime.context
+    config = loop.config
+    rnd = state.get("round", 0)
+    nxt = rnd + 1
+    batch = state.get("batch", [])
+    pending = sum(1 for b in batch if not _is_invalid(b))
+    remaining = config.max_evaluations - state.get("n_evaluations", 0) - pending
+    if remaining <= 0 or nxt >= config.max_rounds or _budget_spent(ctx):
+        return {"ahead": [], "ahead_proposed": False}
+    population = [Evaluated.model_validate(p) for p in state.get("population", [])]
+    n = min(config.proposals_per_round, remaining)
+    proposer = pick_proposer(loop.proposer, ctx)
+    try:
+        if isinstance(proposer, HistoryProposer):
+            rows = loop.history(state, ctx).rows
+            history = [Evaluated.model_validate(h) for h in rows]
+            props = proposer.propose_from_history(loop.problem, history, population, n, nxt, ctx)
+        else:
+            props = proposer.propose(loop.problem, population, n, nxt, ctx)
+    except BudgetExceeded as err:
+        ctx.tracer.event("search_stop", reason=f"budget: {err.limit}", round=nxt)
+        return {"ahead": [], "ahead_proposed": False,
+                "pending_stop": f"budget exhausted ({err.limit}): {err}"}  # fmt: skip
+    except LLMError as err:
+        ctx.tracer.event("search_stop", reason="llm_error", error=str(err), round=nxt)
+        return {"ahead": [], "ahead_proposed": False,
+                "pending_stop": f"LLM error: {type(err).__name__}: {err}"}  # fmt: skip
+    props = props[:remaining]
+    ctx.tracer.event("proposed", round=nxt, n=len(props), proposer=proposer.name, ahead=True)
+    raw = [p.model_dump(mode="json") for p in props]
+    # Seen: the history's keys and this round's (in flight, not yet in the history).
+    seen = set(loop.history(state, ctx).keys) | {b["key"] for b in batch if not _is_invalid(b)}
+    ahead, n_dup, n_invalid = _materialize(
+        loop, ctx, nxt, raw, seen, state.get("n_duplicates", 0), state.get("n_invalid", 0)
+    )
+    loop.submit(ctx, [a for a in ahead if a.get("error") is None], nxt)
+    return {"ahead": ahead, "ahead_proposed": True, "n_duplicates": n_dup,
+            "n_invalid": n_invalid}  # fmt: skip
 
 
 def evaluate_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
@@ -558,29 +752,10 @@ def evaluate_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, An
     log = loop.run_logs(ctx).evaluated
     batch = [dict(b) for b in state.get("batch", [])]
     todo = [b for b in batch if b.get("error") is None and b["id"] not in log.done]
-    results: dict[str, dict[str, Any]] = {}
     if todo:
         _check_sandbox_budget(ctx)
-        t0 = time.perf_counter()
-
-        def on_result(b: dict[str, Any], score: Score | BaseException) -> None:
-            # Logged the moment it finishes: a kill loses only evaluations in flight.
-            rec = _merge_score(b, score, time.perf_counter() - t0)
-            log.append(rec)
-            results[b["id"]] = rec
-            sandbox_s = float(rec["metrics"].get("sandbox_s", 0.0))
-            if ctx.budget is not None and sandbox_s > 0:
-                ctx.budget.charge_sandbox(sandbox_s)
-            ctx.tracer.event(
-                "evaluation", id=b["id"], passed=rec["passed"], value=rec["value"],
-                eval_s=rec["eval_s"], round=state.get("round", 0), error=rec["error"],
-            )  # fmt: skip
-
-        _map(ctx.executor, loop.evaluator_for(ctx), todo, on_result)
-    evaluated = [
-        b if b.get("error") is not None else (results.get(b["id"]) or log.done[b["id"]])
-        for b in batch
-    ]
+    loop.wait(ctx, [b for b in batch if b.get("error") is None], state.get("round", 0))
+    evaluated = [b if b.get("error") is not None else log.done[b["id"]] for b in batch]
     _remember(ctx, loop.problem, evaluated)
     n_new = sum(1 for e in evaluated if not _is_invalid(e))
     # The round joins the history (its records are in the logs by now).
@@ -628,8 +803,14 @@ def select_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]
     batch_new = [b for b in state.get("batch", []) if not _is_invalid(b)]
     dup_rounds = 0 if batch_new else state.get("duplicate_rounds", 0) + 1
     done, reason = bool(state.get("done")), state.get("stop_reason", "")
-    if not done:
-        if state.get("n_evaluations", 0) >= config.max_evaluations:
+    ahead_proposed = config.overlap and bool(state.get("ahead_proposed"))
+    draining = bool(state.get("draining"))
+    if draining:  # the round in flight at the stop is evaluated: now the search is done
+        done = True
+    elif not done:
+        if state.get("pending_stop"):
+            done, reason = True, str(state["pending_stop"])
+        elif state.get("n_evaluations", 0) >= config.max_evaluations:
             done, reason = True, "evaluation budget spent"
         elif rnd + 1 >= config.max_rounds:
             done, reason = True, "max rounds reached"
@@ -639,6 +820,10 @@ def select_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]
             done, reason = True, f"{dup_rounds} rounds without a new candidate"
         elif _budget_spent(ctx):
             done, reason = True, "budget exhausted"
+        if done and ahead_proposed:  # round+1 is submitted (paid for): evaluate it first
+            done, draining = False, True
+    if done:
+        loop.close()
     best_value = best["value"] if best else None
     if ctx.progress is not None:
         ctx.progress(
@@ -660,7 +845,12 @@ def select_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]
         "duplicate_rounds": dup_rounds,
         "round": rnd + 1,
         "proposals": [],
-        "batch": [],
+        "batch": list(state.get("ahead", [])) if ahead_proposed else [],
+        "batch_ready": ahead_proposed,
+        "ahead": [],
+        "ahead_proposed": False,
+        "pending_stop": "",
+        "draining": draining,
         "done": done,
         "stop_reason": reason,
     }
@@ -670,10 +860,26 @@ def _after_propose(state: SearchState) -> str:
     return "select" if state.get("done") else "materialize"
 
 
+def _after_materialize(state: SearchState) -> str:
+    """``overlap`` from round 1 on: the next round is proposed before this one evaluates
+    (round 0's seeds are evaluated first: round 1 is proposed from their results)."""
+    return "propose_ahead" if state.get("round", 0) >= 1 else "evaluate"
+
+
 def _after_select(state: SearchState) -> str:
     from langgraph.graph import END
 
     return END if state.get("done") else "propose"
+
+
+def _after_select_overlap(state: SearchState) -> str:
+    from langgraph.graph import END
+
+    if state.get("done"):
+        return END
+    if state.get("batch_ready"):
+        return "evaluate" if state.get("draining") else "propose_ahead"
+    return "propose"
 
 
 def search_graph(
@@ -698,14 +904,25 @@ def _graph(loop: _Loop) -> Any:
         "reflect": reflect_node,
         "select": select_node,
     }
+    if loop.config.overlap:
+        nodes["propose_ahead"] = propose_ahead_node
     for name, fn in nodes.items():
         graph.add_node(name, functools.partial(fn, loop))
     graph.add_edge(START, "propose")
     graph.add_conditional_edges("propose", _after_propose, ["materialize", "select"])
-    graph.add_edge("materialize", "evaluate")
     graph.add_edge("evaluate", "reflect")
     graph.add_edge("reflect", "select")
-    graph.add_conditional_edges("select", _after_select, ["propose", END])
+    if loop.config.overlap:
+        graph.add_conditional_edges(
+            "materialize", _after_materialize, ["propose_ahead", "evaluate"]
+        )
+        graph.add_edge("propose_ahead", "evaluate")
+        graph.add_conditional_edges(
+            "select", _after_select_overlap, ["propose_ahead", "evaluate", "propose", END]
+        )
+    else:
+        graph.add_edge("materialize", "evaluate")
+        graph.add_conditional_edges("select", _after_select, ["propose", END])
     return graph
 
 
@@ -748,35 +965,6 @@ def _merge_score(b: dict[str, Any], score: Score | BaseException, share_s: float
         eval_s=float(score.metrics.get("eval_s", share_s)),
     )
     return rec
-
-
-def _map(
-    executor: Any | None,
-    fn: Callable[[dict[str, Any]], Score],
-    items: list[dict[str, Any]],
-    on_result: Callable[[dict[str, Any], Score | BaseException], None],
-) -> None:
-    """Evaluate ``items[i]["payload"]`` through the executor, reporting each as it finishes.
-
-    An evaluator that raises fails its candidate (the exception becomes the result).
-    """
-    if executor is None:
-        for item in items:
-            try:
-                score: Score | BaseException = fn(item["payload"])
-            except Exception as err:  # noqa: BLE001 - a crashing evaluator fails its candidate
-                score = err
-            on_result(item, score)
-        return
-    from concurrent.futures import as_completed
-
-    futures = {executor.submit(fn, item["payload"]): item for item in items}
-    for fut in as_completed(futures):
-        try:
-            score = fut.result()
-        except Exception as err:  # noqa: BLE001
-            score = err
-        on_result(futures[fut], score)
 
 
 def _check_sandbox_budget(ctx: RunContext) -> None:
@@ -957,10 +1145,13 @@ def _check_checkpoint(
         r for rid, r in logs.evaluated.done.items() if _mine(rid, prefix) and r["round"] >= through
     ]
     in_flight = max(config.proposals_per_round, len(values.get("batch") or []))
-    if len(ahead) > in_flight or any(r["round"] > through for r in ahead):
+    rounds_in_flight = 2 if config.overlap else 1  # overlap: this round and the next
+    if len(ahead) > rounds_in_flight * in_flight or any(
+        r["round"] >= through + rounds_in_flight for r in ahead
+    ):
         raise RunRecordError(
             f"{db} is behind {EVALUATIONS} by {len(ahead)} evaluations (at most "
-            f"{in_flight} of its round {through} can be in flight): the checkpoint or its "
+            f"{rounds_in_flight * in_flight} of its rounds from {through} can be in flight): the checkpoint or its "
             f"WAL was cut or damaged; {hint}"
         )
 
