@@ -1,6 +1,7 @@
 """The ``optiforge`` command line: ``main`` (run, eval, report, doctor, ...) with the
-``memory`` and ``autorem`` sub-apps mounted on it."""
+``memory`` and ``autorem`` sub-apps mounted on it; ``console_main`` is the console script
+(``main`` and a fast exit)."""
 
-from optiforge.cli.main import app, main
+from optiforge.cli.main import app, console_main, main
 
-__all__ = ["app", "main"]
+__all__ = ["app", "console_main", "main"]

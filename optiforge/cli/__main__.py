@@ -1,5 +1,5 @@
 """``python -m optiforge.cli``: the same as the ``optiforge`` command."""
 
-from optiforge.cli.main import main
+from optiforge.cli.main import console_main
 
-main()
+console_main()

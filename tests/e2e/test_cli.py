@@ -186,3 +186,43 @@ def test_llm_ping_through_local_server(openai_server) -> None:  # type: ignore[n
         "ok" in out.stdout and "tokens in" in out.stdout and "unknown" in out.stdout
     )  # no price for a local model
     assert openai_server.count == 1
+
+
+_FAST_EXIT = r"""
+import atexit, concurrent.futures, sys, threading
+from pathlib import Path
+import optiforge.cli
+
+cli = sys.modules["optiforge.cli.main"]  # the module (the package's `main` is the function)
+
+out = Path(sys.argv[1])
+pool = concurrent.futures.ThreadPoolExecutor(2)  # idle non-daemon workers, as litellm leaves
+pool.submit(lambda: None).result()
+late = threading.Thread(target=lambda: (__import__("time").sleep(0.3), out.joinpath("thread").write_text("joined")))
+late.start()
+atexit.register(lambda: out.joinpath("atexit").write_text("ran"))
+
+def fake_main():
+    print("buffered output", end="")  # no newline: still in stdout's buffer
+    sys.exit(int(sys.argv[2]))
+
+cli.main = fake_main
+cli.console_main()
+"""
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_console_exit_is_fast_but_complete(tmp_path: Path, code: int) -> None:
+    """The console script skips interpreter teardown but not what an exit owes: idle
+    executor threads are stopped (not waited on forever), other threads joined, atexit
+    handlers run, output flushed, and the exit code kept."""
+    script = tmp_path / "prog.py"
+    script.write_text(_FAST_EXIT)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), str(code)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout == "buffered output"
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").read_text() == "joined"
