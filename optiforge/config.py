@@ -125,8 +125,13 @@ def build_config(
     base: dict[str, Any] | None = None,
     where: str | None = None,
 ) -> M:
-    """Validate ``base`` <- YAML ``preset`` <- ``overrides`` into ``cls``."""
-    data: dict[str, Any] = _deep_copy(base or {})
+    """Validate ``cls``'s defaults <- ``base`` <- YAML ``preset`` <- ``overrides`` into ``cls``.
+
+    The defaults come first, so setting one key of a nested model keeps the others at
+    the defaults ``cls`` gives that model (``EvolveConfig.search`` has its own
+    ``max_evaluations`` and ``overlap``), not at the nested model's class defaults.
+    """
+    data: dict[str, Any] = _merge(_defaults(cls), base or {})
     if preset is not None:
         data = _merge(data, load_yaml(preset))
     data = apply_overrides(data, overrides or [])
@@ -134,6 +139,14 @@ def build_config(
         return cls.model_validate(data)
     except ValidationError as err:
         raise ConfigError(validation_message(err, where or cls.__name__)) from err
+
+
+def _defaults(cls: type[BaseModel]) -> dict[str, Any]:
+    """``cls``'s defaults as plain data ({} when a field has none: nothing to keep)."""
+    try:
+        return cls().model_dump(mode="python")
+    except ValidationError:
+        return {}
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

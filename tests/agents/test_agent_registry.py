@@ -39,3 +39,24 @@ def test_help_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_setting_one_nested_key_keeps_the_agents_other_defaults() -> None:
+    """`--set agent.search.patience=3` changes that key only: the agent's own defaults for
+    the rest of `search` (evolve: overlap on, 40 evaluations; hawkeye: 2 proposals a round)
+    stay, not the nested model's class defaults."""
+    from optiforge.config import build_config
+
+    for name in BUILTIN_AGENTS:
+        model = get_agent(name).config_model
+        default = model()
+        assert build_config(model) == default, name
+        search = getattr(default, "search", None)
+        if search is None:
+            continue
+        got = build_config(model, base={"search": {"patience": 3}}, overrides=[])
+        assert got.search == search.model_copy(update={"patience": 3}), name  # type: ignore[attr-defined]
+        got = build_config(model, overrides=["search.max_rounds=7"])
+        assert got.search == search.model_copy(update={"max_rounds": 7}), name  # type: ignore[attr-defined]
+    evolve = build_config(get_agent("evolve").config_model, base={"search": {"patience": 3}})
+    assert evolve.search.overlap and evolve.search.max_evaluations == 40  # type: ignore[attr-defined]
