@@ -41,7 +41,7 @@ def _context(
     settings = RunSettings(
         model=model, api_base=api_base, memory="none", max_llm_calls=max_llm_calls, seed=seed
     )
-    from optiforge.memory.store import scoped_url
+    from optiforge.memory.scope import scoped_url
 
     ctx = build_context(settings, None, "autorem")
     url = scoped_url(memory or DEFAULT_MEMORY, None)

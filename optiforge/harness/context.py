@@ -47,7 +47,7 @@ def build_context(
     from optiforge.sandboxes import get_sandbox
 
     sandbox = get_sandbox(settings.sandbox, tracer=tracer)
-    from optiforge.memory.store import scoped_url
+    from optiforge.memory.scope import scoped_url
 
     memory = None
     url = scoped_url(settings.memory, recorder.run_dir if recorder else None)

@@ -6,19 +6,62 @@
 not load the embedding model; that happens on first use.
 """
 
-from optiforge.memory.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder, resolve_embedder
-from optiforge.memory.records import (
-    Candidate,
-    CandidateStatus,
-    Experience,
-    Hit,
-    KnowledgeBlock,
-    Record,
-    RecordKind,
-    Tool,
-    new_id,
-)
-from optiforge.memory.store import DEFAULT_URL, Store, default_url
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from optiforge.memory.embeddings import (
+        Embedder,
+        HashingEmbedder,
+        MiniLMEmbedder,
+        resolve_embedder,
+    )
+    from optiforge.memory.records import (
+        Candidate,
+        CandidateStatus,
+        Experience,
+        Hit,
+        KnowledgeBlock,
+        Record,
+        RecordKind,
+        Tool,
+        new_id,
+    )
+    from optiforge.memory.scope import DEFAULT_URL, default_url
+    from optiforge.memory.store import Store
+
+_WHERE = {
+    **dict.fromkeys(
+        ("Embedder", "HashingEmbedder", "MiniLMEmbedder", "resolve_embedder"), "embeddings"
+    ),
+    **dict.fromkeys(
+        (
+            "Candidate",
+            "CandidateStatus",
+            "Experience",
+            "Hit",
+            "KnowledgeBlock",
+            "Record",
+            "RecordKind",
+            "Tool",
+            "new_id",
+        ),
+        "records",
+    ),
+    **dict.fromkeys(("DEFAULT_URL", "default_url"), "scope"),
+    "Store": "store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Names are loaded on first use: ``optiforge.memory.scope`` (what a run with
+    ``--memory none`` needs) must not import SQLAlchemy through this package."""
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"optiforge.memory.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'optiforge.memory' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_URL",
