@@ -19,12 +19,17 @@ def build_context(
     *,
     workers: int | None = None,
     llm: Any | None = None,
+    warm: tuple[str, ...] | list[str] = (),
 ) -> RunContext:
     """Live services for one run, wired to its recorder (the tracer).
 
     llm: an LLM object to use instead of the one ``settings.model`` names (tests,
     programmatic use); it is charged to this run's budget and logged to its events when
     it has neither of its own.
+    warm: modules the task's runner imports (``Task.warm_modules``): the run's local
+    sandbox forks its runs from a zygote that imported them (see
+    ``optiforge.sandboxes.warm``); the search's evaluations and the harness's
+    re-measurements then share it.
     """
     from optiforge.llm import Budget
 
@@ -46,7 +51,8 @@ def build_context(
             llm.tracer = tracer  # its calls go to this run's events.jsonl like any other
     from optiforge.sandboxes import get_sandbox
 
-    sandbox = get_sandbox(settings.sandbox, tracer=tracer)
+    kw: dict[str, Any] = {"warm": list(warm)} if warm and settings.sandbox == "local" else {}
+    sandbox = get_sandbox(settings.sandbox, tracer=tracer, **kw)
     from optiforge.memory.scope import scoped_url
 
     memory = None
@@ -118,5 +124,8 @@ def close_context(ctx: RunContext) -> None:
     if ctx.executor is not None:
         ctx.executor.shutdown()
     close_sandboxes()
+    close = getattr(ctx.sandbox, "close", None)
+    if callable(close):  # a warm sandbox stops its zygote
+        close()
     if ctx.memory is not None and hasattr(ctx.memory, "close"):
         ctx.memory.close()

@@ -107,7 +107,8 @@ def run_task(
             provider=settings.model,
         )
     t0 = time.perf_counter()
-    ctx = build_context(settings, recorder, spec.name, llm=llm)
+    warm = tuple(getattr(task, "warm_modules", None) or ())
+    ctx = build_context(settings, recorder, spec.name, llm=llm, warm=warm)
     if progress is not None:
 
         def with_spend(info: dict[str, Any]) -> None:
