@@ -28,11 +28,7 @@ class LLMCodeProposer:
         if ctx.llm is None:
             raise InvalidCandidate("LLMCodeProposer needs an LLM")
         direction = "higher" if problem.higher_is_better else "lower"
-        shown = population[: self.parents_shown]
-        listing = "\n\n".join(
-            f"Program {i + 1} (score {ev.value:.6g}):\n```python\n{ev.payload['code']}```"
-            for i, ev in enumerate(shown)
-        )
+        shown = [self.parents(population, round_, j, ctx) for j in range(n)]
         requests = [
             [
                 {
@@ -43,9 +39,9 @@ class LLMCodeProposer:
                     "role": "user",
                     "content": (
                         f"Task: {problem.task.description}\nScores: {direction} is better.\n\n"
-                        f"{listing or 'No program has passed yet.'}\n\nWrite a better program that "
-                        f"defines {self.function_name}(x). Variant {j + 1} of {n}: try something different "
-                        "from the programs above."
+                        f"{_listing(shown[j]) or 'No program has passed yet.'}\n\nWrite a better "
+                        f"program that defines {self.function_name}(x). Variant {j + 1} of {n} "
+                        f"(round {round_}): try something different from the programs above."
                     ),
                 },
             ]
@@ -55,12 +51,39 @@ class LLMCodeProposer:
         return [
             Proposal(
                 payload={"code": extract_code_block(reply.text)},
-                parent_ids=[ev.id for ev in shown],
+                parent_ids=[ev.id for ev in shown[j]],
                 origin="llm",
                 rationale=(reply.text or "")[:200],
             )
-            for reply in complete_all(ctx, requests)
+            for j, reply in enumerate(complete_all(ctx, requests))
         ]
+
+    def parents(
+        self, population: list[Evaluated], round_: int, j: int, ctx: RunContext
+    ) -> list[Evaluated]:
+        """The programs variant ``j`` of ``round_`` is shown (best first): the best one and
+        a rank-biased sample of the rest, drawn per variant from the run's seed.
+
+        Each variant of each round sees its own sample, so prompts differ even when the
+        population has not changed (a round proposed while the one before it evaluates
+        sees the same population): a deterministic model, a cache or a cassette does not
+        answer two rounds with the same programs.
+        """
+        k = min(self.parents_shown, len(population))
+        if k <= 1 or len(population) <= k:
+            return population[:k]
+        rng = ctx.rng("llm-parents", round_, j)
+        rest = population[1:]
+        weights = np.array([1.0 / (i + 1) for i in range(len(rest))])
+        picked = rng.choice(len(rest), size=k - 1, replace=False, p=weights / weights.sum())
+        return [population[0], *(rest[i] for i in sorted(int(i) for i in picked))]
+
+
+def _listing(programs: list[Evaluated]) -> str:
+    return "\n\n".join(
+        f"Program {i + 1} (score {ev.value:.6g}):\n```python\n{ev.payload['code']}```"
+        for i, ev in enumerate(programs)
+    )
 
 
 class MutationProposer:
