@@ -66,16 +66,15 @@ UnsafeOpt = Annotated[
 ]
 
 
-def _prewarm_llm(model: str) -> None:
-    """Start importing litellm (2-4 s) now, in the background, when the run will need it:
-    it then overlaps building the agent instead of stalling the first LLM call."""
+def _prewarm_llm(model: str, api_base: str | None) -> None:
+    """Start the LLM provider process now, when the run will need it: litellm's import
+    (2-4 s) and warm-up then run on another core while this process builds the agent,
+    instead of stalling the first LLM call."""
     if model.strip().lower() in ("", "offline"):
         return
-    import threading
+    from optiforge.llm.provider_process import shared
 
-    from optiforge.llm.litellm_client import import_litellm
-
-    threading.Thread(target=import_litellm, name="litellm-import", daemon=True).start()
+    shared().warm(model.strip(), api_base)
 
 
 def _sandbox_policy(unsafe: bool, backend: str) -> None:
@@ -426,7 +425,7 @@ def run(
     overrides: SetOpt = None,
 ) -> None:
     """Run AGENT on one task; writes OUT/summary.json, events.jsonl and a convergence plot."""
-    _prewarm_llm(model)
+    _prewarm_llm(model, api_base)
     _sandbox_policy(unsafe_sandbox, sandbox)
     from optiforge.agents import get_agent
     from optiforge.evals.registry import get_benchmark, resolve_task
@@ -649,7 +648,7 @@ def eval_cmd(
     overrides: SetOpt = None,
 ) -> None:
     """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
-    _prewarm_llm(model)
+    _prewarm_llm(model, api_base)
     _sandbox_policy(unsafe_sandbox, "local")
     from optiforge.agents import get_agent
     from optiforge.runs import new_run_id

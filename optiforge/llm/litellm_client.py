@@ -1,7 +1,8 @@
 """``LiteLLM``: the LLM contract over ``litellm.completion`` (any provider string works).
 
-litellm is imported lazily (it costs ~2 s) and only after
-``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set, so nothing reaches the internet at import.
+The calls run in a process of their own (``optiforge.llm.provider_process``), where
+litellm is imported (~2.5 s) only after ``LITELLM_LOCAL_MODEL_COST_MAP=True`` is set, so
+nothing reaches the internet at import; ``in_process=True`` runs them here instead.
 litellm's and the openai client's own retries are switched off: ``BaseLLM`` retries.
 """
 
@@ -163,6 +164,10 @@ class LiteLLM(BaseLLM):
         json_mode: send ``response_format={"type": "json_object"}`` with a schema; None
             asks litellm whether the provider supports it. The schema is always also
             described in the prompt.
+        in_process: call litellm in this process (real tracebacks, monkeypatching)
+            instead of in the provider process (``optiforge.llm.provider_process``: its
+            ~2.5 s import and ~4 ms of Python per call off this process's interpreter
+            lock). The same calls, replies and errors either way.
         Other keyword arguments: see ``BaseLLM`` (budget, cache, cassette, tracer, retries).
     """
 
@@ -177,6 +182,7 @@ class LiteLLM(BaseLLM):
         temperature: float | None = None,
         max_tokens: int | None = None,
         json_mode: bool | None = None,
+        in_process: bool = False,
         **kwargs: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
@@ -200,6 +206,7 @@ class LiteLLM(BaseLLM):
         self.api_key = api_key
         self.timeout_s = float(timeout_s)
         self.json_mode = json_mode
+        self.in_process = in_process
         self._warmed = False
         self._warm_lock = threading.Lock()
 
@@ -207,37 +214,43 @@ class LiteLLM(BaseLLM):
         return f"LiteLLM(model={self.model!r}, api_base={self.api_base!r})"
 
     def _prepare(self) -> None:
-        """Import litellm (~2.5 s) and warm its call path (~0.1 s) once: neither may show
-        up as the first call's latency, and a prewarm does both in the background."""
+        """Import litellm (~2.5 s) and warm its call path (~0.1 s) once, in the provider
+        process (or here, ``in_process``): neither may show up as the first call's
+        latency, and a prewarm starts both in the background."""
         if self._warmed:
             return
-        with self._warm_lock:
-            if self._warmed:
-                return
-            litellm = import_litellm()
-            # A mocked completion (litellm answers it itself, nothing is sent) loads the
-            # modules the first call would import lazily, e.g. its proxy types: the first
-            # real call took 0.32 s instead of 5 ms, after this 0.03 s.
-            kw: dict[str, Any] = {"api_base": self.api_base} if self.api_base else {}
-            with contextlib.suppress(Exception):  # a warm-up only: real calls report errors
-                litellm.completion(
-                    model=self.model, messages=[{"role": "user", "content": "warm-up"}],
-                    mock_response="ok", api_key=self.api_key or PLACEHOLDER_KEY, **kw,
-                )  # fmt: skip
+        if not self.in_process:
+            from optiforge.llm.provider_process import shared
+
+            try:
+                shared().warm(self.model, self.api_base).result()
+            except LLMError:
+                return  # the call itself reports it (and starts a new provider process)
             self._warmed = True
+            return
+        with self._warm_lock:
+            if not self._warmed:
+                warm_up(import_litellm(), self.model, self.api_base)
+                self._warmed = True
+
+    def prewarm(self) -> None:
+        if self.in_process:
+            super().prewarm()
+            return
+        from optiforge.llm.provider_process import shared
+
+        shared().warm(self.model, self.api_base)  # the child works on it; nothing waits
 
     def _supports_json_mode(self) -> bool:
-        if self.json_mode is not None:
-            return self.json_mode
-        litellm = import_litellm()
-        try:
-            _, provider, _, _ = litellm.get_llm_provider(self.model, api_base=self.api_base)
-            supported = litellm.get_supported_openai_params(
-                model=self.model, custom_llm_provider=provider
-            )
-        except Exception:  # unknown provider/model: fall back to prompt-only instructions
-            return False
-        return bool(supported) and "response_format" in supported
+        if self.json_mode is None:
+            if self.in_process:
+                self.json_mode = supports_json_mode(import_litellm(), self.model, self.api_base)
+            else:
+                from optiforge.llm.provider_process import shared
+
+                args = {"model": self.model, "api_base": self.api_base}
+                self.json_mode = bool(shared().call("json_mode", args, self.timeout_s))
+        return self.json_mode
 
     def _send(
         self,
@@ -247,7 +260,6 @@ class LiteLLM(BaseLLM):
         json_mode: bool,
         schema: type[BaseModel] | None = None,
     ) -> ProviderReply:
-        litellm = import_litellm()
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -264,39 +276,75 @@ class LiteLLM(BaseLLM):
             kwargs["tools"] = tools
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
-        try:
-            resp = litellm.completion(**kwargs)
-        except Exception as e:  # translate everything at the boundary
-            raise translate_exception(e, self.model) from e
-        if not getattr(resp, "choices", None):
-            raise LLMProviderError(f"{self.model}: provider returned no choices")
-        choice = resp.choices[0]
-        raw = choice.message.model_dump() if hasattr(choice.message, "model_dump") else {}
-        message: dict[str, Any] = {"role": "assistant", "content": raw.get("content")}
-        if raw.get("tool_calls"):
-            message["tool_calls"] = [
-                {
-                    "id": c.get("id"),
-                    "type": "function",
-                    "function": {
-                        "name": (c.get("function") or {}).get("name"),
-                        "arguments": (c.get("function") or {}).get("arguments"),
-                    },
-                }
-                for c in raw["tool_calls"]
-            ]
-        usage = getattr(resp, "usage", None)
-        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
-        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
-        cost, known = _cost(litellm, resp, self.model)
-        return ProviderReply(
-            message=message,
-            finish_reason=getattr(choice, "finish_reason", None),
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cost_usd=cost,
-            cost_known=known,
-        )
+        if self.in_process:
+            return complete(import_litellm(), kwargs, self.model)
+        from optiforge.llm.provider_process import shared
+
+        # the child enforces the timeout; this bound only catches a child that hangs
+        reply = shared().call("complete", {"kwargs": kwargs, "model": self.model},
+                              self.timeout_s + 60.0)  # fmt: skip
+        return ProviderReply.model_validate(reply)
+
+
+def warm_up(litellm: ModuleType, model: str, api_base: str | None) -> None:
+    """Load what ``model``'s first call would import lazily (its proxy types, its provider's
+    handler): a mocked completion, which litellm answers itself (nothing is sent). The first
+    real call took 0.32 s instead of 5 ms; after this, 0.03 s."""
+    kw: dict[str, Any] = {"api_base": api_base} if api_base else {}
+    with contextlib.suppress(Exception):  # a warm-up only: real calls report errors
+        litellm.completion(
+            model=model, messages=[{"role": "user", "content": "warm-up"}],
+            mock_response="ok", api_key=PLACEHOLDER_KEY, **kw,
+        )  # fmt: skip
+
+
+def supports_json_mode(litellm: ModuleType, model: str, api_base: str | None) -> bool:
+    """Whether litellm says ``model``'s provider takes ``response_format``."""
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(model, api_base=api_base)
+        supported = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
+    except Exception:  # unknown provider/model: fall back to prompt-only instructions
+        return False
+    return bool(supported) and "response_format" in supported
+
+
+def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str) -> ProviderReply:
+    """One ``litellm.completion(**kwargs)`` as a ``ProviderReply``.
+
+    Raises:
+        LLMError: the failure, translated (``translate_exception``).
+    """
+    try:
+        resp = litellm.completion(**kwargs)
+    except Exception as e:  # translate everything at the boundary
+        raise translate_exception(e, model) from e
+    if not getattr(resp, "choices", None):
+        raise LLMProviderError(f"{model}: provider returned no choices")
+    choice = resp.choices[0]
+    raw = choice.message.model_dump() if hasattr(choice.message, "model_dump") else {}
+    message: dict[str, Any] = {"role": "assistant", "content": raw.get("content")}
+    if raw.get("tool_calls"):
+        message["tool_calls"] = [
+            {
+                "id": c.get("id"),
+                "type": "function",
+                "function": {
+                    "name": (c.get("function") or {}).get("name"),
+                    "arguments": (c.get("function") or {}).get("arguments"),
+                },
+            }
+            for c in raw["tool_calls"]
+        ]
+    usage = getattr(resp, "usage", None)
+    cost, known = _cost(litellm, resp, model)
+    return ProviderReply(
+        message=message,
+        finish_reason=getattr(choice, "finish_reason", None),
+        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost_usd=cost,
+        cost_known=known,
+    )
 
 
 def _cost(litellm: ModuleType, resp: Any, model: str) -> tuple[float, bool]:

@@ -169,9 +169,11 @@ def test_auth_error_is_not_retried(openai_server: OpenAICompatServer) -> None:
 
 def test_slow_reply_times_out(openai_server: OpenAICompatServer) -> None:
     openai_server.script([{"delay_s": 1.5, "content": "late"}])
+    llm = make(openai_server, timeout_s=0.3, max_retries=0)
+    llm._prepare()  # the one-off set-up (importing litellm) is not the call's time
     t0 = time.monotonic()
     with pytest.raises(LLMTimeout):
-        make(openai_server, timeout_s=0.3, max_retries=0).complete(USER)
+        llm.complete(USER)
     assert time.monotonic() - t0 < 1.4
     assert openai_server.count == 1
 
@@ -346,27 +348,56 @@ def test_first_call_latency_excludes_importing_litellm(
 
     monkeypatch.setattr(lc, "import_litellm", slow_first_import)
     openai_server.script([{"content": "pong"}])
-    record = make(openai_server).complete(USER).record
+    record = make(openai_server, in_process=True).complete(USER).record
     assert not slow  # the slow set-up did run
     assert record.latency_s < 1.0
 
 
-def test_prewarm_imports_litellm_in_the_background() -> None:
-    """A run starts importing litellm when it builds its LLM, not inside the first call."""
+def test_first_call_latency_excludes_starting_the_provider_process(
+    openai_server: OpenAICompatServer,
+) -> None:
+    """A fresh provider process takes seconds to import litellm; the call's latency does
+    not include it."""
+    from optiforge.llm.provider_process import shared
+
+    shared().close()  # the next call starts a new one
+    openai_server.script([{"content": "pong"}])
+    t0 = time.monotonic()
+    record = make(openai_server).complete(USER).record
+    assert time.monotonic() - t0 > 1.0  # litellm's import happened in between
+    assert record.latency_s < 1.0
+
+
+_PREWARM = """
+import sys, time
+from optiforge.llm import LiteLLM
+from optiforge.llm.provider_process import shared
+llm = LiteLLM('openai/x', api_base='http://127.0.0.1:9/v1', in_process={in_process})
+assert 'litellm' not in sys.modules
+t0 = time.monotonic()
+llm.prewarm()
+assert time.monotonic() - t0 < 0.5, "prewarm waited for the import"
+deadline = time.monotonic() + 120
+if {in_process}:
+    while 'litellm' not in sys.modules or not hasattr(sys.modules['litellm'], 'completion'):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+else:
+    shared().warm('openai/x', 'http://127.0.0.1:9/v1').result(timeout=120)
+    llm._prepare()  # warm already: returns at once
+    assert 'litellm' not in sys.modules and 'openai' not in sys.modules
+print('ok')
+"""
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_prewarm_imports_litellm_in_the_background(in_process: bool) -> None:
+    """A run starts importing litellm when it builds its LLM, not inside the first call:
+    in a thread (``in_process``) or in the provider process, which the run's own process
+    then never imports."""
     import subprocess
     import sys
 
-    code = (
-        "import sys, time\n"
-        "from optiforge.llm import LiteLLM\n"
-        "llm = LiteLLM('openai/x', api_base='http://127.0.0.1:9/v1')\n"
-        "assert 'litellm' not in sys.modules\n"
-        "llm.prewarm()\n"
-        "deadline = time.monotonic() + 120\n"
-        "while 'litellm' not in sys.modules or not hasattr(sys.modules['litellm'], 'completion'):\n"
-        "    assert time.monotonic() < deadline\n"
-        "    time.sleep(0.05)\n"
-        "print('ok')\n"
-    )
+    code = _PREWARM.format(in_process=in_process)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
