@@ -5,7 +5,7 @@ Every ``POST /v1/chat/completions`` (or ``/chat/completions``) is answered at on
 reply is a different program (no duplicate is skipped by either search loop). Runs under
 any Python 3 (it is started from another venv's interpreter as well).
 
-    python benchmarks/_instant_llm.py [--port 0] [--port-file PATH]
+    python benchmarks/_instant_llm.py [--port 0] [--port-file PATH] [--burn-ms MS]
 
 It prints ``PORT <n>`` on stdout once listening (and writes the port to ``--port-file``),
 then serves until killed. ``GET /stats`` returns ``{"requests": n}``.
@@ -23,20 +23,31 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 _LOCK = threading.Lock()
 _COUNT = [0]
+_BURN_MS = [0.0]
 
 
-def program(n: int) -> str:
-    """The ``n``-th reply's program: a quadratic whose constants drift with ``n``."""
+def program(n: int, burn_ms: float = 0.0) -> str:
+    """The ``n``-th reply's program: a quadratic whose constants drift with ``n``; with
+    ``burn_ms``, ``f`` first spends that much CPU time (an evaluation that costs what a
+    real one does, so worker scaling is measured where evaluations are the work)."""
     a = 3.0 + ((n * 37) % 101 - 50) / 100.0
     b = -2.0 + ((n * 53) % 97 - 48) / 100.0
     c = 1.0 + ((n * 71) % 89 - 44) / 100.0 + n * 1e-6
+    burn = (
+        f"    end = time.process_time() + {burn_ms / 1000.0:.6f}\n"
+        "    while time.process_time() < end:\n        pass\n"
+        if burn_ms > 0
+        else ""
+    )
+    head = "import time\n" if burn_ms > 0 else ""
     return (
-        f"import numpy as np\n\n\ndef f(x):\n    return {a:.4f} * x**2 + ({b:.4f}) * x + {c:.6f}\n"
+        f"{head}import numpy as np\n\n\ndef f(x):\n{burn}"
+        f"    return {a:.4f} * x**2 + ({b:.4f}) * x + {c:.6f}\n"
     )
 
 
 def reply_text(n: int) -> str:
-    return f"Variant {n}: adjusted the coefficients.\n\n```python\n{program(n)}```\n"
+    return f"Variant {n}: adjusted the coefficients.\n\n```python\n{program(n, _BURN_MS[0])}```\n"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -113,7 +124,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file", default=None)
+    ap.add_argument(
+        "--burn-ms", type=float, default=0.0, help="CPU milliseconds each program's f spends"
+    )
     args = ap.parse_args()
+    _BURN_MS[0] = args.burn_ms
     httpd = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     httpd.daemon_threads = True
     port = httpd.server_address[1]

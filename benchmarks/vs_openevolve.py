@@ -24,9 +24,15 @@ medians over ``--repeats`` (runs interleaved so machine noise spreads over all s
 ratios optiforge/OpenEvolve and 2-vs-1-worker scaling; and where optiforge's time goes
 per evaluation (sandboxed process, LLM client, loop overhead, outside the loop).
 
+The toy's evaluations cost ~1 ms of the candidate's own work, so both loops are measured
+by their overhead, and adding a worker helps only where the overhead is in the
+evaluations. ``--burn-ms 50`` makes every LLM-written program spend 50 ms of CPU first
+(the same programs for both systems): there the evaluations are the work, and the
+1 -> 2 worker scaling says whether both cores are kept busy.
+
     .venv/bin/python benchmarks/vs_openevolve.py [--evaluations 100] [--repeats 3]
         [--optiforge worktree REV ...] [--venv benchmarks/.venv-openevolve]
-        [--workers 1 2] [--json out.json] [--keep DIR]
+        [--workers 1 2] [--burn-ms 0] [--json out.json] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -92,9 +98,16 @@ def ensure_openevolve(venv: Path) -> str:
 class InstantServer:
     """``_instant_llm.py`` as a child process on a free port."""
 
-    def __init__(self) -> None:
+    def __init__(self, burn_ms: float = 0.0) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "_instant_llm.py"), "--port", "0"],
+            [
+                sys.executable,
+                str(HERE / "_instant_llm.py"),
+                "--port",
+                "0",
+                "--burn-ms",
+                str(burn_ms),
+            ],  # fmt: skip
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -538,6 +551,13 @@ def main() -> None:
     )
     ap.add_argument("--modes", nargs="+", default=["fresh-process", "in-process"])
     ap.add_argument(
+        "--burn-ms",
+        type=float,
+        default=0.0,
+        help="CPU milliseconds every LLM-written program spends when evaluated (0: the toy's "
+        "~1 ms); with e.g. 50 the evaluations are the work and worker scaling shows",
+    )
+    ap.add_argument(
         "--optiforge",
         nargs="*",
         default=["worktree"],
@@ -574,7 +594,7 @@ def main() -> None:
 
     base = args.keep or Path(tempfile.mkdtemp(prefix="vs_openevolve-"))
     base.mkdir(parents=True, exist_ok=True)
-    server = InstantServer()
+    server = InstantServer(args.burn_ms)
     results: list[dict[str, Any]] = []
     repeats_done = 0
     t_bench = time.perf_counter()
@@ -631,7 +651,8 @@ def main() -> None:
     table = summarize(results)
     print(
         f"\nOpenEvolve {version} vs optiforge, funcfit/quadratic, {args.evaluations} evaluations "
-        f"per run, instant local LLM, {os.cpu_count()} CPUs, medians of {repeats_done} repeat(s)"
+        f"per run, instant local LLM, programs burning {args.burn_ms:g} CPU ms, "
+        f"{os.cpu_count()} CPUs, medians of {repeats_done} repeat(s)"
     )
     print_table(table)
     print_ratios(table, sorted(args.workers), list(launchers))
@@ -651,6 +672,7 @@ def main() -> None:
                 {
                     "openevolve_version": version,
                     "evaluations": args.evaluations,
+                    "burn_ms": args.burn_ms,
                     "optiforge_commits": {k: v["commit"] for k, v in launchers.items()},
                     "repeats": repeats_done,
                     "bare_optiforge_python": bare,
