@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/warm_sandbox.py [--n 30]
 
 Cold: ``LocalSandbox()`` (a fresh sandbox and interpreter per candidate, numpy
-imported each time). Warm: ``LocalSandbox(warm=["numpy"])`` (each candidate a fresh,
-equally isolated fork of a zygote that imported numpy). Prints the median of ``n``
+imported each time). Warm: ``LocalSandbox(warm=task.warm_modules)``, as a run builds it
+(each candidate a fresh, equally isolated fork of a zygote that imported numpy, json and
+math). Prints the median of ``n``
 evaluations each and the cold/warm ratio; the zygote's one-off start is reported apart.
 """
 
@@ -36,7 +37,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=30)
     args = ap.parse_args()
     cold = LocalSandbox()
-    warm = LocalSandbox(warm=["numpy"])
+    warm = LocalSandbox(warm=list(FuncFitBenchmark().tasks("dev")[0].warm_modules))
     print(f"isolation: {cold.isolation}; warm active: {warm.warm_active()}")
     if not warm.warm_active():
         print(f"warm unavailable here: {warm.protections().notes}")
