@@ -54,7 +54,9 @@ def run(out: Path, agents: list[str], seeds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for agent in agents:
             suite, tasks, budget = PLAN[agent]
-            cmd = ["optiforge", "eval", agent, "--bench", suite, "--split", "dev"]
+            # `python -m optiforge.cli`, not the console script: an older checkout on
+            # PYTHONPATH may lack the entry point the installed script names
+            cmd = ["eval", agent, "--bench", suite, "--split", "dev"]
             cmd += ["--seeds", str(seeds), "--model", "offline", "--memory", "none"]
             cmd += ["--out", str(Path(tmp) / agent)]
             if tasks:
@@ -63,9 +65,11 @@ def run(out: Path, agents: list[str], seeds: int) -> None:
                 cmd += ["--budget", str(budget)]
             t0 = time.perf_counter()
             env = {**os.environ, "OMP_NUM_THREADS": "1"}
-            bindir = Path(sys.executable).parent
             proc = subprocess.run(
-                [str(bindir / cmd[0]), *cmd[1:]], capture_output=True, text=True, env=env
+                [sys.executable, "-m", "optiforge.cli", *cmd],
+                capture_output=True,
+                text=True,
+                env=env,
             )
             dt = time.perf_counter() - t0
             if proc.returncode not in (0, 1):
