@@ -25,6 +25,26 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class LocalModelSettings(StrictModel):
+    """The embedded model (``--model local``)."""
+
+    path: Path | None = None
+    """A GGUF file to serve instead of the bundled SmolLM2-135M-Instruct."""
+    n_ctx: int = Field(default=8192, ge=512, le=131072)
+    """Context length in tokens (the bundled model's is 8192; ~400 MB of RAM)."""
+    threads: int = Field(default=1, ge=1, le=64)
+    """llama.cpp threads (on 2 cores, 2 threads were slower than 1 under load)."""
+    max_tokens: int = Field(default=512, ge=16, le=32768)
+    """Reply length when a caller names none."""
+
+
+class LLMOptions(StrictModel):
+    """Options of the LLM layer (``--set llm.KEY=VALUE``)."""
+
+    local: LocalModelSettings = Field(default_factory=LocalModelSettings)
+    """The embedded model of ``--model local`` (``llm.local.path``: another GGUF file)."""
+
+
 class RunSettings(StrictModel):
     """What every agent run shares: provider, budgets, seed, services."""
 
@@ -32,6 +52,8 @@ class RunSettings(StrictModel):
     """litellm provider string (``openai/gpt-4o-mini``, ``ollama/llama3.1``...) or ``offline``."""
     api_base: str | None = None
     """Base URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio...)."""
+    llm: LLMOptions = Field(default_factory=LLMOptions)
+    """LLM layer options (the embedded model of ``--model local``)."""
     seed: int = Field(default=0, ge=0)
     budget: int | None = Field(default=None, ge=1, le=MAX_BUDGET)
     """Evaluations (candidate scorings / function evaluations) the agent may spend."""

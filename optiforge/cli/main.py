@@ -66,14 +66,19 @@ UnsafeOpt = Annotated[
 ]
 
 
-def _prewarm_llm(model: str, api_base: str | None) -> None:
+def _prewarm_llm(model: str, api_base: str | None, replay: Path | None = None) -> None:
     """Start the LLM provider process now, when the run will need it: litellm's import
     (2-4 s) and warm-up then run on another core while this process builds the agent,
-    instead of stalling the first LLM call."""
-    if model.strip().lower() in ("", "offline"):
+    instead of stalling the first LLM call (``--model local``: the model's server too).
+    Not for a cassette replay, which calls no provider."""
+    if model.strip().lower() in ("", "offline") or replay is not None:
         return
+    from optiforge.llm.local import is_local
     from optiforge.llm.provider_process import shared
 
+    if is_local(model):  # the model's server starts once its settings (llm.local) are read
+        shared().start()
+        return
     shared().warm(model.strip(), api_base)
 
 
@@ -425,7 +430,7 @@ def run(
     overrides: SetOpt = None,
 ) -> None:
     """Run AGENT on one task; writes OUT/summary.json, events.jsonl and a convergence plot."""
-    _prewarm_llm(model, api_base)
+    _prewarm_llm(model, api_base, replay)
     _sandbox_policy(unsafe_sandbox, sandbox)
     from optiforge.agents import get_agent
     from optiforge.evals.registry import get_benchmark, resolve_task

@@ -114,7 +114,7 @@ def make_run_llm(settings: RunSettings, budget: Any, tracer: Any) -> Any:
     }
     if settings.api_base:
         kwargs["api_base"] = settings.api_base
-    return make_llm(settings.model, **kwargs)
+    return make_llm(settings.model, local=settings.llm.local, **kwargs)
 
 
 def close_context(ctx: RunContext) -> None:

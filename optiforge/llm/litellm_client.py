@@ -164,6 +164,9 @@ class LiteLLM(BaseLLM):
         json_mode: send ``response_format={"type": "json_object"}`` with a schema; None
             asks litellm whether the provider supports it. The schema is always also
             described in the prompt.
+        response_schema: with a schema, send it as OpenAI's ``json_schema`` response format
+            (structured outputs: OpenAI, vLLM, llama.cpp, the local model's server, which
+            enforce it) instead of ``json_object``.
         in_process: call litellm in this process (real tracebacks, monkeypatching)
             instead of in the provider process (``optiforge.llm.provider_process``: its
             ~2.5 s import and ~4 ms of Python per call off this process's interpreter
@@ -182,6 +185,7 @@ class LiteLLM(BaseLLM):
         temperature: float | None = None,
         max_tokens: int | None = None,
         json_mode: bool | None = None,
+        response_schema: bool = False,
         in_process: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -206,6 +210,7 @@ class LiteLLM(BaseLLM):
         self.api_key = api_key
         self.timeout_s = float(timeout_s)
         self.json_mode = json_mode
+        self.response_schema = response_schema
         self.in_process = in_process
         self._warmed = False
         self._warm_lock = threading.Lock()
@@ -274,7 +279,12 @@ class LiteLLM(BaseLLM):
             kwargs["api_key"] = self.api_key
         if tools:
             kwargs["tools"] = tools
-        if json_mode:
+        if json_mode and schema is not None and self.response_schema:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+            }
+        elif json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         if self.in_process:
             return complete(import_litellm(), kwargs, self.model)

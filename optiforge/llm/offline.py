@@ -18,13 +18,19 @@ def is_offline(model: str | None) -> bool:
     return model is None or model.strip().lower() in _OFFLINE_NAMES
 
 
-def make_llm(model: str | None, **kwargs: Any) -> LLM | None:
-    """A LiteLLM for ``model``, or None for offline (never a fake completion)."""
+def make_llm(model: str | None, *, local: Any = None, **kwargs: Any) -> LLM | None:
+    """A LiteLLM for ``model``, the embedded model for ``local[/file]`` (``local``: its
+    ``LocalModelSettings``), or None for offline (never a fake completion)."""
     if is_offline(model):
         return None
+    assert model is not None
+    from optiforge.llm.local import LocalLLM, is_local
+
+    if is_local(model):
+        kwargs.pop("api_base", None)  # the model's own server
+        return LocalLLM(model, settings=local, **kwargs)
     from optiforge.llm.litellm_client import LiteLLM
 
-    assert model is not None
     return LiteLLM(model, **kwargs)
 
 

@@ -13,11 +13,19 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-_CODE_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+_CODE_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+CODE_STOP = ["\n```\n"]
+"""``stop`` for a request whose answer is one fenced code block: generation ends at the
+block's closing fence instead of running on into prose (a small model's reply shrank
+from up to 512 tokens to the code). The fence itself is not returned:
+``extract_code_block`` takes a block that runs to the end of the reply."""
 
 
 def extract_code_block(text: str | None) -> str:
-    """The first fenced (python) code block of a reply, else the whole reply."""
+    """The first fenced (python) code block of a reply (one left open runs to the end of
+    the reply: cut at its closing fence, ``CODE_STOP``, or at the length limit), else the
+    whole reply."""
     m = _CODE_FENCE.search(text or "")
     return m.group(1) if m else (text or "")
 

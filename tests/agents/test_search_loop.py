@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from optiforge.agents.kit import RunContext, SearchConfig, run_search
+from optiforge.agents.kit import Proposal, RunContext, SearchConfig, run_search
 from optiforge.errors import ConfigError
 from optiforge.llm import Budget
 from optiforge.runs import ListTracer
@@ -103,6 +103,28 @@ def test_invalid_and_duplicate_candidates_are_counted(tmp_path: Path) -> None:
     assert any(ev.error and ev.error.startswith("invalid") for ev in res.history)
 
 
+def test_a_proposal_the_proposer_could_not_make_is_an_invalid_candidate(tmp_path: Path) -> None:
+    """A proposer that got an unusable reply says so (``Proposal.error``): the candidate is
+    recorded as invalid with that reason, costs no evaluation, and the search goes on."""
+
+    class HalfBroken(GaussianProposer):
+        def propose(self, problem, population, n, round_, ctx):  # type: ignore[override]
+            props = super().propose(problem, population, n, round_, ctx)
+            props[0] = Proposal(payload={}, origin="llm", error="unusable reply: not JSON")
+            return props
+
+    res = run_search(ToyProblem(), HalfBroken(), RunContext(run_dir=tmp_path / "run"),
+                     SearchConfig(max_evaluations=9, proposals_per_round=4))  # fmt: skip
+    unusable = [ev for ev in res.history if ev.error == "invalid: unusable reply: not JSON"]
+    assert len(unusable) == res.rounds - 1 >= 3 and res.n_invalid == len(unusable)
+    # three fresh candidates a round until one evaluation is left, whose only proposal is
+    # the unusable one: the search ends on its own rule, not on an error
+    assert 7 <= res.n_evaluations < 9
+    assert res.stop_reason == "3 rounds without a new candidate"
+    rejected = (tmp_path / "run" / "rejected.jsonl").read_text()
+    assert rejected.count("unusable reply: not JSON") == len(unusable)
+
+
 def test_candidates_are_written_to_memory_with_lineage(tmp_path: Path) -> None:
     from optiforge.memory import Store
 
@@ -151,7 +173,7 @@ _CHILD = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from optiforge.agents.kit import RunContext, SearchConfig, run_search
+    from optiforge.agents.kit import Proposal, RunContext, SearchConfig, run_search
     from optiforge.testing.toy_search import GaussianProposer, ToyProblem
     run_dir, log, resume = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
     ctx = RunContext(seed=7, run_dir=run_dir)

@@ -58,4 +58,10 @@ def test_extract_code_block() -> None:
     )
     assert extract_code_block("```\nprint(1)\n```") == "print(1)\n"
     assert extract_code_block("no fence at all") == "no fence at all"
+    # a block left open (stopped at its closing fence, or cut at the length limit) runs to
+    # the end of the reply
+    assert extract_code_block("Here:\n```python\ndef f(x):\n    return x") == (
+        "def f(x):\n    return x"
+    )
+    assert extract_code_block("```python\na = 1\n```\nthen\n```python\nb = 2\n") == "a = 1\n"
     assert extract_code_block(None) == ""

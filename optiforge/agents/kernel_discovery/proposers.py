@@ -11,7 +11,7 @@ from optiforge.agents.kernel_discovery import grammar
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
-from optiforge.errors import BudgetExceeded, InvalidCandidate
+from optiforge.errors import BudgetExceeded, InvalidCandidate, StructuredOutputError
 from optiforge.llm.structured import extract_code_block
 
 CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, no imports) defining:
@@ -130,6 +130,10 @@ class LLMKernelProposer:
                 if out:  # kernels already paid for are evaluated, not thrown away
                     break
                 raise
+            except StructuredOutputError as err:  # a reply that never matched KernelForm
+                out.append(Proposal(payload={}, parent_ids=[p.id for p in parents],
+                                    origin="llm", error=f"unusable reply: {err}"))  # fmt: skip
+                continue
             out.append(
                 Proposal(
                     payload={"source": src, "form": f"{form.name}: {form.form}"},

@@ -74,6 +74,10 @@ class Proposal(BaseModel):
     origin: str = "seed"
     """How it came about: ``seed``, ``mutation``, ``crossover``, ``llm``..."""
     rationale: str = ""
+    error: str | None = None
+    """Why the proposer could not make a candidate here (e.g. a model's reply that never
+    matched its schema): recorded as an invalid candidate with this reason, costing no
+    evaluation, instead of ending the search."""
 
 
 class Evaluated(BaseModel):
@@ -680,6 +684,8 @@ def _materialize(
             origin=prop.origin, rationale=prop.rationale,
         )  # fmt: skip
         try:
+            if prop.error is not None:
+                raise InvalidCandidate(prop.error)
             payload = loop.problem.materialize(prop, ctx)
         except InvalidCandidate as err:
             n_invalid += 1

@@ -1,0 +1,236 @@
+"""The embedded model's OpenAI-compatible server: ``python -m optiforge.llm.local_server``.
+
+One GGUF model (by default the bundled SmolLM2-135M-Instruct) loaded with llama.cpp
+(``llama-cpp-python``) and served on a listening socket its parent made (``--fd``), so
+the parent knows the address before the model has loaded: requests wait in the socket's
+backlog meanwhile. Requests are answered one at a time (one llama.cpp context; one
+thread by default: two collapse under load on two cores).
+
+``POST /v1/chat/completions`` takes OpenAI's chat request. Structured output is enforced
+as a grammar: ``response_format`` of type ``json_schema`` (OpenAI's structured outputs)
+or ``json_object`` with or without a ``schema`` becomes llama.cpp's JSON-schema grammar
+(llama-cpp-python's own server answers HTTP 500 to ``json_schema``). Tools and streaming
+are refused with HTTP 400 (the agents use neither). Usage counts are the model's real
+token counts. ``GET /v1/models`` and ``GET /health`` answer too.
+
+The server exits when its parent closes its stdin (or dies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol, cast
+
+MAX_TOKENS_DEFAULT = 512
+"""Reply length when the request names none (a 135M model rambles: bound it)."""
+_PASSED = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
+
+
+class ChatBackend(Protocol):
+    """What the server needs of a model (``llama_cpp.Llama`` has it)."""
+
+    def create_chat_completion(self, **kwargs: Any) -> dict[str, Any]: ...
+
+
+class RequestError(ValueError):
+    """A request the server refuses (HTTP 400, with this message)."""
+
+
+def llama_request(body: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``Llama.create_chat_completion`` for an OpenAI request.
+
+    Raises:
+        RequestError: no messages, tools, streaming, or an unknown response format.
+    """
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise RequestError("'messages' must be a non-empty list")
+    if body.get("tools") or body.get("functions"):
+        raise RequestError("the local model does not support tools (function calling)")
+    if body.get("stream"):
+        raise RequestError("the local model server does not stream")
+    out: dict[str, Any] = {
+        "messages": [
+            {"role": str(m.get("role", "user")), "content": _text(m.get("content"))}
+            for m in messages
+        ],
+        "max_tokens": int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        or MAX_TOKENS_DEFAULT,
+    }
+    for key in _PASSED:
+        if body.get(key) is not None:
+            out[key] = body[key]
+    fmt = body.get("response_format")
+    if fmt:
+        kind = fmt.get("type") if isinstance(fmt, dict) else None
+        if kind == "json_schema":
+            spec = fmt.get("json_schema") or {}
+            schema = spec.get("schema") if isinstance(spec, dict) else None
+            out["response_format"] = {"type": "json_object", "schema": schema or {}}
+        elif kind == "json_object":
+            schema = fmt.get("schema")
+            out["response_format"] = (
+                {"type": "json_object", "schema": schema} if schema else {"type": "json_object"}
+            )
+        elif kind != "text":
+            raise RequestError(f"unsupported response_format type {kind!r}")
+    return out
+
+
+def _text(content: Any) -> str:
+    """A message's content as text (OpenAI's list-of-parts form joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def completion_reply(result: dict[str, Any], model: str) -> dict[str, Any]:
+    """llama.cpp's completion as OpenAI's response (real token counts)."""
+    choice = (result.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    usage = result.get("usage") or {}
+    return {
+        "id": result.get("id") or f"chatcmpl-local-{time.time_ns()}",
+        "object": "chat.completion",
+        "created": int(result.get("created") or time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": message.get("content") or ""},
+                "finish_reason": choice.get("finish_reason") or "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+            "completion_tokens": int(usage.get("completion_tokens") or 0),
+            "total_tokens": int(usage.get("total_tokens") or 0),
+        },
+    }
+
+
+class LocalModelServer:
+    """The HTTP front of one backend, on a listening socket made elsewhere."""
+
+    def __init__(self, backend: ChatBackend, model: str, sock: socket.socket) -> None:
+        self.backend = backend
+        self.model = model
+        self.lock = threading.Lock()
+        """One generation at a time: a llama.cpp context is not thread-safe."""
+        self.httpd = ThreadingHTTPServer(sock.getsockname(), self._handler(), False)
+        self.httpd.socket.close()
+        self.httpd.socket = sock
+        self.httpd.daemon_threads = True
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever(poll_interval=0.2)
+
+    def shutdown(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One chat completion (raises ``RequestError`` for a request it refuses)."""
+        kwargs = llama_request(body)
+        with self.lock:
+            result = self.backend.create_chat_completion(**kwargs)
+        return completion_reply(result, self.model)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return None
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _error(self, status: int, message: str, kind: str) -> None:
+                self._send(status, {"error": {"message": message, "type": kind, "code": status}})
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                path = self.path.rstrip("/")
+                if path.endswith("/models"):
+                    self._send(200, {"object": "list",
+                                     "data": [{"id": server.model, "object": "model"}]})  # fmt: skip
+                elif path.endswith("/health"):
+                    self._send(200, {"status": "ok", "model": server.model})
+                else:
+                    self._error(404, f"no route {self.path}", "not_found")
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._error(404, f"no route {self.path}", "not_found")
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                    if not isinstance(body, dict):
+                        raise RequestError("the request body must be a JSON object")
+                    self._send(200, server.complete(body))
+                except (RequestError, json.JSONDecodeError) as e:
+                    self._error(400, str(e), "invalid_request_error")
+                except Exception as e:  # noqa: BLE001 - a failed generation is the server's 500
+                    self._error(500, f"{type(e).__name__}: {e}", "server_error")
+
+        return Handler
+
+
+def load_llama(path: str, n_ctx: int, n_threads: int) -> ChatBackend:
+    """``llama_cpp.Llama`` over ``path`` (quiet; the chat template from the GGUF file)."""
+    from llama_cpp import Llama
+
+    llama = Llama(
+        model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
+        verbose=False,
+    )  # fmt: skip
+    return cast(ChatBackend, llama)
+
+
+def _exit_with_parent() -> None:
+    """Exit when the parent closes our stdin (it died or stopped us)."""
+    try:
+        while sys.stdin.buffer.read(1 << 16):
+            pass
+    finally:
+        os._exit(0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model-path", required=True)
+    ap.add_argument("--name", required=True, help="the model's name in replies")
+    ap.add_argument("--fd", type=int, required=True, help="a listening socket to serve on")
+    ap.add_argument("--n-ctx", type=int, default=8192)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    threading.Thread(target=_exit_with_parent, name="parent-watch", daemon=True).start()
+    sock = socket.socket(fileno=args.fd)
+    backend = load_llama(args.model_path, args.n_ctx, args.threads)
+    server = LocalModelServer(backend, args.name, sock)
+    print("ready", flush=True)  # the parent waits for this line (or for our exit)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
