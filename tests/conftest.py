@@ -69,3 +69,26 @@ def _close_evaluation_sandboxes() -> Iterator[None]:
     from optiforge.agents.kit.evaluator import close_sandboxes
 
     close_sandboxes()
+
+
+def _local_model_missing() -> str | None:
+    """Why ``--model local`` cannot run here (None: it can)."""
+    from optiforge.llm.local import INSTALL_HINT, bundled_model, llama_cpp_installed
+
+    if not llama_cpp_installed() or bundled_model() is None:
+        return f"the embedded model is not installed ({INSTALL_HINT})"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``local_llm`` tests skip where the embedded model is not installed, and fail there
+    instead under ``OPTIFORGE_REQUIRE_LOCAL_LLM=1`` (CI installs it: a skip would hide a
+    broken install)."""
+    if item.get_closest_marker("local_llm") is None:
+        return
+    why = _local_model_missing()
+    if why is None:
+        return
+    if os.environ.get("OPTIFORGE_REQUIRE_LOCAL_LLM") == "1":
+        pytest.fail(f"OPTIFORGE_REQUIRE_LOCAL_LLM=1 but {why}")
+    pytest.skip(why)

@@ -177,7 +177,9 @@ class BaseLLM:
             if schema is not None and not calls:
                 try:
                     parsed = parse_structured(text, schema)
+                    self._trace_structured(schema, reasks, None)
                 except SchemaParseError as e:
+                    self._trace_structured(schema, reasks, str(e))
                     if reasks >= self.max_reasks:
                         raise StructuredOutputError(
                             f"{self.model}: reply never matched {schema.__name__} after "
@@ -322,6 +324,13 @@ class BaseLLM:
             attempts=attempts,
             request_key=key,
         )
+
+    def _trace_structured(self, schema: type[BaseModel], reask: int, error: str | None) -> None:
+        """One ``llm_structured`` event per reply to a schema request: whether it parsed
+        (and why not), so a run says how often its model met each schema."""
+        if self.tracer is not None:
+            self.tracer.event("llm_structured", model=self.model, schema=schema.__name__,
+                              reask=reask, ok=error is None, error=_clip(error))  # fmt: skip
 
     def _trace(
         self,

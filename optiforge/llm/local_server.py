@@ -9,7 +9,8 @@ thread by default: two collapse under load on two cores).
 ``POST /v1/chat/completions`` takes OpenAI's chat request. Structured output is enforced
 as a grammar: ``response_format`` of type ``json_schema`` (OpenAI's structured outputs)
 or ``json_object`` with or without a ``schema`` becomes llama.cpp's JSON-schema grammar
-(llama-cpp-python's own server answers HTTP 500 to ``json_schema``). Tools and streaming
+(llama-cpp-python's own server answers HTTP 500 to ``json_schema``), with the strings and
+arrays the schema leaves unbounded bounded (``bounded``). Tools and streaming
 are refused with HTTP 400 (the agents use neither). Usage counts are the model's real
 token counts. ``GET /v1/models`` and ``GET /health`` answer too.
 
@@ -30,6 +31,11 @@ from typing import Any, Protocol, cast
 
 MAX_TOKENS_DEFAULT = 512
 """Reply length when the request names none (a 135M model rambles: bound it)."""
+STRING_CAP = 400
+ARRAY_CAP = 32
+"""Bounds the grammar puts on a schema's strings (characters) and arrays (items) that set
+none: a small model inside a JSON string can loop until the length limit cuts the reply
+(an unterminated string); bounded, it has to close it."""
 _PASSED = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 
 
@@ -73,14 +79,33 @@ def llama_request(body: dict[str, Any]) -> dict[str, Any]:
         if kind == "json_schema":
             spec = fmt.get("json_schema") or {}
             schema = spec.get("schema") if isinstance(spec, dict) else None
-            out["response_format"] = {"type": "json_object", "schema": schema or {}}
+            out["response_format"] = {"type": "json_object", "schema": bounded(schema or {})}
         elif kind == "json_object":
             schema = fmt.get("schema")
             out["response_format"] = (
-                {"type": "json_object", "schema": schema} if schema else {"type": "json_object"}
+                {"type": "json_object", "schema": bounded(schema)}
+                if schema
+                else {"type": "json_object"}
             )
         elif kind != "text":
             raise RequestError(f"unsupported response_format type {kind!r}")
+    return out
+
+
+def bounded(schema: Any) -> Any:
+    """A copy of a JSON schema whose unbounded strings and arrays get ``STRING_CAP`` /
+    ``ARRAY_CAP`` (what the schema bounds itself, or fixes by enum, const, pattern or
+    format, is left alone)."""
+    if isinstance(schema, list):
+        return [bounded(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: bounded(v) for k, v in schema.items()}
+    fixed = any(k in out for k in ("enum", "const", "pattern", "format"))
+    if out.get("type") == "string" and "maxLength" not in out and not fixed:
+        out["maxLength"] = STRING_CAP
+    if out.get("type") == "array" and "maxItems" not in out:
+        out["maxItems"] = ARRAY_CAP
     return out
 
 

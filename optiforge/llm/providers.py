@@ -57,6 +57,13 @@ PROVIDERS: tuple[ProviderExample, ...] = (
         notes="any OpenAI-compatible server via --api-base (no key needed unless the server checks one)",
     ),
     ProviderExample(
+        provider="local",
+        model="local",
+        env_var=None,
+        notes="the embedded SmolLM2-135M-Instruct, served by optiforge (no key, no network); "
+        "local/<file.gguf> or --set llm.local.path=FILE for another GGUF model",
+    ),
+    ProviderExample(
         provider="offline",
         model="offline",
         env_var=None,

@@ -116,8 +116,15 @@ def test_json_schema_output(openai_server: OpenAICompatServer) -> None:
 
 def test_invalid_json_then_valid_reasks(openai_server: OpenAICompatServer) -> None:
     openai_server.script(['{"x": "not an int", "y": 2}', '{"x": 5, "y": 6}'])
-    c = make(openai_server).complete(USER, schema=Point)
+    tracer = ListTracer()
+    c = make(openai_server, tracer=tracer).complete(USER, schema=Point)
     assert c.parsed == Point(x=5, y=6) and c.reasks == 1
+    checked = [f for kind, f in tracer.events if kind == "llm_structured"]
+    assert [(f["schema"], f["reask"], f["ok"]) for f in checked] == [
+        ("Point", 0, False),
+        ("Point", 1, True),
+    ]
+    assert "x" in checked[0]["error"] and checked[1]["error"] is None
     assert openai_server.count == 2
     second = openai_server.requests[1]["messages"]
     assert second[-2]["role"] == "assistant" and "not an int" in second[-2]["content"]
@@ -281,7 +288,10 @@ def test_reasks_and_cache_hits_are_traced(openai_server: OpenAICompatServer, tmp
     llm = make(openai_server, tracer=tracer, cache=ResponseCache(tmp_path / "c.db"))
     llm.complete(USER, schema=Point)
     llm.complete(USER, schema=Point)  # both provider replies now come from the cache
-    assert [f["cached"] for _, f in tracer.events] == [False, False, True, True]
+    calls = [f for kind, f in tracer.events if kind == "llm_call"]
+    assert [f["cached"] for f in calls] == [False, False, True, True]
+    checked = [f["ok"] for kind, f in tracer.events if kind == "llm_structured"]
+    assert checked == [False, True, False, True]  # the cached replies are checked again
     assert openai_server.count == 2
 
 

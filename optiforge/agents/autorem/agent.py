@@ -47,6 +47,7 @@ from optiforge.agents.kit.lineage import memory_id, record_candidate, task_id
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import BudgetExceeded, ConfigError, LLMError
 from optiforge.evals.protocol import Task
+from optiforge.llm.structured import CODE_STOP
 from optiforge.solvers.robust.instance import ROInstance
 
 CHECKPOINTS = "autorem_checkpoints.sqlite"
@@ -114,7 +115,7 @@ def build_graph(task: AutoROTask, config: AutoREMConfig) -> Any:
                 messages.append({"role": "assistant", "content": attempts[-1]["reply"]})
                 messages.append(repair_message(attempts[-1]["reasons"]))
             try:
-                reply = ctx.llm.complete(messages)
+                reply = ctx.llm.complete(messages, stop=CODE_STOP)
             except (BudgetExceeded, LLMError) as err:
                 ctx.tracer.event("autorem_stop", task=task.name, reason=str(err))
                 return {"done": True, "stop_reason": f"{type(err).__name__}: {err}"}

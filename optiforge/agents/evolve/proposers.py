@@ -10,7 +10,7 @@ import numpy as np
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.ask import complete_all
 from optiforge.errors import InvalidCandidate
-from optiforge.llm.structured import extract_code_block
+from optiforge.llm.structured import CODE_STOP, extract_code_block
 
 
 class LLMCodeProposer:
@@ -55,7 +55,7 @@ class LLMCodeProposer:
                 origin="llm",
                 rationale=(reply.text or "")[:200],
             )
-            for j, reply in enumerate(complete_all(ctx, requests))
+            for j, reply in enumerate(complete_all(ctx, requests, stop=CODE_STOP))
         ]
 
     def parents(

@@ -10,7 +10,7 @@ from optiforge.agents.hawkeye.strategies import Strategy, choose_strategies
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.errors import BudgetExceeded, InvalidCandidate
 from optiforge.kernels.templates import TEMPLATES, read_params, render
-from optiforge.llm.structured import extract_code_block
+from optiforge.llm.structured import CODE_STOP, extract_code_block
 from optiforge.memory.records import Experience
 
 
@@ -171,7 +171,9 @@ class LLMKernelProposer:
         for j in range(n):
             strategy = chosen[(round_ - 1 + j) % len(chosen)]
             try:
-                reply = ctx.llm.complete(self.prompt(problem, history, population, strategy, ctx))
+                reply = ctx.llm.complete(
+                    self.prompt(problem, history, population, strategy, ctx), stop=CODE_STOP
+                )
             except BudgetExceeded:
                 if out:  # replies already paid for are evaluated, not thrown away
                     break

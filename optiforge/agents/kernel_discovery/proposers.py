@@ -12,7 +12,7 @@ from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.errors import BudgetExceeded, InvalidCandidate, StructuredOutputError
-from optiforge.llm.structured import extract_code_block
+from optiforge.llm.structured import CODE_STOP, extract_code_block
 
 CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, no imports) defining:
 
@@ -168,7 +168,7 @@ class LLMKernelProposer:
         src = ""
         assert ctx.llm is not None  # propose() refuses to run without an LLM
         for attempt in range(self.config.max_code_reasks + 1):
-            reply = ctx.llm.complete(messages)
+            reply = ctx.llm.complete(messages, stop=CODE_STOP)
             src = extract_code_block(reply.text)
             reason = validate_source(
                 src, int(problem.X.shape[1]), ctx, problem.task.max_hyperparameters
