@@ -56,12 +56,12 @@ class BeliefGraphLLM(FunctionLLM):
         name = getattr(schema, "__name__", "")
         self.schemas.append(name)
         c = self.confidence
-        if schema is EdgeBeliefs:
+        if issubclass(schema, EdgeBeliefs):
             beliefs = [EdgeBelief(cause=a, effect=b, confidence=c) for a, b in sorted(self.edges)]
             beliefs += [EdgeBelief(cause=a, effect=b, present=False, confidence=c)
                         for a, b in sorted(self.absent)]  # fmt: skip
             return EdgeBeliefs(edges=beliefs)
-        if schema is Calibration:
+        if issubclass(schema, Calibration):
             m = _PAIRS.search(text)
             pairs = [p.split("-", 1) for p in m.group(1).split(", ")] if m else []
             revised = []
@@ -72,7 +72,7 @@ class BeliefGraphLLM(FunctionLLM):
                 else:
                     revised.append(EdgeBelief(cause=a, effect=b, present=False, confidence=c))
             return Calibration(revised=revised)
-        if schema is RepairPlan:
+        if issubclass(schema, RepairPlan):
             picks: list[tuple[float, RepairChoice]] = []
             for op, a, b, score in _CANDIDATE.findall(text):
                 wanted = (

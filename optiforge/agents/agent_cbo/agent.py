@@ -74,6 +74,7 @@ from optiforge.agents.agent_cbo.structure import (
     candidate_edits,
     clean_beliefs,
     language_prior_messages,
+    over_variables,
     run_pc,
     to_graph,
 )
@@ -132,7 +133,8 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
             return {"beliefs": []}
         msgs = language_prior_messages(task.variables, target, task.description)
         try:
-            reply = ctx.llm.complete(msgs, schema=EdgeBeliefs)
+            schema = over_variables(EdgeBeliefs, list(task.variables), "edges", EdgeBelief)
+            reply = ctx.llm.complete(msgs, schema=schema)
         except (LLMError, BudgetExceeded) as err:
             # No beliefs is the discovery-only agent: a failed prior degrades, not crashes.
             ctx.tracer.event("cbo_language_prior", n_beliefs=0, error=str(err))
@@ -209,7 +211,8 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
                 task.variables, target, list(g.edges), st.backbone, st.uncertain, beliefs,
                 _evidence(session),
             )  # fmt: skip
-            reply = proposers.ask(ctx, "calibration", msgs, proposers.Calibration)
+            schema = over_variables(proposers.Calibration, st.nodes, "revised", EdgeBelief)
+            reply = proposers.ask(ctx, "calibration", msgs, schema)
             if isinstance(reply, proposers.Calibration):
                 beliefs, notes = proposers.merge_calibration(
                     beliefs, reply.revised, st.uncertain, st.nodes
@@ -251,7 +254,9 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
                 _evidence(cache.get(state, ctx)),
                 shown[: config.repair_candidates_shown], data, k - len(chosen),
             )  # fmt: skip
-            plan = proposers.ask(ctx, "repair", msgs, proposers.RepairPlan)
+            schema = over_variables(proposers.RepairPlan, st.nodes, "edits",
+                                    proposers.RepairChoice)  # fmt: skip
+            plan = proposers.ask(ctx, "repair", msgs, schema)
             if isinstance(plan, proposers.RepairPlan):
                 picked, dropped = proposers.plan_edits(plan, candidates, k - len(chosen))
                 have = {c.label() for c in chosen}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations, product
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from optiforge.errors import SolverError
 
 Edge = tuple[str, str]
+M = TypeVar("M", bound=BaseModel)
 
 
 # ------------------------------------------------------------------ LLM beliefs
@@ -43,6 +44,32 @@ class EdgeBeliefs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     edges: list[EdgeBelief] = Field(default_factory=list)
+
+
+RATIONALE_CHARS = 300
+"""Longest rationale a model may write for one edge (what a grammar-bound model is held to)."""
+
+
+def over_variables(
+    schema: type[M], names: Sequence[str], items: str, item: type[BaseModel]
+) -> type[M]:
+    """``schema`` for one task: the ``cause`` and ``effect`` of each of its ``items`` are
+    limited to the task's variable ``names`` (an enum in the JSON schema: a model held to
+    it by a grammar cannot invent a variable, and any model is told the exact names), the
+    list to the ordered pairs there are, and each rationale to ``RATIONALE_CHARS``. The
+    parsed reply is still a ``schema`` (a subclass of it)."""
+    from pydantic import create_model
+
+    name = Literal.__getitem__(tuple(names))  # type: ignore[attr-defined]
+    fields: dict[str, Any] = {"cause": (name, ...), "effect": (name, ...)}
+    if "rationale" in item.model_fields:
+        fields["rationale"] = (str, Field(default="", max_length=RATIONALE_CHARS))
+    one = create_model(item.__name__, __base__=item, **fields)
+    pairs = max(1, len(names) * (len(names) - 1))
+    many: dict[str, Any] = {
+        items: (list[one], Field(default_factory=list, max_length=pairs))  # type: ignore[valid-type]
+    }
+    return create_model(schema.__name__, __base__=schema, **many)
 
 
 def language_prior_messages(

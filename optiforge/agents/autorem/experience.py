@@ -43,11 +43,11 @@ class EntryTrigger(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    set_types: list[str] = Field(default_factory=list)
+    set_types: list[str] = Field(default_factory=list, max_length=8)
     """Uncertainty set types the lesson is about (empty: any instance)."""
-    features: list[str] = Field(default_factory=list)
+    features: list[str] = Field(default_factory=list, max_length=8)
     """Structure features (``ge_rows``, ``soc``, ``uncertain_objective``...)."""
-    description: str = ""
+    description: str = Field(default="", max_length=300)
     """The situation in words (e.g. "a >= row with box uncertainty")."""
 
 
@@ -57,11 +57,11 @@ class ExperienceEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     trigger: EntryTrigger
-    error_pattern: str = Field(min_length=1)
+    error_pattern: str = Field(min_length=1, max_length=500)
     """What went wrong, as a recognisable pattern."""
-    corrective_rule: str = Field(min_length=1)
+    corrective_rule: str = Field(min_length=1, max_length=500)
     """What to do instead, phrased as an instruction."""
-    example: str = ""
+    example: str = Field(default="", max_length=1500)
     """A short code snippet showing the rule (no instance data, no answers)."""
 
     def render(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.kernel_discovery import grammar
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
@@ -94,10 +94,10 @@ class KernelForm(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    form: str
+    name: str = Field(max_length=80)
+    form: str = Field(max_length=400)
     """The kernel as mathematics, e.g. ``k(x,x') = (1 + r^2/(2a))^-a * exp(-|x-x'|_1 / l)``."""
-    rationale: str = ""
+    rationale: str = Field(default="", max_length=500)
 
 
 class LLMKernelProposer:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig, run_agent
 from optiforge.agents.agent_cbo.structure import EdgeBelief, EdgeBeliefs
@@ -69,20 +70,20 @@ def test_gate_rejects_wrong_llm_edge_and_run_converges(toy: CBOTask) -> None:
 
 
 def test_repair_choices_outside_the_uncertain_structure_are_rejected(toy: CBOTask) -> None:
-    """A repair plan naming an unknown variable or more edits than the bound: each such
-    choice is rejected with its reason before the gate, and recorded; one that would remove
-    a protected adjacency reaches the gate and is rejected there."""
+    """A repair plan with more edits than the bound: the extra choice is rejected with its
+    reason before the gate, and recorded; one that would remove a protected adjacency
+    reaches the gate and is rejected there; a revision that names no uncertain pair is
+    dropped."""
     from optiforge.agents.agent_cbo.proposers import Calibration, RepairChoice, RepairPlan
 
     def answer(messages, tools, schema):  # noqa: ANN001, ANN202
-        if schema is EdgeBeliefs:  # confirm the truth: X->Z and Z->Y become the backbone
+        if issubclass(schema, EdgeBeliefs):  # confirm the truth: X->Z, Z->Y the backbone
             return EdgeBeliefs(edges=[EdgeBelief(cause="X", effect="Z", confidence=0.9),
                                       EdgeBelief(cause="Z", effect="Y", confidence=0.9)])  # fmt: skip
-        if schema is Calibration:  # a revision naming an unknown variable is dropped
-            return Calibration(revised=[EdgeBelief(cause="Q", effect="Y", confidence=0.9)])
+        if issubclass(schema, Calibration):  # a revision of no pair (a self-loop): dropped
+            return Calibration(revised=[EdgeBelief(cause="X", effect="X", confidence=0.9)])
         return RepairPlan(edits=[
             RepairChoice(op="remove", cause="X", effect="Z"),  # protected adjacency
-            RepairChoice(op="add", cause="Q", effect="Y"),  # unknown variable
             RepairChoice(op="add", cause="X", effect="Y"),  # a real candidate
         ])  # fmt: skip
 
@@ -93,8 +94,7 @@ def test_repair_choices_outside_the_uncertain_structure_are_rejected(toy: CBOTas
     assert len(llm.calls) == 3  # prior; calibration + repair at round 2
     early = [d for d in out.extra["edits"] if d["sets_before"] == [] and d["source"] == "llm"]
     reasons = {d["edit"]: d["reasons"][0] for d in early}
-    assert reasons == {"add Q->Y": "not a local edit of an uncertain pair",
-                       "add X->Y": "over the bound of 1 edits per round"}  # fmt: skip
+    assert reasons == {"add X->Y": "over the bound of 1 edits per round"}
     # PC finds X - Z (unoriented), the prior orients it: a protected adjacency.
     gated = [d for d in out.extra["edits"] if d["edit"] == "remove X->Z"]
     assert len(gated) == 1 and not gated[0]["accepted"]
@@ -102,6 +102,34 @@ def test_repair_choices_outside_the_uncertain_structure_are_rejected(toy: CBOTas
     assert {(b["cause"], b["effect"]) for b in out.extra["beliefs"]} == {("X", "Z"), ("Z", "Y")}
     notes = tracer.of("cbo_calibration")[0]["changes"]
     assert notes == ["dropped 1 revision(s) on unknown or protected pairs"]
+
+
+def test_a_variable_the_task_does_not_have_is_refused_by_the_schema(toy: CBOTask) -> None:
+    """The sub-agents' schemas name the task's variables: an invented one fails validation
+    (the model is re-asked, told the names), and a model that insists leaves the round to
+    the data (recorded), never a crash."""
+    from optiforge.agents.agent_cbo.proposers import Calibration, RepairChoice, RepairPlan
+    from optiforge.agents.agent_cbo.structure import over_variables
+
+    plan = over_variables(RepairPlan, ["X", "Z", "Y"], "edits", RepairChoice)
+    with pytest.raises(ValidationError, match="Input should be 'X', 'Z' or 'Y'"):
+        plan.model_validate({"edits": [{"op": "add", "cause": "Q", "effect": "Y"}]})
+    assert isinstance(plan.model_validate({"edits": []}), RepairPlan)
+
+    def answer(messages, tools, schema):  # noqa: ANN001, ANN202
+        if issubclass(schema, EdgeBeliefs):
+            return EdgeBeliefs(edges=[EdgeBelief(cause="X", effect="Z", confidence=0.9)])
+        if issubclass(schema, Calibration):
+            return Calibration(revised=[EdgeBelief(cause="Q", effect="Y", confidence=0.9)])
+        return RepairPlan(edits=[RepairChoice(op="add", cause="Q", effect="Y")])
+
+    tracer = ListTracer()
+    out = run_agent(toy, RunContext(llm=FunctionLLM(answer), tracer=tracer, seed=0),
+                    AgentCBOConfig(llm_every=2), 3)  # fmt: skip
+    assert out.n_evaluations == 3
+    for node in ("calibration", "repair"):
+        (event,) = tracer.of(f"cbo_{node}_llm")
+        assert "StructuredOutputError" in event["error"] and "'X', 'Z' or 'Y'" in event["error"]
 
 
 def test_calibration_can_be_switched_off(toy: CBOTask) -> None:
@@ -185,17 +213,20 @@ def test_language_prior_over_http(openai_server, toy: CBOTask) -> None:  # noqa:
     """The real litellm path: the structured beliefs arrive over HTTP and are used."""
     from optiforge.llm import LiteLLM
 
-    beliefs = EdgeBeliefs(
-        edges=[
-            EdgeBelief(cause="X", effect="Z", confidence=0.9),
-            EdgeBelief(cause="Z", effect="Y", confidence=0.9),
-            EdgeBelief(cause="Q", effect="Y", confidence=0.9),  # invented name: dropped
-        ]
-    )
-    openai_server.script([beliefs.model_dump_json()])
+    good = [
+        EdgeBelief(cause="X", effect="Z", confidence=0.9),
+        EdgeBelief(cause="Z", effect="Y", confidence=0.9),
+    ]
+    invented = EdgeBelief(cause="Q", effect="Y", confidence=0.9)  # no such variable
+    openai_server.script([EdgeBeliefs(edges=[*good, invented]).model_dump_json(),
+                          EdgeBeliefs(edges=good).model_dump_json()])  # fmt: skip
     llm = LiteLLM("openai/test-model", api_base=openai_server.url, api_key="sk-test", timeout_s=30)
     out = run_agent(toy, RunContext(llm=llm, tracer=ListTracer(), seed=0), AgentCBOConfig(), 2)
-    assert openai_server.count == 1  # two rounds: before the first calibration call
+    # the schema names the task's variables: an invented one is re-asked, not guessed at
+    assert openai_server.count == 2  # two rounds: before the first calibration call
     prompt = openai_server.requests[0]["messages"][-1]["content"]
     assert "X: a synthetic variable" in prompt and "Outcome: Y" in prompt
+    schema = openai_server.requests[0]["messages"][0]["content"]
+    assert '"enum": ["X", "Z", "Y"]' in schema or '"enum": ["X", "Y", "Z"]' in schema
+    assert "cause: Input should be 'X'" in openai_server.requests[1]["messages"][-1]["content"]
     assert [(b["cause"], b["effect"]) for b in out.extra["beliefs"]] == [("X", "Z"), ("Z", "Y")]
