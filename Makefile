@@ -28,6 +28,13 @@ run: $(STAMP)
 	$(BIN)/optiforge doctor
 	$(BIN)/optiforge sandbox exec --timeout 10 -- python -c "import platform; print('hello from the sandbox, Python', platform.python_version())"
 	OMP_NUM_THREADS=1 $(BIN)/optiforge run kernel-discovery --bench hdbo/levy4_in_25 --budget 30 --out runs/main-job-$$(date +%Y%m%d-%H%M%S)
+	@# a real LLM, embedded (no key): the same evolve search offline and with the local
+	@# model, side by side; a model that writes no valid program is a failed run (exit 1),
+	@# which is a finding about the model, not a broken main job
+	@stamp=$$(date +%Y%m%d-%H%M%S); \
+	OMP_NUM_THREADS=1 $(BIN)/optiforge run evolve --bench funcfit/quadratic --budget 8 --model offline --out runs/main-evolve-offline-$$stamp && \
+	{ OMP_NUM_THREADS=1 $(BIN)/optiforge run evolve --bench funcfit/quadratic --budget 8 --model local --out runs/main-evolve-local-$$stamp; rc=$$?; [ $$rc -le 1 ]; } && \
+	$(BIN)/optiforge compare runs/main-evolve-offline-$$stamp runs/main-evolve-local-$$stamp
 
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)

@@ -34,8 +34,9 @@ class LocalModelSettings(StrictModel):
     """Context length in tokens (the bundled model's is 8192; ~400 MB of RAM)."""
     threads: int = Field(default=1, ge=1, le=64)
     """llama.cpp threads (on 2 cores, 2 threads were slower than 1 under load)."""
-    max_tokens: int = Field(default=512, ge=16, le=32768)
-    """Reply length when a caller names none."""
+    max_tokens: int = Field(default=384, ge=16, le=32768)
+    """Reply length when a caller names none (the bundled model, once in a loop, repeats
+    itself to any limit: 384 tokens hold a program of ~40 lines)."""
 
 
 class LLMOptions(StrictModel):

@@ -603,6 +603,14 @@ def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None
         highlight=False,
     )
     console.print(f"stopped: {summary['stop_reason']}", highlight=False, soft_wrap=True)
+    made = ((summary.get("extra") or {}).get("proposals") or {}) if summary.get("llm_calls") else {}
+    if made.get("made"):
+        console.print(
+            f"LLM proposals: {made['made']} made, {made['made'] - made['invalid']} valid "
+            f"({made['invalid']} rejected before evaluation), {made['passed']} scored "
+            f"({made['failed']} failed their evaluation)",
+            highlight=False,
+        )
     if summary.get("best_path"):
         console.print(f"best candidate: {out_dir / summary['best_path']}", highlight=False)
     console.print(

@@ -49,6 +49,16 @@ def proposals_failure(result: SearchResult) -> str | None:
     )
 
 
+def proposal_counts(result: SearchResult) -> dict[str, int]:
+    """The proposals after the seeds: made, rejected before evaluation (``invalid``),
+    failed their evaluation, and scored (passed)."""
+    proposed = [h for h in result.history if h.round > 0]
+    invalid = sum(1 for h in proposed if str(h.error or "").startswith("invalid:"))
+    passed = sum(1 for h in proposed if h.passed)
+    return {"made": len(proposed), "invalid": invalid, "failed": len(proposed) - invalid - passed,
+            "passed": passed}  # fmt: skip
+
+
 def search_outcome(
     result: SearchResult,
     *,
@@ -77,6 +87,7 @@ def search_outcome(
             "n_duplicates": result.n_duplicates,
             "n_invalid": result.n_invalid,
             "rounds": result.rounds,
+            "proposals": proposal_counts(result),
             **(extra or {}),
         },
         failure=proposals_failure(result) if llm else None,
