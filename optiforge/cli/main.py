@@ -656,12 +656,18 @@ def eval_cmd(
     unsafe_sandbox: UnsafeOpt = False,
     memory: Annotated[str | None, typer.Option(help=MEMORY_HELP)] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
+    record: Annotated[
+        Path | None, typer.Option(help="Record every run's LLM exchanges to this cassette.")
+    ] = None,
+    replay: Annotated[
+        Path | None, typer.Option(help="Answer LLM requests from this cassette only.")
+    ] = None,
     max_llm_calls: Annotated[int | None, typer.Option(min=0, help="LLM-call cap per run.")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML preset.")] = None,
     overrides: SetOpt = None,
 ) -> None:
     """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
-    _prewarm_llm(model, api_base)
+    _prewarm_llm(model, api_base, replay)
     _sandbox_policy(unsafe_sandbox, "local")
     from optiforge.agents import get_agent
     from optiforge.runs import new_run_id
@@ -678,6 +684,8 @@ def eval_cmd(
         budget=budget,
         memory=memory,
         cache=cache,
+        record=record,
+        replay=replay,
         max_llm_calls=max_llm_calls,
     )
     out_dir = out or Path("runs") / new_run_id(f"eval-{spec.name}")

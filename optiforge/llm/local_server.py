@@ -11,7 +11,9 @@ as a grammar: ``response_format`` of type ``json_schema`` (OpenAI's structured o
 or ``json_object`` with or without a ``schema`` becomes llama.cpp's JSON-schema grammar
 (llama-cpp-python's own server answers HTTP 500 to ``json_schema``), with the strings and
 arrays the schema leaves unbounded bounded (``bounded``). Tools and streaming
-are refused with HTTP 400 (the agents use neither). Usage counts are the model's real
+are refused with HTTP 400 (the agents use neither). A request without a ``seed`` is
+sampled with ``DEFAULT_SEED`` (not a random one; llama.cpp's reuse of a cached prompt
+prefix can still change a reply's numerics, so only a cassette replays a run exactly). Usage counts are the model's real
 token counts. ``GET /v1/models`` and ``GET /health`` answer too.
 
 The server exits when its parent closes its stdin (or dies).
@@ -31,6 +33,8 @@ from typing import Any, Protocol, cast
 
 MAX_TOKENS_DEFAULT = 512
 """Reply length when the request names none (a 135M model rambles: bound it)."""
+DEFAULT_SEED = 1
+"""Sampling seed of a request that names none (llama-cpp-python reads 0 as "random")."""
 STRING_CAP = 400
 ARRAY_CAP = 32
 """Bounds the grammar puts on a schema's strings (characters) and arrays (items) that set
@@ -73,6 +77,7 @@ def llama_request(body: dict[str, Any]) -> dict[str, Any]:
     for key in _PASSED:
         if body.get(key) is not None:
             out[key] = body[key]
+    out.setdefault("seed", DEFAULT_SEED)
     fmt = body.get("response_format")
     if fmt:
         kind = fmt.get("type") if isinstance(fmt, dict) else None
