@@ -9,10 +9,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from _procs import wait_gone
 from pydantic import BaseModel
 
 from optiforge.errors import ConfigError
@@ -98,17 +98,7 @@ def test_the_server_dies_with_its_process() -> None:
     server = int(run.stdout.readline())
     run.kill()
     run.wait()
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            os.kill(server, 0)
-        except ProcessLookupError:
-            break
-        with open(f"/proc/{server}/stat") as f:  # a zombie awaiting init counts as gone
-            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                break
-        assert time.monotonic() < deadline, "the local model server outlived its process"
-        time.sleep(0.05)
+    wait_gone(server, 15, "the local model server")
 
 
 def test_a_server_that_dies_mid_run_is_started_again() -> None:

@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from _procs import wait_gone
 
 from optiforge.errors import LLMRateLimited
 from optiforge.llm import LiteLLM
@@ -111,15 +112,4 @@ def test_the_child_dies_with_its_run() -> None:
     os.kill(child, 0)  # still there
     run.kill()
     run.wait()
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        # a zombie of init counts as gone
-        with open(f"/proc/{child}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                break
-        assert time.monotonic() < deadline, "the provider process outlived its run"
-        time.sleep(0.05)
+    wait_gone(child, 15, "the provider process")
