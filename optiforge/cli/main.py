@@ -342,7 +342,15 @@ def _settings(*, config: Path | None, overrides: list[str] | None, **fields: Any
     for key, value in fields.items():
         if value is not None:
             base[key] = value
-    return build_config(RunSettings, base=base, overrides=overrides or [], where="settings")
+    settings = build_config(RunSettings, base=base, overrides=overrides or [], where="settings")
+    from optiforge.llm.local import is_local
+
+    if is_local(settings.model) and settings.api_base:
+        raise ConfigError(
+            f"--model {settings.model} is served by optiforge itself: drop --api-base "
+            "(or use --model openai/NAME --api-base URL for a server of your own)"
+        )
+    return settings
 
 
 def _progress_printer() -> tuple[Any, Any]:

@@ -27,7 +27,14 @@ def make_llm(model: str | None, *, local: Any = None, **kwargs: Any) -> LLM | No
     from optiforge.llm.local import LocalLLM, is_local
 
     if is_local(model):
-        kwargs.pop("api_base", None)  # the model's own server
+        if kwargs.get("api_base"):
+            from optiforge.errors import ConfigError
+
+            raise ConfigError(
+                f"--model {model} is served by optiforge itself: drop --api-base "
+                "(or use --model openai/NAME --api-base URL for a server of your own)"
+            )
+        kwargs.pop("api_base", None)
         return LocalLLM(model, settings=local, **kwargs)
     from optiforge.llm.litellm_client import LiteLLM
 

@@ -170,6 +170,10 @@ def test_ctrl_c_says_how_to_resume_and_the_run_is_reportable(tmp_path: Path) -> 
         (["run", "nope"], "unknown agent 'nope'"),
         (["run", "kernel-discovery", "--bench", "funcfit/quadratic"], "runs on hdbo tasks"),
         (["eval", "evolve", "--bench", "hdbo"], "runs on funcfit tasks"),
+        (
+            ["run", "evolve", "--model", "local", "--api-base", "http://127.0.0.1:9/v1"],
+            "served by optiforge itself",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, tmp_path: Path) -> None:
