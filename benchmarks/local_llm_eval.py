@@ -17,11 +17,11 @@ the share that had the required shape:
 - code prompts of the search agents (evolve, hawkeye, Kernel Discovery's kernels): LLM
   proposals that passed the agent's own static checks (materialization), and of those
   the share whose evaluation passed;
-- AutoREM's reformulations (``autorem_attempt`` events): programs that ran and produced a
-  solution, and those the harness verified.
+- AutoREM's reformulations (``autorem_attempt`` events): programs that ran and printed
+  their solution line, and those the checker verified.
 
     .venv/bin/python benchmarks/local_llm_eval.py [--agents evolve,...] [--replay]
-        [--out DIR] [--json results.json]
+        [--out DIR] [--json results.json] [--tables-from DIR]
 """
 
 from __future__ import annotations
@@ -131,9 +131,9 @@ def formats(agent: str, out: Path) -> dict[str, dict[str, int]]:
                 row = table[f"counterpart program ({e['origin']})"]
                 row["replies"] += 1
                 reasons = " ".join(e.get("reasons") or []).lower()
-                ran = not any(w in reasons for w in ("syntax", "did not run", "no solution",
-                                                     "exception", "timed out", "error"))  # fmt: skip
-                row["valid"] += int(ran or bool(e.get("passed")))
+                # the shape asked for: a program that runs and prints its solution line
+                broken = ("program failed", "no final json line", "timed out")
+                row["valid"] += int(bool(e.get("passed")) or not any(w in reasons for w in broken))
                 row["scored"] += int(bool(e.get("passed")))
     return {k: dict(v) for k, v in table.items()}
 
@@ -170,11 +170,17 @@ def main() -> None:
     ap.add_argument("--replay", action="store_true", help="answer from the cassettes")
     ap.add_argument("--out", type=Path, default=None, help="keep the eval dirs here")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--tables-from", type=Path, default=None, help="only print the tables of these eval dirs"
+    )
     args = ap.parse_args()
-    base = args.out or Path(tempfile.mkdtemp(prefix="local_llm_eval-"))
+    base = args.tables_from or args.out or Path(tempfile.mkdtemp(prefix="local_llm_eval-"))
     results: dict[str, Any] = {}
     for agent in args.agents.split(","):
         out = base / agent
+        if args.tables_from:
+            results[agent] = {"scores": scores(out), "formats": formats(agent, out)}
+            continue
         rc, wall = run_eval(agent, out, args.replay)
         results[agent] = {"exit": rc, "wall_s": wall, "scores": scores(out),
                           "formats": formats(agent, out)}  # fmt: skip

@@ -37,6 +37,9 @@ class LocalModelSettings(StrictModel):
     max_tokens: int = Field(default=384, ge=16, le=32768)
     """Reply length when a caller names none (the bundled model, once in a loop, repeats
     itself to any limit: 384 tokens hold a program of ~40 lines)."""
+    schema_max_tokens: int = Field(default=1024, ge=16, le=32768)
+    """The same for a reply held to a JSON schema: the grammar bounds its strings, and a
+    reply cut short of them is an unterminated string (KernelForm: 6 of 18 at 384)."""
 
 
 class LLMOptions(StrictModel):

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from optiforge.config import LocalModelSettings
 from optiforge.errors import ConfigError, LLMProviderError
 from optiforge.llm.litellm_client import LiteLLM
@@ -213,7 +215,6 @@ class LocalLLM(LiteLLM):
         self.local_model = model.strip()
         self.settings = settings or LocalModelSettings()
         _, name = model_file(self.local_model, self.settings)  # a missing file fails now
-        kw.setdefault("max_tokens", self.settings.max_tokens)
         kw.pop("api_base", None)
         super().__init__(f"openai/{name}", api_base=None, api_key="sk-local", **kw)
         self.json_mode = True
@@ -243,7 +244,16 @@ class LocalLLM(LiteLLM):
         self.server()  # loading starts now, in its own process
         super().prewarm()
 
-    def _send(self, *args: Any, **kwargs: Any) -> ProviderReply:
+    def _send(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        params: dict[str, Any],
+        json_mode: bool,
+        schema: type[BaseModel] | None = None,
+    ) -> ProviderReply:
         self.server().wait_ready()
-        reply = super()._send(*args, **kwargs)
+        s = self.settings
+        params = {"max_tokens": s.schema_max_tokens if schema else s.max_tokens, **params}
+        reply = super()._send(messages, tools, params, json_mode, schema)
         return reply.model_copy(update={"cost_usd": 0.0, "cost_known": True})
