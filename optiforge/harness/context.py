@@ -100,11 +100,11 @@ def make_run_llm(settings: RunSettings, budget: Any, tracer: Any) -> Any:
         raise ConfigError("--record and --replay exclude each other")
     cassette = None
     if settings.record:
-        cassette = Cassette(settings.record, mode="record")
+        cassette = Cassette.shared(settings.record, mode="record")
     elif settings.replay:
         if not Path(settings.replay).is_file():
             raise ConfigError(f"--replay {settings.replay}: no such cassette file")
-        cassette = Cassette(settings.replay, mode="replay")
+        cassette = Cassette.shared(settings.replay, mode="replay")
     cache = ResponseCache(settings.cache) if settings.cache else None
     kwargs: dict[str, Any] = {
         "budget": budget,

@@ -119,6 +119,21 @@ class Cassette:
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
 
+    _SHARED: dict[tuple[str, str], Cassette] = {}
+    _SHARED_LOCK = threading.Lock()
+
+    @classmethod
+    def shared(cls, path: str | Path, mode: Literal["record", "replay"]) -> Cassette:
+        """This process's one cassette for ``path`` and ``mode``: the runs of an eval read
+        (or write) it in turn, so a request that recurs across runs (an agent and its LLM
+        baseline asking the same first question) gets its recorded answers in the order
+        they were recorded, not the first one again in every run."""
+        key = (str(Path(path).resolve()), mode)
+        with cls._SHARED_LOCK:
+            if key not in cls._SHARED:
+                cls._SHARED[key] = cls(path, mode=mode)
+            return cls._SHARED[key]
+
     def __len__(self) -> int:
         return sum(len(v) for v in self._entries.values())
 

@@ -245,6 +245,23 @@ def test_cassette_record_then_replay_without_server(tmp_path) -> None:
         replay.complete([{"role": "user", "content": "never asked this"}])
 
 
+def test_a_request_recurring_across_runs_replays_in_recorded_order(tmp_path) -> None:
+    """An eval's runs share its cassette: two runs asking the same question got two answers
+    when recorded, and get them back in that order on replay (each run's own cassette
+    object would hand both runs the first answer)."""
+    path = tmp_path / "eval.jsonl"
+    with OpenAICompatServer(["first run's answer", "second run's answer"]) as server:
+        for _ in range(2):  # two runs, each with its own LLM, as an eval builds them
+            make(server, cassette=Cassette.shared(path, mode="record")).complete(USER)
+    replies = [  # the server is gone: only the cassette can answer
+        LiteLLM("openai/test-model", api_base="http://127.0.0.1:9/v1",
+                api_key="sk-test", max_retries=0,
+                cassette=Cassette.shared(path, mode="replay")).complete(USER)
+        for _ in range(2)
+    ]  # fmt: skip
+    assert [r.text for r in replies] == ["first run's answer", "second run's answer"]
+
+
 def test_acomplete(openai_server: OpenAICompatServer) -> None:
     openai_server.script(["async hello"])
     c = asyncio.run(make(openai_server).acomplete(USER))

@@ -3,7 +3,10 @@
 The smallest honest benchmark for the shared search loop: a candidate is Python source
 defining ``f(x)`` (numpy available as ``np``); it runs in the sandbox on the task's
 sample points and is scored by mean squared error against the target (lower is better).
-The target is never shown to the candidate code: it sees only the inputs.
+The target is never shown to the candidate code: it sees only the inputs. Python's and
+numpy's random generators are seeded the same for every run, so a program's score is a
+function of the program (a search, its resume and its cassette replay see the same values,
+and the harness's re-measurement equals what the search observed).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Score, SuiteHooks
 
 _RUNNER = r"""
-import json, sys
+import json, random, sys
 import numpy as np
+random.seed(0)  # a candidate that draws random numbers draws the same ones every time
+np.random.seed(0)
 ns = {"np": np, "math": __import__("math")}
 src = open("candidate.py").read()
 xs = np.array(json.load(open("inputs.json")), dtype=float)
@@ -57,7 +62,7 @@ class FuncFitTask:
     timeout_s: float = 10.0
     budget: int | None = None
     """No budget of its own: the agent's default."""
-    warm_modules: tuple[str, ...] = ("numpy", "json", "math")
+    warm_modules: tuple[str, ...] = ("numpy", "json", "math", "random")
     """What the runner imports: ``LocalSandbox(warm=task.warm_modules)`` runs it warm
     (json and math too: each is ~0.7 ms to import in a fresh fork)."""
     description: str = field(init=False)
