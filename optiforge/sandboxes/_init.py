@@ -158,6 +158,16 @@ def _touch(path):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
 
 
+TMPFS_DIRS = ("/dev/shm", "/tmp")
+"""Where every run gets its own empty, size-bounded tmpfs."""
+TMP_STASH = "/.optiforge-tmpbinds"
+
+
+def under_tmpfs(paths):
+    """The paths of ``paths`` that lie in a run's private /tmp or /dev/shm."""
+    return [p for p in paths if any(p == d or p.startswith(d + "/") for d in TMPFS_DIRS)]
+
+
 def build_root(cfg):
     """Minimal read-only root at ``cfg['newroot']``; pivot into it (pid 1, unshare mode)."""
     new = cfg["newroot"]
@@ -167,6 +177,22 @@ def build_root(cfg):
     for link, target in cfg["symlinks"]:
         _mkdirs(os.path.dirname(new + link))
         os.symlink(target, new + link)
+    # /dev: a few character devices bound from the host, nothing else.
+    _mkdirs(new + "/dev")
+    mount("tmpfs", new + "/dev", "tmpfs", MS_NOSUID, "size=64k,mode=0755")
+    for name in ("null", "zero", "full", "random", "urandom"):
+        _touch(new + "/dev/" + name)
+        mount("/dev/" + name, new + "/dev/" + name, None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0")):
+        os.symlink(target, new + "/dev/" + name)
+    os.symlink("/proc/self/fd/1", new + "/dev/stdout")
+    os.symlink("/proc/self/fd/2", new + "/dev/stderr")
+    # the private /tmp and /dev/shm first: a view path under them (an interpreter in a
+    # venv under /tmp) is bound onto the fresh tmpfs instead of being hidden by it
+    tmpfs_opts = f"size={cfg['tmpfs_kb']}k,nr_inodes={cfg['tmpfs_inodes']},mode=1777"
+    for d in TMPFS_DIRS:
+        _mkdirs(new + d)
+        mount("tmpfs", new + d, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)
     for path in cfg["ro_binds"]:
         dest = new + path
         if os.path.isdir(path):
@@ -181,20 +207,17 @@ def build_root(cfg):
         mount(None, new + dest, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
     for path in cfg["masks"]:
         mount("tmpfs", new + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0755")
-    # /dev: a few character devices bound from the host, nothing else.
-    _mkdirs(new + "/dev")
-    mount("tmpfs", new + "/dev", "tmpfs", MS_NOSUID, "size=64k,mode=0755")
-    for name in ("null", "zero", "full", "random", "urandom"):
-        _touch(new + "/dev/" + name)
-        mount("/dev/" + name, new + "/dev/" + name, None, MS_BIND)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0")):
-        os.symlink(target, new + "/dev/" + name)
-    os.symlink("/proc/self/fd/1", new + "/dev/stdout")
-    os.symlink("/proc/self/fd/2", new + "/dev/stderr")
-    tmpfs_opts = f"size={cfg['tmpfs_kb']}k,nr_inodes={cfg['tmpfs_inodes']},mode=1777"
-    for d in ("/dev/shm", "/tmp"):
-        _mkdirs(new + d)
-        mount("tmpfs", new + d, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)
+    if cfg["mode"] == "zygote":
+        # a warm run mounts its own /tmp and /dev/shm: it re-binds the view paths under
+        # them from this stash (taken with the masks inside, hence from the new root)
+        for i, path in enumerate(under_tmpfs(cfg["ro_binds"])):
+            stash = f"{new}{TMP_STASH}/{i}"
+            if os.path.isdir(new + path):
+                _mkdirs(stash)
+            else:
+                _touch(stash)
+            mount(new + path, stash, None, MS_BIND | MS_REC)
+            mount(None, stash, None, ro)
     wd = cfg["workdir"]
     if wd is not None:
         _mkdirs(new + wd)
@@ -381,6 +404,10 @@ _RUN_STAGE_MODULES = ("atexit", "builtins", "marshal", "resource", "signal", "so
 (``resource`` alone cost a run ~1.8 ms in a fresh fork)."""
 
 
+_ZYGOTE_TMP_BINDS: list = []
+"""The zygote's view paths under /tmp or /dev/shm (each warm run re-binds them)."""
+
+
 def zygote(cfg, status_fd):
     """The pool's pid 1: build the root, import the warm modules, fork per request."""
     import gc
@@ -388,7 +415,9 @@ def zygote(cfg, status_fd):
     import select
     import socket
 
+    global _ZYGOTE_TMP_BINDS
     build_root(cfg)
+    _ZYGOTE_TMP_BINDS = under_tmpfs(cfg["ro_binds"])
     _check(_libc.sethostname(b"sandbox", 7), "sethostname")
     loopback_up()
     for name in (*cfg["warm"], *_RUN_STAGE_MODULES):
@@ -515,8 +544,17 @@ def warm_c1(req, sock, out_w, err_w, cg):
         _check(_libc.umount2(d.encode(), MNT_DETACH), f"umount {d}")
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     opts = f"size={req['tmpfs_kb']}k,nr_inodes={req['tmpfs_inodes']},mode=1777"
-    for d in ("/dev/shm", "/tmp"):
+    for d in TMPFS_DIRS:
         mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    for i, path in enumerate(_ZYGOTE_TMP_BINDS):
+        stash = f"{TMP_STASH}/{i}"
+        if os.path.isdir(stash):
+            _mkdirs(path)
+        else:
+            _touch(path)
+        mount(stash, path, None, MS_BIND | MS_REC)
+        mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        _check(_libc.umount2(stash.encode(), MNT_DETACH), f"umount {stash}")
     wd = req["workdir"]
     parent = os.path.dirname(wd)
     in_tmpfs = any(parent == d or parent.startswith(d + "/") for d in ("/tmp", "/dev/shm"))

@@ -777,7 +777,13 @@ def _bwrap_argv(sb: LocalSandbox, workdir: str, network: bool) -> list[str]:
         argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     for link, target in sb.view.symlinks:
         argv += ["--symlink", target, link]
-    made: set[str] = set()
+    size = str(sb.tmpfs_mb << 20)
+    argv += ["--dev", "/dev", "--proc", "/proc"]
+    # the private /tmp and /dev/shm first: a view path under them (a venv under /tmp)
+    # is bound onto the fresh tmpfs instead of being hidden by it
+    for d in ("/tmp", "/dev/shm"):
+        argv += ["--size", size, "--perms", "1777", "--tmpfs", d]
+    made: set[str] = {"/dev", "/tmp", "/dev/shm"}
     for path in sb.view.ro_binds:
         # bwrap would copy the host's modes (a 0700 /root): make the parents traversable
         for anc in _ancestors(path)[:-1]:
@@ -787,10 +793,6 @@ def _bwrap_argv(sb: LocalSandbox, workdir: str, network: bool) -> list[str]:
         argv += ["--ro-bind", path, path]
     for path in sb.view.masks:
         argv += ["--tmpfs", path, "--remount-ro", path]
-    size = str(sb.tmpfs_mb << 20)
-    argv += ["--dev", "/dev", "--proc", "/proc"]
-    for d in ("/tmp", "/dev/shm"):
-        argv += ["--size", size, "--perms", "1777", "--tmpfs", d]
     argv += ["--bind", workdir, workdir, "--remount-ro", "/", "--chdir", workdir, "--"]
     return argv
 

@@ -313,3 +313,40 @@ def test_interrupted_run_leaves_nothing(
         with pytest.raises(KeyboardInterrupt):
             LocalSandbox(isolation=mode).run(f"sleep 30; : {token}")  # type: ignore[arg-type]
     assert_no_leftovers(token)
+
+
+_READ_UNDER_TMP = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {d!r})
+    import tmpmod
+    print(tmpmod.VALUE)
+    try:
+        open({d!r} + "/written.txt", "w").write("x")
+    except OSError as e:
+        print("ro", e.errno)
+    """
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("warm", [None, ["json"]], ids=["cold", "warm"])
+def test_a_view_path_under_tmp_stays_visible(mode: str, warm: list[str] | None) -> None:
+    """An interpreter or data set under /tmp is not hidden by the run's private /tmp."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:
+        os.chmod(d, 0o755)
+        Path(d, "tmpmod.py").write_text("VALUE = 'seen under /tmp'\n")
+        sb = LocalSandbox(isolation=mode, extra_ro=[d], warm=warm)  # type: ignore[arg-type]
+        try:
+            for _ in range(2):  # a warm sandbox's second run re-binds it again
+                r = sb.run([PY, "-c", _READ_UNDER_TMP.format(d=d)])
+                assert r.returncode == 0, r.stderr
+                lines = r.stdout.split()
+                assert lines[:3] == ["seen", "under", "/tmp"]
+                if mode != "none":
+                    assert lines[3] == "ro", r.stdout
+                    assert not Path(d, "written.txt").exists()
+        finally:
+            sb.close()
