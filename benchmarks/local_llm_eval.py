@@ -50,6 +50,9 @@ PLAN: dict[str, tuple[str, str, int, list[str]]] = {
                 0, ["agent.max_attempts=2"]),
     "agent-cbo": ("cbo", "toy_graph,independent", 0, []),
 }  # fmt: skip
+# agents whose baselines hold no offline run of the agent itself (evolve has none; AutoREM's
+# offline_equivalent, no-memory, still calls the model): one offline eval of the agent too
+OFFLINE_TOO = ("evolve", "autorem")
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -64,17 +67,19 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def run_eval(agent: str, out: Path, replay: bool) -> tuple[int, float]:
+def run_eval(agent: str, out: Path, replay: bool, model: str = "local") -> tuple[int, float]:
     suite, tasks, budget, sets = PLAN[agent]
     tape = CASSETTES / f"{agent}.jsonl"
     cmd = [sys.executable, "-m", "optiforge.cli", "eval", agent, "--bench", suite,
-           "--split", "dev", "--seeds", "1", "--tasks", tasks, "--model", "local",
+           "--split", "dev", "--seeds", "1", "--tasks", tasks, "--model", model,
            "--memory", "none", "--out", str(out)]  # fmt: skip
     if budget:
         cmd += ["--budget", str(budget)]
     for s in sets:
         cmd += ["--set", s]
-    if replay:
+    if model == "offline":
+        cmd += ["--baselines", "seed" if agent == "evolve" else "nominal"]
+    elif replay:
         if not tape.is_file():
             raise SystemExit(f"{tape}: no cassette to replay (run without --replay first)")
         cmd += ["--replay", str(tape)]
@@ -91,12 +96,15 @@ def run_eval(agent: str, out: Path, replay: bool) -> tuple[int, float]:
     return proc.returncode, time.perf_counter() - t0
 
 
-def scores(out: Path) -> list[dict[str, Any]]:
-    return [
-        {k: r.get(k) for k in ("task", "method", "model", "best_score", "status", "llm_calls",
-                               "tokens", "n_evaluations", "wall_s", "higher_is_better", "metric")}
-        for r in _jsonl(out / "results.jsonl")
-    ]  # fmt: skip
+def scores(out: Path, agent: str) -> list[dict[str, Any]]:
+    keys = ("task", "method", "model", "best_score", "status", "llm_calls", "tokens",
+            "n_evaluations", "wall_s", "higher_is_better", "metric")  # fmt: skip
+    rows = [{k: r.get(k) for k in keys} for r in _jsonl(out / "results.jsonl")]
+    offline = out.with_name(out.name + "-offline") / "results.jsonl"
+    for r in _jsonl(offline):  # the agent's own offline run, labelled as such
+        if r.get("method") == agent:
+            rows.append({**{k: r.get(k) for k in keys}, "method": f"{agent} (offline)"})
+    return rows
 
 
 def formats(agent: str, out: Path) -> dict[str, dict[str, int]]:
@@ -144,9 +152,11 @@ def print_tables(results: dict[str, Any]) -> None:
     print("| agent | task | method | model | score | status | LLM calls | wall s |")
     print("|---|---|---|---|---|---|---|---|")
     for agent, res in results.items():
-        for r in sorted(res["scores"], key=lambda r: (r["task"], r["method"] != agent)):
+        for r in sorted(
+            res["scores"], key=lambda r: (r["task"], not r["method"].startswith(agent))
+        ):
             score = "failed" if r["best_score"] is None else f"{r['best_score']:.6g}"
-            model = r["model"] if r["method"] == agent else "-"
+            model = r["model"] if r["method"].startswith(agent) else "-"
             print(f"| {agent} | {r['task']} | {r['method']} | {model} | {score} | {r['status']} "
                   f"| {r['llm_calls']} | {r['wall_s']:.0f} |")  # fmt: skip
     print("\n## Format robustness (replies of the local model that had the required shape)\n")
@@ -179,10 +189,12 @@ def main() -> None:
     for agent in args.agents.split(","):
         out = base / agent
         if args.tables_from:
-            results[agent] = {"scores": scores(out), "formats": formats(agent, out)}
+            results[agent] = {"scores": scores(out, agent), "formats": formats(agent, out)}
             continue
         rc, wall = run_eval(agent, out, args.replay)
-        results[agent] = {"exit": rc, "wall_s": wall, "scores": scores(out),
+        if agent in OFFLINE_TOO:
+            run_eval(agent, out.with_name(agent + "-offline"), args.replay, model="offline")
+        results[agent] = {"exit": rc, "wall_s": wall, "scores": scores(out, agent),
                           "formats": formats(agent, out)}  # fmt: skip
         print(f"{agent:18s} exit {rc}  {wall:7.1f} s", flush=True)
     print_tables(results)
