@@ -60,6 +60,31 @@ class ListTracer:
         return [e for e in self.events if e["kind"] == kind]
 
 
+class TeeTracer:
+    """Every event to ``primary`` and, labelled with ``labels``, to ``secondary``.
+
+    A pipeline's node runs in its own run directory (a complete run: ``report``,
+    ``--resume`` work on it) and its events also reach the pipeline's one log, tagged
+    with the node (``node="discover"``).
+    """
+
+    def __init__(self, primary: Tracer, secondary: Tracer, **labels: Any) -> None:
+        self.primary = primary
+        self.secondary = secondary
+        self.labels = labels
+
+    @property
+    def run_dir(self) -> Path | None:
+        return getattr(self.primary, "run_dir", None)
+
+    def worker_tracer(self) -> Any:
+        return self.primary.worker_tracer()  # type: ignore[attr-defined]
+
+    def event(self, kind: str, **fields: Any) -> None:
+        self.primary.event(kind, **fields)
+        self.secondary.event(kind, **{**fields, **self.labels})
+
+
 class FileTracer:
     """A picklable tracer appending to an ``events.jsonl`` (for executor workers).
 

@@ -45,6 +45,10 @@ class AgentSpec:
     """A baseline that *is* this agent when no LLM is given (skipped by default in offline evals)."""
     summary_notes: Callable[[list[dict[str, Any]]], list[str]] | None = None
     """Extra lines (tables, caveats) for eval reports, computed from the result rows."""
+    artifact: str = "candidate"
+    """What the agent's best candidate is, as a pipeline passes it on: ``program``,
+    ``gp-kernel``, ``triton-kernel``, ``formulation``, ``causal-model``, ``tool``,
+    ``harness-patch``."""
 
     def accepts(self, suite: str) -> bool:
         """Whether tasks of ``suite`` are ones this agent can run on."""

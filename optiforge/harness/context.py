@@ -20,6 +20,8 @@ def build_context(
     workers: int | None = None,
     llm: Any | None = None,
     warm: tuple[str, ...] | list[str] = (),
+    budget: Any | None = None,
+    tee: Any | None = None,
 ) -> RunContext:
     """Live services for one run, wired to its recorder (the tracer).
 
@@ -30,16 +32,24 @@ def build_context(
     sandbox forks its runs from a zygote that imported them (see
     ``optiforge.sandboxes.warm``); the search's evaluations and the harness's
     re-measurements then share it.
+    budget: a ``Budget`` shared with other runs (a pipeline's nodes share one ledger);
+    None: this run's own, from ``settings``.
+    tee: a tracer that also gets every event of this run (a pipeline's one log).
     """
     from optiforge.llm import Budget
 
-    tracer = recorder if recorder is not None else None
-    budget = Budget(
-        max_calls=settings.max_llm_calls,
-        max_usd=settings.max_usd,
-        max_wall_s=settings.max_wall_s,
-        max_sandbox_s=settings.max_sandbox_s,
-    )
+    tracer: Any = recorder if recorder is not None else None
+    if tracer is not None and tee is not None:
+        from optiforge.runs import TeeTracer
+
+        tracer = TeeTracer(recorder, tee)  # type: ignore[arg-type]
+    if budget is None:
+        budget = Budget(
+            max_calls=settings.max_llm_calls,
+            max_usd=settings.max_usd,
+            max_wall_s=settings.max_wall_s,
+            max_sandbox_s=settings.max_sandbox_s,
+        )
     if llm is None:
         llm = make_run_llm(settings, budget, tracer)
         if llm is not None:
@@ -88,8 +98,8 @@ def build_context(
         run_dir=recorder.run_dir if recorder else None,
         agent=agent,
     )
-    if recorder is not None:
-        ctx.tracer = recorder
+    if tracer is not None:
+        ctx.tracer = tracer
     return ctx
 
 

@@ -68,11 +68,16 @@ def run_task(
     progress: Callable[[dict[str, Any]], None] | None = None,
     with_baseline: bool = True,
     llm: Any | None = None,
+    budget: Any | None = None,
+    tee: Any | None = None,
+    config_extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``method`` (the agent itself, or one of its baselines) on ``task``.
 
     Writes ``out_dir/summary.json`` and returns it. With ``resume``, an interrupted run in
-    ``out_dir`` continues from its checkpoint.
+    ``out_dir`` continues from its checkpoint. ``budget`` and ``tee``: a ledger and a log
+    shared with other runs (a pipeline's nodes); the summary counts this run's share.
+    ``config_extra``: recorded in the manifest beside the run's own config.
     """
     spec = agent if isinstance(agent, AgentSpec) else get_agent(agent)
     method = method or spec.name
@@ -102,20 +107,27 @@ def run_task(
                 "method": method,
                 "task": _task_ref(task),
                 "settings": settings.model_dump(mode="json"),
+                **(config_extra or {}),
             },
             seed=settings.seed,
             provider=settings.model,
         )
     t0 = time.perf_counter()
     warm = tuple(getattr(task, "warm_modules", None) or ())
-    ctx = build_context(settings, recorder, spec.name, llm=llm, warm=warm)
+    ctx = build_context(settings, recorder, spec.name, llm=llm, warm=warm, budget=budget, tee=tee)
+    # a shared ledger (a pipeline) already holds other runs' spend: count this run's share
+    snap0 = ctx.budget.snapshot() if ctx.budget is not None else {}
+
+    def spent(key: str) -> float:
+        snap = ctx.budget.snapshot() if ctx.budget is not None else {}
+        return _snap(snap, key) - _snap(snap0, key)
+
     if progress is not None:
 
         def with_spend(info: dict[str, Any]) -> None:
-            snap = ctx.budget.snapshot() if ctx.budget is not None else {}
             progress(
-                {**info, "llm_calls": int(_snap(snap, "calls")), "cost_usd": _snap(snap, "usd"),
-                 "unpriced_calls": int(_snap(snap, "unpriced_calls"))}
+                {**info, "llm_calls": int(spent("calls")), "cost_usd": spent("usd"),
+                 "unpriced_calls": int(spent("unpriced_calls"))}
             )  # fmt: skip
 
         ctx.progress = with_spend
@@ -134,7 +146,6 @@ def run_task(
             b_out = spec.baselines[baseline_name](task, ctx, budget, config)
             baseline_score, _, b_verification = _verify(task, b_out, ctx)
             baseline_trace = _harness_trace(b_verification) or b_out.trace
-        snap = ctx.budget.snapshot() if ctx.budget is not None else {}
         status, status_reason = run_status(value, outcome.stop_reason, outcome.failure)
         summary = {
             "agent": spec.name,
@@ -153,11 +164,11 @@ def run_task(
             "baseline_score": baseline_score,
             "baseline_trace": baseline_trace,
             "n_evaluations": outcome.n_evaluations,
-            "llm_calls": int(_snap(snap, "calls")),
-            "tokens": int(_snap(snap, "tokens")),
-            "cost_usd": float(_snap(snap, "usd")),
-            "unpriced_calls": int(_snap(snap, "unpriced_calls")),
-            "sandbox_s": float(_snap(snap, "sandbox_s")),
+            "llm_calls": int(spent("calls")),
+            "tokens": int(spent("tokens")),
+            "cost_usd": float(spent("usd")),
+            "unpriced_calls": int(spent("unpriced_calls")),
+            "sandbox_s": float(spent("sandbox_s")),
             "wall_s": round(time.perf_counter() - t0, 3),
             "stop_reason": outcome.stop_reason,
             "status": status,

@@ -174,6 +174,24 @@ class Budget:
         with self._lock:
             self.sandbox_s += float(seconds)
 
+    def restore(
+        self,
+        *,
+        calls: int = 0,
+        tokens: int = 0,
+        usd: float = 0.0,
+        sandbox_s: float = 0.0,
+        unpriced_calls: int = 0,
+    ) -> None:
+        """Count usage spent before this object existed (a resumed pipeline's finished
+        nodes): later checks see it against the same caps."""
+        with self._lock:
+            self.calls += int(calls)
+            self.tokens += int(tokens)
+            self.usd += float(usd)
+            self.sandbox_s += float(sandbox_s)
+            self.unpriced_calls += int(unpriced_calls)
+
     def snapshot(self) -> dict[str, Any]:
         """``{resource: {"used": x, "cap": y | None}}`` for calls, tokens, usd, wall_s, sandbox_s."""
         with self._lock:

@@ -28,6 +28,7 @@ SPEC = AgentSpec(
         "discovery-only": discovery_only_baseline,
     },
     default_budget=30,
+    artifact="causal-model",
     offline_equivalent="discovery-only",
 )
 

@@ -27,6 +27,7 @@ SPEC = AgentSpec(
     default_benchmark="autoro",
     baselines={"nominal": nominal_baseline, "no-memory": no_memory_baseline},
     default_budget=3,
+    artifact="formulation",
     offline_equivalent="no-memory",
     summary_notes=summary_notes,
 )

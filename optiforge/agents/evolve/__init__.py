@@ -20,6 +20,7 @@ SPEC = AgentSpec(
     default_benchmark="funcfit",
     baselines={"seed": seed_baseline, "random-programs": random_restart_baseline},
     default_budget=40,
+    artifact="program",
 )
 
 __all__ = ["SPEC", "EvolveConfig", "build"]

@@ -23,6 +23,7 @@ SPEC = AgentSpec(
     default_benchmark="kernelarena",
     baselines={"reference": reference_baseline, "autotune": autotune_baseline},
     default_budget=12,
+    artifact="triton-kernel",
     offline_equivalent="autotune",
 )
 

@@ -23,6 +23,7 @@ SPEC = AgentSpec(
     default_benchmark="hdbo",
     baselines=_baselines(),
     default_budget=30,
+    artifact="gp-kernel",
     offline_equivalent="compositional",
     summary_notes=summary_notes,
 )

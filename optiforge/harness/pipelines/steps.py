@@ -1,0 +1,244 @@
+"""Glue steps of a pipeline: small nodes between agents.
+
+``diagnose`` reads a finished (or failed) agent node's run directory — its evaluations,
+rejected candidates, LLM errors and stop reason — and writes a ``diagnosis`` artifact:
+the failure modes with counts and one example each, the dominant one, and the harness
+changes that address it (the first step of AutoSaddler's trace-driven harness tuning:
+diagnosis; structured patches and validation-gated updates are that agent's issue). With
+an LLM the step also asks it for a root cause and changes, as a JSON schema; offline the
+changes come from a rule per failure mode. The diagnosis is stored in the pipeline's
+memory as an ``Experience`` (so a later run of the same task can read it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# (mode, pattern, harness change) — first match wins; patterns read error strings
+FAILURE_MODES: list[tuple[str, re.Pattern[str], str]] = [
+    ("timeout", re.compile(r"timed? ?out|timeout|deadline", re.I),
+     "tell the proposer the per-evaluation time limit, or raise the evaluation timeout"),
+    ("resource", re.compile(r"MemoryError|out of memory|killed by|signal \d|RLIMIT", re.I),
+     "state the memory and process limits in the prompt; reject oversized candidates statically"),
+    ("format", re.compile(r"SyntaxError|IndentationError|invalid syntax|no code block|"
+                          r"could not parse|unterminated|not valid json|StructuredOutput", re.I),
+     "enforce the output shape (a JSON schema or one fenced block with a stop sequence) "
+     "and re-ask with the parse error"),
+    ("static check", re.compile(r"^invalid:|must define|not allowed|forbidden|static", re.I),
+     "state the static checks (required names, banned calls) in the prompt"),
+    ("wrong result", re.compile(r"mismatch|wrong|not close|incorrect|differs|max abs|"
+                                r"infeasible|not robust|does not match", re.I),
+     "show the failing check's expected vs. actual values in the next prompt"),
+    ("runtime error", re.compile(r"\b\w+Error\b|Traceback|exception|exit \d+|returncode", re.I),
+     "feed the traceback's last line back to the proposer; add a smoke test before scoring"),
+    ("llm", re.compile(r"LLM error|rate limit|LLMProvider|LLMTimeout|connection", re.I),
+     "retry the provider with backoff, or lower the concurrent requests"),
+    ("budget", re.compile(r"budget", re.I),
+     "raise the budget, or spend it on fewer proposals per round"),
+]  # fmt: skip
+
+
+class FailureMode(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: str
+    count: int
+    example: str
+    change: str
+
+
+class LLMDiagnosis(BaseModel):
+    """What the LLM is asked for (a JSON schema enforced where the provider can)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    root_cause: str = Field(max_length=400)
+    harness_changes: list[str] = Field(default_factory=list, max_length=5)
+
+
+class Diagnosis(BaseModel):
+    """The ``diagnosis`` artifact."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    of: str
+    """The node diagnosed."""
+    agent: str | None
+    task: str | None
+    status: str
+    status_reason: str
+    candidates: int
+    failed: int
+    modes: list[FailureMode]
+    dominant: str | None
+    changes: list[str]
+    root_cause: str | None = None
+    """The LLM's reading of the failures (None offline or when it gave none)."""
+
+
+@dataclass
+class StepInput:
+    """What a step sees: the node it reads and the pipeline's live handles."""
+
+    node: str
+    result: dict[str, Any]
+    run_dir: Path | None
+    out_dir: Path
+    llm: Any | None
+    memory_url: str | None
+    tracer: Any
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def failure_texts(run_dir: Path | None, result: dict[str, Any]) -> tuple[int, list[str]]:
+    """``(candidates, error strings)`` of one agent run: failed evaluations, rejected
+    candidates, failed LLM calls and AutoREM attempts, and a failed run's own reason."""
+    texts: list[str] = []
+    n = 0
+    if run_dir is not None:
+        for name in ("evaluations.jsonl", "rejected.jsonl"):
+            for row in _jsonl(run_dir / name):
+                n += 1
+                if not row.get("passed"):
+                    texts.append(str(row.get("error") or "failed without an error message"))
+        for e in _jsonl(run_dir / "events.jsonl"):
+            if e.get("kind") == "llm_call" and e.get("ok") is False:
+                texts.append(f"LLM error: {e.get('error')}")
+            elif e.get("kind") == "autorem_attempt":
+                n += 1
+                if not e.get("passed"):
+                    texts.append("; ".join(e.get("reasons") or []) or "attempt failed")
+    if result.get("status") == "failed" and not texts:
+        texts.append(str(result.get("status_reason") or result.get("error") or "failed"))
+    return n, texts
+
+
+def classify(texts: list[str]) -> list[FailureMode]:
+    """Failure modes by count (most first), each with its first example."""
+    counts: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    changes = {m: c for m, _, c in FAILURE_MODES}
+    for text in texts:
+        mode = next((m for m, pat, _ in FAILURE_MODES if pat.search(text)), "other")
+        counts[mode] += 1
+        examples.setdefault(mode, text.strip().splitlines()[0][:300] if text.strip() else "")
+    return [
+        FailureMode(mode=m, count=c, example=examples[m],
+                    change=changes.get(m, "read the examples: no rule covers them"))
+        for m, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]  # fmt: skip
+
+
+def diagnose(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``diagnose`` step: ``(result, artifact)``."""
+    res = inp.result
+    n, texts = failure_texts(inp.run_dir, res)
+    modes = classify(texts)
+    diag = Diagnosis(
+        of=inp.node, agent=res.get("agent"), task=res.get("task"),
+        status=str(res.get("status")), status_reason=str(res.get("status_reason") or ""),
+        candidates=n, failed=len(texts), modes=modes,
+        dominant=modes[0].mode if modes else None, changes=[m.change for m in modes[:3]],
+    )  # fmt: skip
+    if inp.llm is not None and modes:
+        diag = _ask_llm(inp, diag)
+    inp.out_dir.mkdir(parents=True, exist_ok=True)
+    (inp.out_dir / "diagnosis.json").write_text(diag.model_dump_json(indent=2) + "\n")
+    (inp.out_dir / "diagnosis.md").write_text(render(diag))
+    _remember(inp, diag)
+    inp.tracer.event("diagnosis", of=inp.node, dominant=diag.dominant, failed=diag.failed,
+                     candidates=diag.candidates, modes={m.mode: m.count for m in modes})  # fmt: skip
+    result = {
+        "status": "finished",
+        "status_reason": f"{diag.failed} of {diag.candidates} candidates failed"
+        + (f"; mostly {diag.dominant}" if diag.dominant else ""),
+    }
+    return result, {"kind": "diagnosis", **diag.model_dump(mode="json")}
+
+
+def _ask_llm(inp: StepInput, diag: Diagnosis) -> Diagnosis:
+    from optiforge.errors import LLMError, StructuredOutputError
+
+    lines = "\n".join(f"- {m.mode} x{m.count}: {m.example}" for m in diag.modes[:6])
+    messages = [
+        {"role": "system", "content": "You diagnose why an optimization agent's candidates "
+         "failed and propose changes to the agent's harness (prompts, tools, checks)."},
+        {"role": "user", "content": f"Agent {diag.agent} on task {diag.task}: {diag.failed} of "
+         f"{diag.candidates} candidates failed. Failure modes with an example each:\n{lines}\n"
+         "Reply as JSON: root_cause (one sentence) and harness_changes (at most 5 short items)."},
+    ]  # fmt: skip
+    try:
+        got = inp.llm.complete(messages, schema=LLMDiagnosis)
+    except (LLMError, StructuredOutputError) as e:
+        inp.tracer.event("diagnosis_llm_failed", error=f"{type(e).__name__}: {e}"[:300])
+        return diag
+    parsed = got.parsed
+    if not isinstance(parsed, LLMDiagnosis):
+        return diag
+    changes = [c.strip()[:200] for c in parsed.harness_changes if c.strip()]
+    return diag.model_copy(
+        update={"root_cause": parsed.root_cause.strip() or None, "changes": changes + diag.changes}
+    )
+
+
+def render(diag: Diagnosis) -> str:
+    out = [f"# Diagnosis of node {diag.of}: {diag.agent} on {diag.task}", "",
+           f"status: {diag.status} ({diag.status_reason})", "",
+           f"{diag.failed} of {diag.candidates} candidates failed.", ""]  # fmt: skip
+    if diag.modes:
+        out += ["| failure mode | count | example |", "|---|---|---|"]
+        out += [f"| {m.mode} | {m.count} | {m.example.replace('|', '/')[:160]} |" for m in diag.modes]
+        out.append("")
+    if diag.root_cause:
+        out += [f"root cause (LLM): {diag.root_cause}", ""]
+    if diag.changes:
+        out += ["Harness changes to try:", *[f"- {c}" for c in diag.changes], ""]
+    return "\n".join(out)
+
+
+def _remember(inp: StepInput, diag: Diagnosis) -> None:
+    if inp.memory_url is None or not diag.modes or not diag.task:
+        return
+    from optiforge.memory import Experience, Store
+
+    lesson = (f"{diag.agent} on {diag.task}: {diag.failed}/{diag.candidates} candidates failed, "
+              f"mostly {diag.dominant} ({diag.modes[0].example[:160]}); try: {diag.changes[0]}")  # fmt: skip
+    import hashlib
+
+    with Store(inp.memory_url, embedder=None) as store:
+        key = f"{inp.out_dir.resolve()}:{diag.task}".encode()
+        exp_id = f"exp_diag_{hashlib.sha256(key).hexdigest()[:20]}"  # once per node run
+        if store.find(exp_id) is None:
+            store.add_experience(
+                Experience(
+                    id=exp_id, agent="diagnose", task_signature=diag.task,
+                    trajectory_summary="; ".join(f"{m.mode} x{m.count}" for m in diag.modes),
+                    outcome=f"{diag.status}: {diag.status_reason}"[:300], lesson=lesson,
+                    tags=["diagnosis", str(diag.agent)],
+                )
+            )  # fmt: skip
+
+
+STEPS: dict[str, Callable[[StepInput], tuple[dict[str, Any], dict[str, Any]]]] = {
+    "diagnose": diagnose,
+}
+"""Glue steps by name: ``StepInput -> (result, artifact)``."""
