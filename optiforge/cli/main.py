@@ -35,7 +35,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-list_app = typer.Typer(help="List providers, agents or benchmarks.", no_args_is_help=True)
+list_app = typer.Typer(
+    help="List providers, agents, benchmarks, tasks or pipelines.", no_args_is_help=True
+)
 llm_app = typer.Typer(help="Talk to an LLM provider.", no_args_is_help=True)
 sandbox_app = typer.Typer(help="Run commands in a sandbox.", no_args_is_help=True)
 app.add_typer(list_app, name="list")
@@ -143,6 +145,20 @@ def list_agents() -> None:
     table.add_column("description")
     for name, info in agent_infos().items():
         table.add_row(name, info.default_benchmark or "-", info.description)
+    list_console.print(table)
+
+
+@list_app.command("pipelines")
+def list_pipelines() -> None:
+    """Bundled pipelines (configs/pipelines/) and their descriptions."""
+    from optiforge.harness.pipelines import bundled_pipelines
+
+    table = Table(title="Pipelines (`optiforge pipeline run NAME`)")
+    table.add_column("name")
+    table.add_column("file")
+    table.add_column("description")
+    for name, path, desc in bundled_pipelines():
+        table.add_row(name, str(path), desc)
     list_console.print(table)
 
 
@@ -868,6 +884,9 @@ def _mount_optional() -> None:
     from optiforge.cli.autorem import app as autorem_app
 
     app.add_typer(autorem_app, name="autorem")
+    from optiforge.cli.pipeline import app as pipeline_app
+
+    app.add_typer(pipeline_app, name="pipeline")
 
 
 _mount_optional()

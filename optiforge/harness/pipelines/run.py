@@ -214,14 +214,18 @@ def _step_node(node: NodeSpec, source: str) -> Callable[..., dict[str, Any]]:
         if ctx.on_node:
             ctx.on_node("start", {"node": node.id, "step": node.step, "input": source})
         if src is None:
-            res: dict[str, Any] = {"status": "failed", "status_reason": f"input node {source!r} has not run"}
+            res: dict[str, Any] = {
+                "status": "failed",
+                "status_reason": f"input node {source!r} has not run",
+            }
             art = None
         else:
+            tracer = TeeTracer(NullTracer(), ctx.recorder, node=node.id)
             inp = StepInput(
                 node=source, result=src,
                 run_dir=ctx.run_dir / src["dir"] if src.get("dir") else None,
-                out_dir=out, llm=_step_llm(ctx), memory_url=ctx.memory_url,
-                tracer=TeeTracer(NullTracer(), ctx.recorder, node=node.id),
+                out_dir=out, llm=_step_llm(ctx, tracer), memory_url=ctx.memory_url,
+                tracer=tracer,
             )  # fmt: skip
             try:
                 res, art = STEPS[str(node.step)](inp)
@@ -243,15 +247,19 @@ def _step_node(node: NodeSpec, source: str) -> Callable[..., dict[str, Any]]:
     return run
 
 
-def _step_llm(ctx: PipelineContext) -> Any | None:
+def _step_llm(ctx: PipelineContext, tracer: Any) -> Any | None:
+    """The step's LLM (None offline), charged to the ledger, its calls in the one log."""
     if ctx.llm is not None:
-        ctx.llm.budget = getattr(ctx.llm, "budget", None) or ctx.budget
+        if hasattr(ctx.llm, "budget"):
+            ctx.llm.budget = ctx.budget
+        if hasattr(ctx.llm, "tracer"):
+            ctx.llm.tracer = tracer
         return ctx.llm
     if ctx.settings.model == "offline":
         return None
     from optiforge.harness.context import make_run_llm
 
-    return make_run_llm(ctx.settings, ctx.budget, ctx.recorder)
+    return make_run_llm(ctx.settings, ctx.budget, tracer)
 
 
 def _stop_node(state: PipelineState, runtime: Any) -> dict[str, Any]:
@@ -456,7 +464,11 @@ def render_summary(summary: dict[str, Any]) -> str:
         r = summary["nodes"][nid]
         what = r.get("method") or r.get("step")
         score = "-" if r.get("best_score") is None else f"{r['best_score']:.6g}"
-        base = "-" if r.get("baseline_score") is None else f"{r['baseline_name']} {r['baseline_score']:.6g}"
+        base = (
+            "-"
+            if r.get("baseline_score") is None
+            else f"{r['baseline_name']} {r['baseline_score']:.6g}"
+        )
         cost = "-" if r.get("cost_usd") is None else f"${r['cost_usd']:.4f}"
         lines.append(f"| {nid} | {what} | {r.get('task') or r.get('input', '')} | {r['status']} | "
                      f"{score} | {base} | {r.get('n_evaluations', '-') or '-'} | "
@@ -465,5 +477,7 @@ def render_summary(summary: dict[str, Any]) -> str:
               f"{t['tokens']} tokens, ${t['cost_usd']:.4f}"
               + (f" ({t['unpriced_calls']} calls unpriced)" if t["unpriced_calls"] else ""), ""]  # fmt: skip
     for nid, a in summary["artifacts"].items():
-        lines.append(f"- artifact of {nid}: {a['kind']}" + (f" at {a['path']}" if a.get("path") else ""))
+        lines.append(
+            f"- artifact of {nid}: {a['kind']}" + (f" at {a['path']}" if a.get("path") else "")
+        )
     return "\n".join(lines) + "\n"

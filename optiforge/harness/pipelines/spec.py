@@ -209,7 +209,8 @@ def parse_pipeline(data: Any, where: str = "pipeline") -> PipelineSpec:
     except ValidationError as e:
         err = e.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"{where}: {loc or 'pipeline'}: {err['msg']}") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{where}: {loc + ': ' if loc else ''}{msg}") from None
     check_nodes(spec, where)
     return spec
 
@@ -256,7 +257,9 @@ def find_pipeline(ref: str | Path) -> Path:
             if cand.is_file():
                 return cand
     names = sorted({f.stem for d in pipeline_dirs() if d.is_dir() for f in d.glob("*.y*ml")})
-    raise ConfigError(f"no pipeline file or bundled pipeline {str(ref)!r} (bundled: {', '.join(names) or 'none'})")
+    raise ConfigError(
+        f"no pipeline file or bundled pipeline {str(ref)!r} (bundled: {', '.join(names) or 'none'})"
+    )
 
 
 def bundled_pipelines() -> list[tuple[str, Path, str]]:

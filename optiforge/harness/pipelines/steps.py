@@ -206,7 +206,9 @@ def render(diag: Diagnosis) -> str:
            f"{diag.failed} of {diag.candidates} candidates failed.", ""]  # fmt: skip
     if diag.modes:
         out += ["| failure mode | count | example |", "|---|---|---|"]
-        out += [f"| {m.mode} | {m.count} | {m.example.replace('|', '/')[:160]} |" for m in diag.modes]
+        out += [
+            f"| {m.mode} | {m.count} | {m.example.replace('|', '/')[:160]} |" for m in diag.modes
+        ]
         out.append("")
     if diag.root_cause:
         out += [f"root cause (LLM): {diag.root_cause}", ""]

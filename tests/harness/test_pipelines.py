@@ -1,0 +1,243 @@
+"""Pipelines: the YAML format, a two-agent pipeline offline and with a scripted LLM,
+conditional edges, the one ledger/log/memory, kill -9 mid-pipeline and resume, the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _resume import kill_at_block, logging_model, read_prompts
+
+from optiforge.config import RunSettings
+from optiforge.errors import ConfigError
+from optiforge.evals.registry import resolve_task
+from optiforge.harness.pipelines import load_pipeline, parse_pipeline, run_pipeline
+from optiforge.harness.pipelines.run import meets
+from optiforge.runs import iter_events
+from optiforge.testing import FunctionLLM
+from optiforge.testing.cbo import true_graph_llm
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TWO_AGENTS = {
+    "name": "two-agents",
+    "description": "evolve, then agent-CBO; a failed evolve run is diagnosed",
+    "nodes": [
+        {"id": "fit", "agent": "evolve", "task": "funcfit/sine@dev", "budget": 7,
+         "set": {"agent.search.proposals_per_round": 2},
+         "next": [{"when": "failed", "to": "why"}, {"to": "cbo"}]},
+        {"id": "cbo", "agent": "agent-cbo", "task": "cbo/toy_graph@dev", "budget": 8,
+         "set": {"agent.llm_every": 2}, "next": "end"},
+        {"id": "why", "step": "diagnose", "input": "fit"},
+    ],
+}  # fmt: skip
+
+
+def _write(tmp: Path, data: dict[str, Any]) -> Path:
+    p = tmp / f"{data['name']}.yaml"
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+# ----------------------------------------------------------------------------- the format
+
+
+def test_bundled_pipelines_validate() -> None:
+    files = sorted((ROOT / "configs" / "pipelines").glob("*.yaml"))
+    assert len(files) >= 2
+    for f in files:
+        spec = load_pipeline(f)
+        assert spec.name == f.stem
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"colour": "red"}, "colour: Extra inputs are not permitted"),
+        ({"nodes": [{"id": "a", "agent": "nope", "task": "funcfit/sine"}]}, "unknown agent"),
+        ({"nodes": [{"id": "a", "agent": "evolve", "task": "funcfit/nope"}]}, "no task 'nope'"),
+        ({"nodes": [{"id": "a", "agent": "evolve", "task": "cbo/toy_graph"}]}, "evolve runs on"),
+        ({"nodes": [{"id": "a", "agent": "evolve", "task": "funcfit/sine", "next": "b"}]},
+         "next 'b' is not a node id"),
+        ({"nodes": [{"id": "a", "step": "diagnose"}]}, "first step node needs an 'input'"),
+        ({"nodes": [{"id": "a", "step": "fix", "input": "a"}]}, "no step 'fix'"),
+        ({"nodes": [{"id": "a", "agent": "evolve"}]}, "needs a 'task'"),
+        ({"nodes": [{"id": "a", "agent": "evolve", "task": "funcfit/sine",
+                     "set": {"seed": "${b.artifact.x}"}}]}, "${b...} is not a node id"),
+        ({"nodes": [{"id": "a", "agent": "evolve", "task": "funcfit/sine"},
+                    {"id": "a", "agent": "evolve", "task": "funcfit/sine"}]}, "unique"),
+    ],
+)  # fmt: skip
+def test_bad_pipelines_fail_with_one_clear_line(change: dict[str, Any], message: str) -> None:
+    data = {"name": "p", "description": "d", "nodes": TWO_AGENTS["nodes"][:1], **change}
+    with pytest.raises(ConfigError) as err:
+        parse_pipeline(data)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_edge_conditions() -> None:
+    ok = {"kind": "agent", "status": "finished", "best_score": 1.0, "baseline_score": 2.0,
+          "higher_is_better": False}  # fmt: skip
+    assert meets("succeeded", ok) and not meets("failed", ok) and meets("beat_baseline", ok)
+    assert meets("missed_baseline", {**ok, "higher_is_better": True})
+    bad = {"kind": "agent", "status": "failed", "best_score": None}
+    assert meets("failed", bad) and meets("missed_baseline", bad) and meets("always", bad)
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def test_two_agents_offline_one_log_one_ledger_one_memory(tmp_path: Path) -> None:
+    spec = parse_pipeline(TWO_AGENTS)
+    out = tmp_path / "run"
+    summary = run_pipeline(spec, RunSettings(), out)
+    assert summary["status"] == "finished", summary["status_reason"]
+    assert summary["path"] == ["fit", "cbo"]  # fit succeeded: no diagnosis
+    fit, cbo = summary["nodes"]["fit"], summary["nodes"]["cbo"]
+    assert fit["n_evaluations"] == 7 and fit["best_score"] is not None
+    assert cbo["best_score"] is not None and cbo["status"] == "finished"
+    # typed artifacts, each pointing at the node's best candidate
+    arts = summary["artifacts"]
+    assert arts["fit"]["kind"] == "program" and (out / arts["fit"]["path"]).is_file()
+    assert arts["cbo"]["kind"] == "causal-model"
+    # every node is a complete run directory, and its events are in the one log, tagged
+    for node in ("fit", "cbo"):
+        assert (
+            json.loads((out / "nodes" / node / "summary.json").read_text())["status"] == "finished"
+        )
+    events = list(iter_events(out))
+    assert {e.get("node") for e in events if e["kind"] == "pipeline_node"} == {"fit", "cbo"}
+    assert any(e["kind"] == "cbo_trial" and e.get("node") == "cbo" for e in events)
+    assert any(e["kind"] == "sandbox_run" and e.get("node") == "fit" for e in events)
+    kinds = [e["kind"] for e in iter_events(out) if e["kind"] == "pipeline_node"]
+    assert len(kinds) == 2
+    # one memory: both agents wrote to the pipeline's memory.db
+    assert summary["memory"] == f"sqlite:///{out / 'memory.db'}"
+    from optiforge.memory import Store
+
+    with Store(summary["memory"], embedder=None) as store:
+        agents = {c.agent for c in store.candidates(limit=1000)}
+    assert "evolve" in agents
+    assert "| fit | evolve | funcfit/sine@dev | finished |" in (out / "summary.md").read_text()
+
+
+def test_a_failed_node_takes_the_failure_edge_and_the_pipeline_fails(tmp_path: Path) -> None:
+    spec = parse_pipeline(TWO_AGENTS)
+
+    def broken(messages: Any, tools: Any, schema: Any) -> str:
+        return "I cannot write code."  # no program: every LLM proposal is invalid
+
+    summary = run_pipeline(spec, RunSettings(model="scripted"), tmp_path / "run",
+                           llm=FunctionLLM(broken))  # fmt: skip
+    assert summary["path"] == ["fit", "why"]
+    assert summary["nodes"]["fit"]["status"] == "failed"
+    assert summary["status"] == "failed" and "fit" in summary["status_reason"]
+    diag = summary["artifacts"]["why"]
+    assert diag["kind"] == "diagnosis" and diag["of"] == "fit"
+    assert diag["dominant"] == "format" and diag["failed"] >= 1
+    assert (tmp_path / "run" / "nodes" / "why" / "diagnosis.md").is_file()
+
+
+def test_references_pass_one_nodes_artifact_into_the_next(tmp_path: Path) -> None:
+    data = {
+        "name": "refs",
+        "description": "the second node's seed comes from the first's result",
+        "nodes": [
+            {"id": "a", "agent": "evolve", "task": "funcfit/sine@dev", "budget": 4},
+            {"id": "b", "agent": "evolve", "task": "funcfit/quadratic@dev", "budget": 4,
+             "set": {"seed": "${a.result.n_evaluations}"}},
+        ],
+    }  # fmt: skip
+    summary = run_pipeline(parse_pipeline(data), RunSettings(), tmp_path / "run")
+    manifest = json.loads((tmp_path / "run" / "nodes" / "b" / "manifest.json").read_text())
+    assert manifest["seed"] == 4 and manifest["config"]["node"] == "b"
+    assert summary["status"] == "finished"
+
+
+# ----------------------------------------------------------------------------- kill -9
+
+
+def _reply(messages: list[dict[str, Any]]) -> str:
+    h = int(hashlib.sha256(messages[-1]["content"].encode()).hexdigest()[:8], 16)
+    a, b = (h % 997) / 100 - 5, (h // 997 % 991) / 100 - 5
+    return f"```python\ndef f(x):\n    return {a:.2f} * x + {b:.2f}\n```"
+
+
+def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -> Any:
+    """The two-agent pipeline with a scripted LLM (evolve programs; agent-CBO's beliefs from
+    the true graph) that logs every prompt; ``block_at``: hang inside that call."""
+    belief = true_graph_llm(resolve_task("cbo/toy_graph@dev"))
+
+    def reply(messages: list[dict[str, Any]], schema: Any = None) -> Any:
+        return belief.fn(messages, None, schema) if schema is not None else _reply(messages)
+
+    logged = logging_model(prompts, block_at, lambda m: "")
+
+    def model(messages: list[dict[str, Any]], tools: Any, schema: Any) -> Any:
+        logged(messages, tools, schema)  # logs (and blocks at block_at)
+        return reply(messages, schema)
+
+    llm = FunctionLLM(model)
+    llm.ordered_replies = True  # type: ignore[attr-defined]
+    return run_pipeline(parse_pipeline(TWO_AGENTS), RunSettings(model="scripted"), run_dir,
+                        llm=llm, resume=resume)  # fmt: skip
+
+
+@pytest.mark.timeout(300)
+def test_kill_mid_pipeline_and_resume_identically(tmp_path: Path) -> None:
+    straight_prompts = tmp_path / "b" / "prompts.jsonl"
+    (tmp_path / "b").mkdir()
+    straight = solve(tmp_path / "b" / "run", straight_prompts, block_at=None, resume=False)
+    calls = read_prompts(straight_prompts)
+    n_fit = straight["nodes"]["fit"]["llm_calls"]
+    assert n_fit > 0 and len(calls) > n_fit + 2  # agent-CBO asked the LLM too
+    block_at = n_fit + 2  # inside the second agent
+    killed, prompts = tmp_path / "a" / "run", tmp_path / "a" / "prompts.jsonl"
+    killed.parent.mkdir()
+    kill_at_block(__file__, killed, prompts, block_at)
+    assert (killed / "nodes" / "fit" / "summary.json").is_file()  # the first node had finished
+    assert not (killed / "nodes" / "cbo" / "summary.json").exists()
+    prompts.unlink()
+    resumed = solve(killed, prompts, block_at=None, resume=True)
+    after = read_prompts(prompts)
+    # the first node is not run again; the second resumes from its own checkpoint
+    assert after and after == calls[len(calls) - len(after) :]
+    assert len(after) < len(calls) - n_fit
+    keys = ("status", "best_score", "baseline_score", "n_evaluations")
+    for node in ("fit", "cbo"):
+        assert {k: resumed["nodes"][node][k] for k in keys} == {
+            k: straight["nodes"][node][k] for k in keys
+        }
+    assert resumed["path"] == straight["path"]
+    # the one ledger counts the calls finished before the kill too (the killed call was
+    # asked again after the resume: nothing else was)
+    assert resumed["totals"]["llm_calls"] == (block_at - 1) + len(after)
+    assert resumed["totals"]["llm_calls"] == straight["totals"]["llm_calls"] == len(calls)
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "optiforge.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def test_cli_runs_lists_and_resumes_a_pipeline(tmp_path: Path) -> None:
+    one = {k: v for k, v in TWO_AGENTS["nodes"][0].items() if k != "next"}
+    f = _write(tmp_path, {**TWO_AGENTS, "nodes": [one]})
+    r = _cli("pipeline", "run", str(f), "--out", str(tmp_path / "run"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "node fit" in r.stderr and "| fit | evolve |" in r.stdout
+    again = _cli("pipeline", "run", "--resume", str(tmp_path / "run"), cwd=tmp_path)
+    assert again.returncode == 0 and "| fit | evolve |" in again.stdout
+    listed = _cli("list", "pipelines", cwd=ROOT)
+    assert "kd-transfer" in listed.stdout and "diagnose" in listed.stdout
+    bad = _cli("pipeline", "run", "nope", cwd=tmp_path)
+    assert bad.returncode != 0 and "no pipeline file or bundled pipeline 'nope'" in bad.stderr
