@@ -677,6 +677,16 @@ def eval_cmd(
     workers: Annotated[
         int, typer.Option(min=1, max=MAX_WORKERS, help="Runs in parallel (processes).")
     ] = 1,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="What runs each run's evaluations: thread (here) or ray (a local Ray, or "
+            "the cluster at --ray-address; every evaluation still runs in its own sandbox)."
+        ),
+    ] = "thread",
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster for --executor ray (ray://host:10001, auto).")
+    ] = None,
     unsafe_sandbox: UnsafeOpt = False,
     memory: Annotated[str | None, typer.Option(help=MEMORY_HELP)] = None,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache file.")] = None,
@@ -711,6 +721,8 @@ def eval_cmd(
         record=record,
         replay=replay,
         max_llm_calls=max_llm_calls,
+        executor=executor,
+        ray_address=ray_address,
     )
     out_dir = out or Path("runs") / new_run_id(f"eval-{spec.name}")
     err_console.print(

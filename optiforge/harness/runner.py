@@ -315,6 +315,19 @@ def run_eval(
     total = len(task_list) * seeds * len(methods)
     if progress:
         progress("start", {"total": total, "done": total - len(jobs)})
+    ray_owner = None
+    if settings.executor == "ray" and jobs:
+        if workers > 1:
+            raise ConfigError(
+                "--executor ray spreads each run's evaluations over Ray: run the eval's runs "
+                "one at a time (--workers 1), or use --workers N without --executor ray"
+            )
+        from optiforge.sandboxes import RayExecutor
+
+        # one Ray for the whole eval: every run's executor joins it
+        ray_owner = RayExecutor(
+            settings.ray_address, num_cpus=None if settings.ray_address else os.cpu_count()
+        )
     with results_path.open("a") as fh:
 
         def record(row: dict[str, Any]) -> None:
@@ -333,6 +346,8 @@ def run_eval(
                 futures = [ex.submit(_row_worker, job) for job in jobs]
                 for fut in futures:
                     record(fut.result())
+    if ray_owner is not None:
+        ray_owner.shutdown()
     rows = [r for r in _read_rows(results_path) if "error" not in r]
     summary = summarize(rows, agent=spec.name, benchmark=bench, split=split, methods=methods)
     latest = {(r.get("task"), r.get("seed"), r.get("method")): r for r in _read_rows(results_path)}

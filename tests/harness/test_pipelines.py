@@ -241,3 +241,24 @@ def test_cli_runs_lists_and_resumes_a_pipeline(tmp_path: Path) -> None:
     assert "kd-transfer" in listed.stdout and "diagnose" in listed.stdout
     bad = _cli("pipeline", "run", "nope", cwd=tmp_path)
     assert bad.returncode != 0 and "no pipeline file or bundled pipeline 'nope'" in bad.stderr
+
+
+@pytest.mark.timeout(240)
+def test_a_pipeline_runs_its_evaluations_through_ray(tmp_path: Path) -> None:
+    """``--executor ray``: one local Ray for the whole pipeline; every node's evaluations run
+    (each in its own sandbox) in Ray worker processes."""
+    import os
+
+    ray = pytest.importorskip("ray")
+    spec = parse_pipeline({"name": "on-ray", "description": "d", "nodes": [
+        {"id": "fit", "agent": "evolve", "task": "funcfit/sine@dev", "budget": 6},
+        {"id": "again", "agent": "evolve", "task": "funcfit/quadratic@dev", "budget": 6}]})  # fmt: skip
+    out = tmp_path / "run"
+    summary = run_pipeline(spec, RunSettings(executor="ray", workers=2), out)
+    assert summary["status"] == "finished"
+    for node in ("fit", "again"):
+        pids = {
+            e.get("pid") for e in iter_events(out / "nodes" / node) if e["kind"] == "sandbox_run"
+        }
+        assert pids and os.getpid() not in pids  # written by Ray workers, not this process
+    assert not ray.is_initialized()  # the pipeline's Ray is shut down with it

@@ -389,6 +389,14 @@ def run_pipeline(
     ctx = PipelineContext(spec=spec, settings=settings, run_dir=out, recorder=recorder,
                           budget=budget, memory_url=memory_url, llm=llm, on_node=on_node,
                           node_progress=node_progress)  # fmt: skip
+    ray_owner = None
+    if settings.executor == "ray":
+        from optiforge.sandboxes import RayExecutor
+
+        # one Ray for every node (each node's executor joins it instead of starting its own)
+        ray_owner = RayExecutor(
+            settings.ray_address, num_cpus=None if settings.ray_address else settings.workers
+        )
     conn, saver = open_checkpointer(out / CHECKPOINTS)
     try:
         graph = build_graph(spec).compile(checkpointer=saver)
@@ -414,6 +422,8 @@ def run_pipeline(
         raise
     finally:
         conn.close()
+        if ray_owner is not None:
+            ray_owner.shutdown()
 
 
 def _summary(
