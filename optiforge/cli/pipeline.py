@@ -54,6 +54,13 @@ def pipeline_run(
         ),
     ] = "thread",
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster for --executor ray.")] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            help="The one memory of every node (default: the file's, else run: this "
+            "pipeline run's own memory.db): project:NAME, global, none, or a URL."
+        ),
+    ] = None,
     unsafe_sandbox: Annotated[
         bool,
         typer.Option(
@@ -99,6 +106,11 @@ def pipeline_run(
             raise ConfigError("give a pipeline FILE (or a bundled name), or --resume RUN_DIR")
         path = find_pipeline(file)
         spec = load_pipeline(path)
+        if memory is not None:
+            from optiforge.memory.scope import scoped_url
+
+            scoped_url(memory, None)  # a bad scope fails here, before anything is written
+            spec = spec.model_copy(update={"memory": memory})
         settings = _settings(
             config=None, overrides=None, model=model or spec.model or "offline", api_base=api_base,
             seed=seed, record=record, replay=replay, cache=cache, workers=workers,

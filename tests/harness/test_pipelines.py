@@ -262,3 +262,46 @@ def test_a_pipeline_runs_its_evaluations_through_ray(tmp_path: Path) -> None:
         }
         assert pids and os.getpid() not in pids  # written by Ray workers, not this process
     assert not ray.is_initialized()  # the pipeline's Ray is shut down with it
+
+
+def test_memory_flows_from_one_agent_to_another(tmp_path: Path) -> None:
+    """A diagnosis written by one node is recalled into a later agent's LLM prompts (and
+    the recalled ids are in the log); a node never recalls its own run's lessons."""
+    data = {
+        "name": "retry",
+        "description": "evolve, diagnose its failures, evolve again with the lesson",
+        "nodes": [
+            {"id": "fit", "agent": "evolve", "task": "funcfit/sine@dev", "budget": 4},
+            {"id": "why", "step": "diagnose"},
+            {"id": "retry", "agent": "evolve", "task": "funcfit/sine@dev", "budget": 4},
+        ],
+    }  # fmt: skip
+    prompts: list[str] = []
+
+    def model(messages: Any, tools: Any, schema: Any) -> str:
+        text = messages[-1]["content"]
+        prompts.append(text)
+        if "Lessons from earlier runs (memory)" in text:
+            return "```python\ndef f(x):\n    return 0.5 * x\n```"
+        return "no code"  # the first node's proposals are all invalid
+
+    out = tmp_path / "run"
+    summary = run_pipeline(parse_pipeline(data), RunSettings(model="scripted"), out,
+                           llm=FunctionLLM(model))  # fmt: skip
+    assert summary["path"] == ["fit", "why", "retry"]
+    assert summary["nodes"]["fit"]["status"] == "failed"
+    assert summary["nodes"]["retry"]["status"] == "finished"
+    recalls = {e["node"]: e for e in iter_events(out) if e["kind"] == "memory_recall"}
+    assert recalls["retry"]["ids"] and recalls["retry"]["agents"] == ["diagnose"]
+    assert "fit" not in recalls or recalls["fit"]["ids"] == []
+    lesson = [p for p in prompts if "Lessons from earlier runs (memory)" in p]
+    assert lesson and "(diagnose, funcfit/sine@dev)" in lesson[0] and "format" in lesson[0]
+
+
+def test_memory_none_recalls_nothing(tmp_path: Path) -> None:
+    data = {"name": "n", "description": "d", "memory": "none", "nodes": [
+        {"id": "a", "agent": "evolve", "task": "funcfit/sine@dev", "budget": 3},
+        {"id": "b", "agent": "evolve", "task": "funcfit/sine@dev", "budget": 3}]}  # fmt: skip
+    summary = run_pipeline(parse_pipeline(data), RunSettings(), tmp_path / "run")
+    assert summary["memory"] is None and not (tmp_path / "run" / "memory.db").exists()
+    assert not [e for e in iter_events(tmp_path / "run") if e["kind"] == "memory_recall"]

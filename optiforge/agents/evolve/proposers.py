@@ -9,6 +9,7 @@ import numpy as np
 
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.ask import complete_all
+from optiforge.agents.kit.recall import lessons_block
 from optiforge.errors import InvalidCandidate
 from optiforge.llm.structured import CODE_STOP, extract_code_block
 
@@ -42,6 +43,7 @@ class LLMCodeProposer:
                         f"{_listing(shown[j]) or 'No program has passed yet.'}\n\nWrite a better "
                         f"program that defines {self.function_name}(x). Variant {j + 1} of {n} "
                         f"(round {round_}): try something different from the programs above."
+                        f"{lessons_block(ctx)}"
                     ),
                 },
             ]

@@ -11,7 +11,6 @@ from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.errors import BudgetExceeded, InvalidCandidate
 from optiforge.kernels.templates import TEMPLATES, read_params, render
 from optiforge.llm.structured import CODE_STOP, extract_code_block
-from optiforge.memory.records import Experience
 
 
 def prior_preference(facts: Any) -> dict[str, Any]:
@@ -186,14 +185,7 @@ class LLMKernelProposer:
         return out
 
 
-def _memory_lessons(ctx: RunContext, problem: Any, k: int = 3) -> str:
-    """Lessons of earlier runs on this op (lexical search: no embedding model load)."""
-    if ctx.memory is None:
-        return "- none"
-    try:
-        hits = ctx.memory.search(f"{problem.task.op} {problem.task.family}", k, kind="experience",
-                                 agent="hawkeye", method="lexical")  # fmt: skip
-    except Exception:  # noqa: BLE001 - memory is advisory; a broken store must not stop the search
-        return "- (memory unavailable)"
-    lessons = [h.record.lesson for h in hits if isinstance(h.record, Experience)]
-    return "\n".join(f"- {lesson[:300]}" for lesson in lessons) or "- none"
+def _memory_lessons(ctx: RunContext, problem: Any) -> str:
+    """Lessons recalled for this task from earlier runs, any agent (``kit.recall``)."""
+    lines = [f"- ({r['agent']}) {r['lesson'][:300]}" for r in ctx.recalled]
+    return "\n".join(lines) or "- none"

@@ -472,4 +472,7 @@ def _final_comparison(
     disc = ev(best)
     out["discovered"] = disc.value if disc.passed else None
     out["discovered_kernel"] = describe(best)
+    payload = best.payload if isinstance(best, Evaluated) else best
+    # a grammar expression (not LLM-written code) can seed a later run's refreshes
+    out["discovered_expression"] = payload.get("expression")
     return out

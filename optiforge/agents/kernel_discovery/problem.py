@@ -93,7 +93,18 @@ class KernelSearchProblem:
         return int(self.X.shape[1])
 
     def initial(self, ctx: RunContext) -> list[Proposal]:
-        return [Proposal(payload=p, origin="seed") for p in self.seeds]
+        out = [Proposal(payload=p, origin="seed") for p in self.seeds]
+        if self.config.seed_from_memory:
+            # kernels that beat RBF-ARD on related tasks (lessons recalled from memory)
+            have = {str(p.get("expression")) for p in self.seeds}
+            for r in ctx.recalled:
+                for tag in r.get("tags", []):
+                    expr = tag.removeprefix("kernel=")
+                    if tag.startswith("kernel=") and expr not in have:
+                        have.add(expr)
+                        out.append(Proposal(payload={"expression": expr}, origin="memory",
+                                            rationale=f"recalled {r['id']}"))  # fmt: skip
+        return out
 
     def materialize(self, proposal: Proposal, ctx: RunContext) -> dict[str, Any]:
         p = proposal.payload

@@ -11,6 +11,7 @@ from optiforge.agents.kernel_discovery import grammar
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
+from optiforge.agents.kit.recall import lessons_block
 from optiforge.errors import BudgetExceeded, InvalidCandidate, StructuredOutputError
 from optiforge.llm.structured import CODE_STOP, extract_code_block
 
@@ -152,7 +153,7 @@ class LLMKernelProposer:
         op: str,
         ctx: RunContext,
     ) -> KernelForm:
-        msg = form_prompt(problem, population, parents, op)
+        msg = form_prompt(problem, population, parents, op) + lessons_block(ctx)
         assert ctx.llm is not None  # propose() refuses to run without an LLM
         reply = ctx.llm.complete([{"role": "user", "content": msg}], schema=KernelForm)
         assert isinstance(reply.parsed, KernelForm)

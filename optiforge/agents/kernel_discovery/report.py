@@ -62,7 +62,12 @@ def _remember_lesson(
         outcome="better than RBF_ARD" if better else "no better than RBF_ARD",
         score=d,
         lesson=lesson,
-        tags=["kernel-discovery", task.suite],
+        tags=["kernel-discovery", task.suite]
+        + (
+            [f"kernel={final['discovered_expression']}"]
+            if better and final.get("discovered_expression")
+            else []
+        ),
     )
 
 

@@ -43,6 +43,9 @@ class RunContext:
     seed: int = 0
     run_dir: Path | None = None
     agent: str = "agent"
+    recalled: list[dict[str, Any]] = field(default_factory=list)
+    """Lessons recalled from memory for this search (``kit.recall``); set by the loop from
+    its checkpointed state before every proposal."""
     progress: Callable[[dict[str, Any]], None] | None = None
     """Called after each round with ``{"evaluations", "max_evaluations", "best"}``."""
 

@@ -50,6 +50,7 @@ from optiforge.agents.kit.context import RunContext
 from optiforge.agents.kit.driver import CHECKPOINTS, FORCE_RESTART_HINT
 from optiforge.agents.kit.lineage import memory_id, record_candidate, record_lesson, task_id
 from optiforge.agents.kit.outcome import AgentOutcome, search_outcome
+from optiforge.agents.kit.recall import recall
 from optiforge.agents.kit.run import AgentRun
 from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, RunRecordError
 from optiforge.evals.protocol import Score, Task
@@ -122,6 +123,9 @@ class SearchConfig(BaseModel):
     """Stop after this many rounds without improvement (None: never)."""
     max_duplicate_rounds: int = Field(default=3, ge=1)
     """Stop after this many consecutive rounds whose proposals were all duplicates."""
+    memory_recall: int = Field(default=4, ge=0)
+    """Lessons of earlier runs recalled from memory into the LLM proposer's prompts
+    (``kit.recall``; 0: none)."""
     overlap: bool = False
     """A steady pipeline instead of lock-step rounds: round r+1 is proposed, and its
     candidates submitted to the evaluators, while round r is still evaluating, so the
@@ -236,6 +240,8 @@ class SearchState(TypedDict, total=False):
     stale_rounds: int
     duplicate_rounds: int
     lessons: list[str]
+    recalled: list[dict[str, Any]]
+    """Lessons recalled from memory at round 0 (``kit.recall``)."""
     done: bool
     stop_reason: str
     ahead: list[dict[str, Any]]
@@ -611,6 +617,12 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
     if rnd == 0 and ctx.run_dir is None:
         loop.logs.pop(None, None)  # a graph invoked again without a run: a new search
         loop.inflight = {k: v for k, v in loop.inflight.items() if k[0] != "None"}
+    update: dict[str, Any] = {}
+    if "recalled" in state:
+        ctx.recalled = list(state["recalled"])
+    else:  # round 0 of a fresh search: recall once, then it lives in the checkpoint
+        ctx.recalled = recall(ctx, loop.problem.task, config.memory_recall)
+        update["recalled"] = ctx.recalled
     try:
         if rnd == 0:
             props = loop.problem.initial(ctx)
@@ -645,7 +657,7 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
     ctx.tracer.event(
         "proposed", round=rnd, n=len(props), proposer=pick_proposer(loop.proposer, ctx).name
     )
-    return {"proposals": [p.model_dump(mode="json") for p in props]}
+    return {**update, "proposals": [p.model_dump(mode="json") for p in props]}
 
 
 def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
@@ -713,6 +725,7 @@ def propose_ahead_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[st
     """``overlap``: propose round+1 from the rounds before this one, materialize it and
     submit it, so its evaluations start as soon as a worker frees up."""
     ctx: RunContext = runtime.context
+    ctx.recalled = list(state.get("recalled", []))
     config = loop.config
     rnd = state.get("round", 0)
     nxt = rnd + 1

@@ -407,7 +407,9 @@ def run_pipeline(
         if snap.values and not snap.next:
             final = dict(snap.values)
         else:
-            start = None if snap.values else {"results": {}, "artifacts": {}, "path": []}
+            start: dict[str, Any] | None = (
+                None if snap.values else {"results": {}, "artifacts": {}, "path": []}
+            )
             final = dict(graph.invoke(start, cfg, context=ctx, durability="sync"))
         summary = _summary(spec, out, final, budget, ctx)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")

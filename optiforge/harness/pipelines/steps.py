@@ -186,6 +186,7 @@ def _ask_llm(inp: StepInput, diag: Diagnosis) -> Diagnosis:
          f"{diag.candidates} candidates failed. Failure modes with an example each:\n{lines}\n"
          "Reply as JSON: root_cause (one sentence) and harness_changes (at most 5 short items)."},
     ]  # fmt: skip
+    assert inp.llm is not None
     try:
         got = inp.llm.complete(messages, schema=LLMDiagnosis)
     except (LLMError, StructuredOutputError) as e:
