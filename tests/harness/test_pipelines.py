@@ -305,3 +305,10 @@ def test_memory_none_recalls_nothing(tmp_path: Path) -> None:
     summary = run_pipeline(parse_pipeline(data), RunSettings(), tmp_path / "run")
     assert summary["memory"] is None and not (tmp_path / "run" / "memory.db").exists()
     assert not [e for e in iter_events(tmp_path / "run") if e["kind"] == "memory_recall"]
+
+
+def test_the_readme_example_is_a_valid_pipeline() -> None:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    spec = parse_pipeline(yaml.safe_load(block), where="README")
+    assert [n.id for n in spec.nodes] == ["fit", "why", "retry"]

@@ -20,10 +20,11 @@ class KernelDiscoveryConfig(BaseModel):
     """Best distinct kernels of a refresh re-scored as seeds of the next one."""
     seed_kernels: list[str] = Field(default_factory=lambda: ["RBF_ARD", "Matern52_ARD"])
     """Expressions every refresh starts from (RBF_ARD is always added: it is the reference)."""
-    seed_from_memory: bool = True
+    seed_from_memory: bool = False
     """Also start every refresh from the kernels earlier runs on related tasks (the same
     suite) ended on (their lessons, recalled from memory; a pipeline's later nodes read
-    the earlier nodes'). Needs memory (``--memory`` other than none)."""
+    the earlier nodes'). Needs memory. Off by default: on the four-task HDBO sequence of
+    ``configs/pipelines/kd-sequence.yaml`` (1 seed) it made the two later tasks worse."""
     bases: list[str] = Field(
         default_factory=lambda: [
             "RBF",

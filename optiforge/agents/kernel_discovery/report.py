@@ -63,9 +63,11 @@ def _remember_lesson(
         score=d,
         lesson=lesson,
         tags=["kernel-discovery", task.suite]
+        # the kernel this run's search ended on seeds later runs' refreshes (where it does
+        # not fit their data, their own LOO-CRPS selection drops it)
         + (
             [f"kernel={final['discovered_expression']}"]
-            if better and final.get("discovered_expression")
+            if final.get("discovered_expression") not in (None, "RBF_ARD")
             else []
         ),
     )
