@@ -112,7 +112,12 @@ def test_offline_run_through_the_runner(tmp_path: Path) -> None:
             r["rbf_ard_loo_crps"] is not None
             and r["best_loo_crps"] <= r["rbf_ard_loo_crps"] + 1e-12
         )
-    assert set(extra["final_loo_crps"]) == {"RBF_ARD", "discovered", "discovered_kernel"}
+    assert set(extra["final_loo_crps"]) == {
+        "RBF_ARD",
+        "discovered",
+        "discovered_kernel",
+        "discovered_expression",
+    }
     assert "functional_duplicates" in extra["kernel_evaluations"]
     kinds = [
         json.loads(x)["kind"] for x in (tmp_path / "run" / "events.jsonl").read_text().splitlines()
