@@ -288,6 +288,23 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any]:
         raise RunRecordError(f"{path} is not valid JSON: {err}") from err
 
 
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file, in order ([] when there is none); lines that do not
+    parse (the torn last line of a killed run) are skipped."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    rows = []
+    for line in p.read_text(errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
 def iter_events(run_dir: str | Path, kind: str | None = None) -> Iterator[dict[str, Any]]:
     """Events of a run in order; a torn last line (crash mid-write) is skipped."""
     path = Path(run_dir) / EVENTS

@@ -16,21 +16,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from optiforge.runs import read_jsonl
+
 BEST = "best"
 EVALUATIONS = "evaluations.jsonl"
 
 
 def _rows(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / EVALUATIONS
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a torn last line of a killed run
-    return rows
+    return read_jsonl(run_dir / EVALUATIONS)
 
 
 def lineage(run_dir: Path, candidate: Any) -> list[dict[str, Any]]:

@@ -20,12 +20,12 @@ import base64
 import contextlib
 import json
 import math
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from optiforge.errors import RunRecordError
 from optiforge.evals.plots import MIN_SEEDS_FOR_CI, band, save_task_grid, task_grid, use_log_scale
+from optiforge.runs import read_jsonl
 
 MAX_EVAL_ROWS = 500
 """Rows of the per-evaluation table (and of an eval's per-run table) shown in the page."""
@@ -478,23 +478,10 @@ def write_run_plot(summary: dict[str, Any], out: Path) -> Path | None:
 # ----------------------------------------------------------------------------- run records
 
 
-def _jsonl(path: Path) -> Iterable[dict[str, Any]]:
-    if not path.is_file():
-        return
-    with path.open(errors="replace") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # the torn last line of a killed run
-            if isinstance(row, dict):
-                yield row
-
-
 def _evaluations(run_dir: Path) -> list[dict[str, Any]]:
     keep = ("id", "parent_ids", "origin", "round", "value", "passed", "error", "rationale")
     rows = []
-    for r in _jsonl(run_dir / "evaluations.jsonl"):
+    for r in read_jsonl(run_dir / "evaluations.jsonl"):
         row = {k: r.get(k) for k in keep}
         row["payload"] = r.get("payload")
         rows.append(row)
@@ -526,7 +513,7 @@ def partial_summary(run_dir: Path) -> dict[str, Any]:
     cfg = man.get("config") or {}
     suite, _, rest = str(cfg.get("task") or "?/?").partition("/")
     task, _, split = rest.partition("@")
-    rows = list(_jsonl(run_dir / "evaluations.jsonl"))
+    rows = list(read_jsonl(run_dir / "evaluations.jsonl"))
     values = [r["value"] for r in rows if r.get("passed") and isinstance(r.get("value"), float)]
     status = man.get("status") or "running"
     metric, higher = "value", False
@@ -658,7 +645,7 @@ def _transcripts(man: dict[str, Any], events: list[dict[str, Any]]) -> tuple[dic
         if not path.is_file():
             return {}, f"the run's cassette {path} ({key}) is gone"
         pairs: dict[str, list] = {}
-        for row in _jsonl(path):
+        for row in read_jsonl(path):
             pairs.setdefault(str(row.get("key")), []).append(row)
         return pairs, str(path)
     return {}, ""
@@ -677,7 +664,7 @@ def _message_text(m: dict[str, Any]) -> str:
 
 
 def _llm_view(d: Path, man: dict[str, Any]) -> dict[str, Any]:
-    calls = [e for e in _jsonl(d / "events.jsonl") if e.get("kind") == "llm_call"]
+    calls = [e for e in read_jsonl(d / "events.jsonl") if e.get("kind") == "llm_call"]
     pairs, source = _transcripts(man, calls)
     served: dict[str, int] = {}
     rows = []
@@ -968,7 +955,7 @@ def _markdown_blocks(lines: list[str]) -> list[dict[str, Any]]:
 
 
 def _eval_view(d: Path, summary: dict[str, Any]) -> dict[str, Any]:
-    results = [r for r in _jsonl(d / "results.jsonl")]
+    results = [r for r in read_jsonl(d / "results.jsonl")]
     latest = {(r.get("task"), r.get("seed"), r.get("method")): r for r in results}
     ok_rows = [r for r in results if "error" not in r]
     if ok_rows and summary["tasks"]:

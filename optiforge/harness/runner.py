@@ -29,7 +29,7 @@ from optiforge.evals.registry import get_benchmark
 from optiforge.harness.best import write_best
 from optiforge.harness.context import build_context, close_context
 from optiforge.harness.status import eval_status, run_status
-from optiforge.runs import RunRecorder, read_manifest, to_json_line
+from optiforge.runs import RunRecorder, read_jsonl, read_manifest, to_json_line
 
 SUMMARY = "summary.json"
 RESULTS = "results.jsonl"
@@ -348,9 +348,9 @@ def run_eval(
                     record(fut.result())
     if ray_owner is not None:
         ray_owner.shutdown()
-    rows = [r for r in _read_rows(results_path) if "error" not in r]
+    rows = [r for r in read_jsonl(results_path) if "error" not in r]
     summary = summarize(rows, agent=spec.name, benchmark=bench, split=split, methods=methods)
-    latest = {(r.get("task"), r.get("seed"), r.get("method")): r for r in _read_rows(results_path)}
+    latest = {(r.get("task"), r.get("seed"), r.get("method")): r for r in read_jsonl(results_path)}
     summary["errors"] = [r for r in latest.values() if "error" in r]
     summary["status"], summary["status_reason"] = eval_status(list(latest.values()), spec.name)
     summary["notes"] = notes + list(benchmark.notes(split, settings))
@@ -371,20 +371,8 @@ def run_eval(
     return summary
 
 
-def _read_rows(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
-
-
 def _done_rows(path: Path) -> set[tuple[str, int, str]]:
-    return {(r["task"], int(r["seed"]), r["method"]) for r in _read_rows(path) if "error" not in r}
+    return {(r["task"], int(r["seed"]), r["method"]) for r in read_jsonl(path) if "error" not in r}
 
 
 # ----------------------------------------------------------------------------- statistics

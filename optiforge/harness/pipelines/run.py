@@ -398,34 +398,30 @@ def run_pipeline(
             settings.ray_address, num_cpus=None if settings.ray_address else settings.workers
         )
     conn, saver = open_checkpointer(out / CHECKPOINTS)
-    try:
-        graph = build_graph(spec).compile(checkpointer=saver)
-        cfg = {"configurable": {"thread_id": THREAD}, "recursion_limit": 4 * spec.max_steps + 8}
-        snap = graph.get_state(cfg)
-        if snap.values and not resume:
-            raise RunRecordError(f"{out} already holds a pipeline; pass --resume {out}")
-        if snap.values and not snap.next:
-            final = dict(snap.values)
-        else:
-            start: dict[str, Any] | None = (
-                None if snap.values else {"results": {}, "artifacts": {}, "path": []}
-            )
-            final = dict(graph.invoke(start, cfg, context=ctx, durability="sync"))
-        summary = _summary(spec, out, final, budget, ctx)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-        (out / "summary.md").write_text(render_summary(summary))
-        recorder.finish(summary["status"], status_reason=summary["status_reason"])
-        return summary
-    except KeyboardInterrupt:
-        recorder.finish("interrupted")
-        raise
-    except BaseException as err:
-        recorder.finish("failed", error=f"{type(err).__name__}: {err}")
-        raise
-    finally:
-        conn.close()
-        if ray_owner is not None:
-            ray_owner.shutdown()
+    # the recorder marks the run interrupted or failed on the way out of an exception
+    with recorder:
+        try:
+            graph = build_graph(spec).compile(checkpointer=saver)
+            cfg = {"configurable": {"thread_id": THREAD}, "recursion_limit": 4 * spec.max_steps + 8}
+            snap = graph.get_state(cfg)
+            if snap.values and not resume:
+                raise RunRecordError(f"{out} already holds a pipeline; pass --resume {out}")
+            if snap.values and not snap.next:
+                final = dict(snap.values)
+            else:
+                start: dict[str, Any] | None = (
+                    None if snap.values else {"results": {}, "artifacts": {}, "path": []}
+                )
+                final = dict(graph.invoke(start, cfg, context=ctx, durability="sync"))
+            summary = _summary(spec, out, final, budget, ctx)
+            (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+            (out / "summary.md").write_text(render_summary(summary))
+            recorder.finish(summary["status"], status_reason=summary["status_reason"])
+            return summary
+        finally:
+            conn.close()
+            if ray_owner is not None:
+                ray_owner.shutdown()
 
 
 def _summary(

@@ -12,7 +12,6 @@ memory as an ``Experience`` (so a later run of the same task can read it).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from optiforge.runs import read_jsonl
 
 # (mode, pattern, harness change) — first match wins; patterns read error strings
 FAILURE_MODES: list[tuple[str, re.Pattern[str], str]] = [
@@ -97,18 +98,6 @@ class StepInput:
     tracer: Any
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
-
-
 def failure_texts(run_dir: Path | None, result: dict[str, Any]) -> tuple[int, list[str]]:
     """``(candidates, error strings)`` of one agent run: failed evaluations, rejected
     candidates, failed LLM calls and AutoREM attempts, and a failed run's own reason."""
@@ -116,11 +105,11 @@ def failure_texts(run_dir: Path | None, result: dict[str, Any]) -> tuple[int, li
     n = 0
     if run_dir is not None:
         for name in ("evaluations.jsonl", "rejected.jsonl"):
-            for row in _jsonl(run_dir / name):
+            for row in read_jsonl(run_dir / name):
                 n += 1
                 if not row.get("passed"):
                     texts.append(str(row.get("error") or "failed without an error message"))
-        for e in _jsonl(run_dir / "events.jsonl"):
+        for e in read_jsonl(run_dir / "events.jsonl"):
             if e.get("kind") == "llm_call" and e.get("ok") is False:
                 texts.append(f"LLM error: {e.get('error')}")
             elif e.get("kind") == "autorem_attempt":
