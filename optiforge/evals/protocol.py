@@ -55,6 +55,10 @@ class Task(Protocol):
 
     def evaluate(self, candidate: Any, sandbox: Sandbox | None = None) -> Score:
         """Score ``candidate``; run untrusted code only inside ``sandbox``."""
+
+        # Optional: ``check(candidate, sandbox) -> str``, a run of the candidate on probe inputs
+        # that says whether it runs and what it returns, never its score: the verifier an
+        # agent's LLM may call as a tool before it answers (``kit.tools``).
         ...
 
 

@@ -209,6 +209,9 @@ class LocalLLM(LiteLLM):
     schema becomes a JSON-schema grammar the model cannot step out of.
     """
 
+    supports_tools = False
+    """The server answers no function-calling requests (agents ask without their tools)."""
+
     def __init__(
         self, model: str = "local", *, settings: LocalModelSettings | None = None, **kw: Any
     ) -> None:

@@ -44,6 +44,7 @@ from optiforge.agents.autorem.proposers import (
 from optiforge.agents.autorem.report import outcome_from_state
 from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.kit.lineage import memory_id, record_candidate, task_id
+from optiforge.agents.kit.tools import build_registry, complete_with_tools
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import BudgetExceeded, ConfigError, LLMError
 from optiforge.evals.protocol import Task
@@ -115,7 +116,13 @@ def build_graph(task: AutoROTask, config: AutoREMConfig) -> Any:
                 messages.append({"role": "assistant", "content": attempts[-1]["reply"]})
                 messages.append(repair_message(attempts[-1]["reasons"]))
             try:
-                reply = ctx.llm.complete(messages, stop=CODE_STOP)
+                registry = build_registry(ctx, config.tools)
+                reply: Any
+                if registry is not None:  # the model may run its drafts before it answers
+                    reply = complete_with_tools(ctx, messages, registry, config.tools.max_steps,
+                                                stop=CODE_STOP)  # fmt: skip
+                else:
+                    reply = ctx.llm.complete(messages, stop=CODE_STOP)
             except (BudgetExceeded, LLMError) as err:
                 ctx.tracer.event("autorem_stop", task=task.name, reason=str(err))
                 return {"done": True, "stop_reason": f"{type(err).__name__}: {err}"}
@@ -127,7 +134,9 @@ def build_graph(task: AutoROTask, config: AutoREMConfig) -> Any:
             return {
                 "messages": messages,
                 "attempts": attempts,
-                "llm_calls": state.get("llm_calls", 0) + 1 + reply.reasks,
+                "llm_calls": state.get("llm_calls", 0)
+                + len(getattr(reply, "records", [None]))
+                + reply.reasks,
                 "tokens": state.get("tokens", 0) + tokens,
             }
         attempts.append(

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from optiforge.agents.kit.tools import ToolsConfig
+
 
 class AutoREMConfig(BaseModel):
     """Options of the ``autorem`` agent."""
@@ -22,5 +24,8 @@ class AutoREMConfig(BaseModel):
     """Write entries from failed trajectories (``adapt`` sets ``on_failure``)."""
     reflector: Literal["auto", "llm", "rules"] = "auto"
     """Diagnoser: ``llm`` (structured LLM call), ``rules`` (rule table); auto = llm if any."""
+    tools: ToolsConfig = Field(default_factory=lambda: ToolsConfig(use=["run_python"]))
+    """Tools the LLM may call while it writes a counterpart: ``run_python`` (run a draft
+    program in the sandbox and read its output), and memory's pool."""
     timeout_s: float = Field(default=60.0, gt=0)
     """Wall-clock limit of one candidate program in the sandbox."""

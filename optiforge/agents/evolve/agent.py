@@ -21,7 +21,7 @@ def build(task: Task, config: BaseModel, budget: int | None) -> AgentRun:
     search = config.search.model_copy(update={"max_evaluations": budget} if budget else {})
     problem = CodeProblem(task, getattr(task, "seed_code", SEED_CODE), config.function_name)
     proposer = LLMOrOffline(
-        llm=LLMCodeProposer(config.parents_shown, config.function_name),
+        llm=LLMCodeProposer(config.parents_shown, config.function_name, config.tools),
         offline=MutationProposer(),
     )
 

@@ -10,6 +10,7 @@ import numpy as np
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.ask import complete_all
 from optiforge.agents.kit.recall import lessons_block
+from optiforge.agents.kit.tools import ToolsConfig, build_registry, check_tool
 from optiforge.errors import InvalidCandidate
 from optiforge.llm.structured import CODE_STOP, extract_code_block
 
@@ -19,9 +20,12 @@ class LLMCodeProposer:
 
     name = "llm"
 
-    def __init__(self, parents_shown: int = 3, function_name: str = "f"):
+    def __init__(
+        self, parents_shown: int = 3, function_name: str = "f", tools: ToolsConfig | None = None
+    ):
         self.parents_shown = parents_shown
         self.function_name = function_name
+        self.tools = tools or ToolsConfig()
 
     def propose(
         self, problem: Any, population: list[Evaluated], n: int, round_: int, ctx: RunContext
@@ -30,11 +34,20 @@ class LLMCodeProposer:
             raise InvalidCandidate("LLMCodeProposer needs an LLM")
         direction = "higher" if problem.higher_is_better else "lower"
         shown = [self.parents(population, round_, j, ctx) for j in range(n)]
+        registry = build_registry(
+            ctx, self.tools, {"check_program": lambda: check_tool(problem, ctx)}
+        )
+        hint = (
+            f" You may call the tools ({', '.join(registry.names)}) before you answer."
+            if registry is not None
+            else ""
+        )
         requests = [
             [
                 {
                     "role": "system",
-                    "content": "You improve Python programs. Reply with exactly one ```python code block.",
+                    "content": "You improve Python programs. Reply with exactly one ```python code block."
+                    + hint,
                 },
                 {
                     "role": "user",
@@ -57,7 +70,15 @@ class LLMCodeProposer:
                 origin="llm",
                 rationale=(reply.text or "")[:200],
             )
-            for j, reply in enumerate(complete_all(ctx, requests, stop=CODE_STOP))
+            for j, reply in enumerate(
+                complete_all(
+                    ctx,
+                    requests,
+                    tools=registry,
+                    max_tool_steps=self.tools.max_steps,
+                    stop=CODE_STOP,
+                )  # fmt: skip
+            )
         ]
 
     def parents(

@@ -24,9 +24,19 @@ from optiforge.errors import BudgetExceeded
 MAX_CONCURRENT = 8
 
 
-def complete_all(ctx: RunContext, requests: list[list[dict[str, Any]]], **params: Any) -> list[Any]:
+def complete_all(
+    ctx: RunContext,
+    requests: list[list[dict[str, Any]]],
+    *,
+    tools: Any | None = None,
+    max_tool_steps: int = 4,
+    **params: Any,
+) -> list[Any]:
     """The completion of each request, in order; a request a spending cap refused is left
     out (``BudgetExceeded`` when none could be made).
+
+    ``tools``: a ``ToolRegistry`` (``kit.tools.build_registry``); each request is then a
+    tool loop of at most ``max_tool_steps`` turns and its result a ``kit.tools.ToolReply``.
 
     Raises:
         BudgetExceeded: a cap refused the first request.
@@ -38,10 +48,17 @@ def complete_all(ctx: RunContext, requests: list[list[dict[str, Any]]], **params
     budget = getattr(llm, "budget", None)
     left = budget.calls_left() if budget is not None and hasattr(budget, "calls_left") else None
     todo = requests if left is None else requests[: max(left, 1)]
+    ask: Any = llm.complete
+    if tools is not None:
+        from optiforge.agents.kit.tools import complete_with_tools
+
+        def ask(messages: list[dict[str, Any]], **kw: Any) -> Any:
+            return complete_with_tools(ctx, messages, tools, max_tool_steps, **kw)
+
     if getattr(llm, "ordered_replies", False) or len(todo) <= 1:
-        return _one_by_one(llm, todo, params)
+        return _one_by_one(ask, todo, params)
     with cf.ThreadPoolExecutor(min(len(todo), MAX_CONCURRENT), thread_name_prefix="llm") as ex:
-        futures = [ex.submit(llm.complete, messages, **params) for messages in todo]
+        futures = [ex.submit(ask, messages, **params) for messages in todo]
         out: list[Any] = []
         refused: BudgetExceeded | None = None
         for fut in futures:
@@ -55,12 +72,12 @@ def complete_all(ctx: RunContext, requests: list[list[dict[str, Any]]], **params
 
 
 def _one_by_one(
-    llm: Any, requests: list[list[dict[str, Any]]], params: dict[str, Any]
+    ask: Any, requests: list[list[dict[str, Any]]], params: dict[str, Any]
 ) -> list[Any]:
     out: list[Any] = []
     for messages in requests:
         try:
-            out.append(llm.complete(messages, **params))
+            out.append(ask(messages, **params))
         except BudgetExceeded:
             if not out:
                 raise

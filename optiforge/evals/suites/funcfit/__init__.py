@@ -86,6 +86,34 @@ class FuncFitTask:
         x = self.xs  # noqa: F841 - used by eval below
         return np.asarray(eval(self.target, {"np": np, "x": x}), dtype=float)  # trusted: ours
 
+    def check(self, candidate: Any, sandbox: Any) -> str:
+        """Run ``f`` on five probe inputs in the sandbox: its outputs or its error (no score)."""
+        code = candidate["code"] if isinstance(candidate, dict) else str(candidate)
+        probe = np.linspace(self.domain[0], self.domain[1], 5)
+        res = sandbox.run(
+            [str(getattr(sandbox, "python", None) or "python3"), "run.py"],
+            files={
+                "run.py": _RUNNER,
+                "candidate.py": code,
+                "inputs.json": json.dumps(probe.tolist()),
+            },
+            timeout_s=self.timeout_s,
+            memory_mb=1024,
+        )
+        if res.timed_out:
+            return f"error: timed out after {self.timeout_s} s"
+        try:
+            out = json.loads(res.stdout.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError):
+            return f"error: exit {res.returncode}: {res.stderr.strip()[-300:]}"
+        if not out.get("ok"):
+            return f"error: {out.get('error')}"
+        ys = np.asarray(out["y"], dtype=float)
+        if ys.shape != probe.shape or not np.all(np.isfinite(ys)):
+            return "error: f(x) returned non-finite values or the wrong shape"
+        pairs = ", ".join(f"f({x:.3g})={y:.4g}" for x, y in zip(probe, ys, strict=True))
+        return f"ok: {pairs}"
+
     def evaluate(self, candidate: Any, sandbox: Any | None = None) -> Score:
         """Run the candidate's ``f`` in the sandbox and score it by MSE."""
         code = candidate["code"] if isinstance(candidate, dict) else str(candidate)
