@@ -65,11 +65,29 @@ def build_registry(
             continue  # a tool that runs code needs the run's sandbox
         reg.add(make())
     if config.pool and ctx.memory is not None and ctx.sandbox is not None:
+        mine = set(reg.names)
         try:
             load_tool_pool(ctx.memory, ctx.sandbox, reg, replace=False)
         except Exception as e:  # noqa: BLE001 - a broken pooled tool must not stop the run
             ctx.tracer.event("tool_pool_failed", error=f"{type(e).__name__}: {e}"[:300])
+        reg.pooled = set(reg.names) - mine  # type: ignore[attr-defined]
     return reg if len(reg) else None
+
+
+class _UsageTracer:
+    """Passes events on; a call of a pooled tool also counts in its memory record."""
+
+    def __init__(self, ctx: RunContext, pooled: set[str]) -> None:
+        self.ctx, self.pooled = ctx, pooled
+
+    def event(self, kind: str, **fields: Any) -> None:
+        self.ctx.tracer.event(kind, **fields)
+        name = fields.get("name")
+        if kind == "tool_call" and name in self.pooled and self.ctx.memory is not None:
+            try:
+                self.ctx.memory.record_tool_use(str(name), bool(fields.get("ok")))
+            except Exception:  # noqa: BLE001 - usage stats are advisory
+                pass
 
 
 class ToolReply:
@@ -91,8 +109,10 @@ def complete_with_tools(
     from optiforge.llm import run_tool_loop
 
     assert ctx.llm is not None
+    pooled: set[str] = getattr(registry, "pooled", set())
+    tracer = _UsageTracer(ctx, pooled) if pooled else ctx.tracer
     return ToolReply(
-        run_tool_loop(ctx.llm, messages, registry, max_steps=max_steps, tracer=ctx.tracer, **params)
+        run_tool_loop(ctx.llm, messages, registry, max_steps=max_steps, tracer=tracer, **params)
     )
 
 
