@@ -11,6 +11,7 @@ the run's sandbox, is charged to the run's sandbox budget, and every call is a
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -84,10 +85,8 @@ class _UsageTracer:
         self.ctx.tracer.event(kind, **fields)
         name = fields.get("name")
         if kind == "tool_call" and name in self.pooled and self.ctx.memory is not None:
-            try:
+            with contextlib.suppress(Exception):  # usage stats are advisory
                 self.ctx.memory.record_tool_use(str(name), bool(fields.get("ok")))
-            except Exception:  # noqa: BLE001 - usage stats are advisory
-                pass
 
 
 class ToolReply:
