@@ -58,4 +58,5 @@ class CodeProblem:
     ) -> list[str]:
         # Lessons are only recorded when something new was learned: a failure mode.
         failures = [ev.error for ev in batch if ev.error and not ev.error.startswith("invalid")]
-        return [f"candidate failed on {self.task.name}: {err[:200]}" for err in failures[:2]]
+        # the lesson may reach other runs' prompts: no task name (on funcfit it names the curve)
+        return [f"a candidate failed: {err[:200]}" for err in failures[:2]]

@@ -24,6 +24,18 @@ def task_id(task: Any) -> str:
     )
 
 
+def task_signature(task: Any) -> str:
+    """How lessons name a task: its suite and the name agents may see (``agent_name``), else
+    a digest of its name. Lessons are recalled into later prompts; a CLI id names the
+    answer on some suites (``funcfit/sine``, ``hdbo/levy4_in_25``) and must not reach them.
+    """
+    name = str(getattr(task, "name", "?"))
+    seen = (
+        getattr(task, "agent_name", "") or f"task-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    )
+    return f"{getattr(task, 'suite', '?')}/{seen}"
+
+
 def memory_id(ctx: RunContext, local_id: str, *, prefix: str = "cand") -> str:
     """A memory id for ``local_id`` that is the same on every resume of this run."""
     run = ctx.run_dir.name if ctx.run_dir else "norun"

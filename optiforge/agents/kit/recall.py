@@ -4,7 +4,8 @@ At the start of a search (round 0) the loop recalls up to ``SearchConfig.memory_
 lessons for the task from the run's memory: lessons of the same task signature and of
 other tasks of the same suite, written by any agent (a pipeline's Kernel Discovery node
 reads what an earlier node learned), ranked by embedding similarity to the task (lexical
-where no embedding model is installed). Only records made before this run started count
+where no embedding model is installed), distilled lessons (a pipeline's ``reflect`` and
+``diagnose`` steps) first. Only records made before this run started count
 (its own lessons would otherwise change its prompts between rounds and between a run and
 its resume). The recalled ids go to the event log (``memory_recall``) and into the
 checkpointed search state, so a resumed run shows the same lessons.
@@ -17,6 +18,10 @@ import json
 from typing import Any
 
 from optiforge.agents.kit.context import RunContext
+
+
+DISTILLED = {"reflection", "diagnosis"}
+"""Tags of lessons written to be reused (the ``reflect`` and ``diagnose`` steps)."""
 
 
 def run_started(ctx: RunContext) -> _dt.datetime | None:
@@ -59,8 +64,9 @@ def recall(ctx: RunContext, task: Any, k: int = 4) -> list[dict[str, Any]]:
             continue
         out.append({"id": rec.id, "agent": rec.agent, "task": sig, "lesson": rec.lesson[:400],
                     "tags": list(rec.tags), "score": round(float(h.score), 4)})  # fmt: skip
-        if len(out) == k:
-            break
+    # distilled lessons (a pipeline's reflect/diagnose steps) first, then by similarity
+    out.sort(key=lambda r: not (DISTILLED & set(r["tags"])))
+    out = out[:k]
     ctx.tracer.event("memory_recall", ids=[r["id"] for r in out], agents=sorted({r["agent"] for r in out}),
                      method=hits[0].method if hits else None, query=query[:200])  # fmt: skip
     return out
@@ -70,5 +76,5 @@ def lessons_block(ctx: RunContext) -> str:
     """The recalled lessons as a prompt section ("" when none were recalled)."""
     if not ctx.recalled:
         return ""
-    lines = "\n".join(f"- ({r['agent']}, {r['task']}) {r['lesson']}" for r in ctx.recalled)
+    lines = "\n".join(f"- ({r['agent']}) {r['lesson']}" for r in ctx.recalled)
     return f"\n\nLessons from earlier runs (memory):\n{lines}"

@@ -48,7 +48,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.kit.context import RunContext
 from optiforge.agents.kit.driver import CHECKPOINTS, FORCE_RESTART_HINT
-from optiforge.agents.kit.lineage import memory_id, record_candidate, record_lesson, task_id
+from optiforge.agents.kit.lineage import (
+    memory_id,
+    record_candidate,
+    record_lesson,
+    task_id,
+    task_signature,
+)
 from optiforge.agents.kit.outcome import AgentOutcome, search_outcome
 from optiforge.agents.kit.recall import recall
 from optiforge.agents.kit.run import AgentRun
@@ -1039,7 +1045,7 @@ def _store_lessons(
         record_lesson(
             ctx,
             mem_id=memory_id(ctx, local, prefix="exp") if ctx.run_dir else None,
-            task=task_id(loop.problem.task),
+            task=task_signature(loop.problem.task),
             lesson=lesson,
             trajectory_summary=summary,
             outcome=f"round {rnd}",

@@ -12,6 +12,7 @@ memory as an ``Experience`` (so a later run of the same task can read it).
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -208,29 +209,119 @@ def render(diag: Diagnosis) -> str:
 
 
 def _remember(inp: StepInput, diag: Diagnosis) -> None:
-    if inp.memory_url is None or not diag.modes or not diag.task:
+    if not diag.modes:
         return
-    from optiforge.memory import Experience, Store
+    lesson = (f"{diag.agent}: {diag.failed}/{diag.candidates} candidates failed, mostly "
+              f"{diag.dominant} ({diag.modes[0].example[:160]}); try: {diag.changes[0]}")  # fmt: skip
+    store_lesson(inp, "diagnose", lesson, "; ".join(f"{m.mode} x{m.count}" for m in diag.modes),
+                 f"{diag.status}: {diag.status_reason}", ["diagnosis", str(diag.agent)])  # fmt: skip
 
-    lesson = (f"{diag.agent} on {diag.task}: {diag.failed}/{diag.candidates} candidates failed, "
-              f"mostly {diag.dominant} ({diag.modes[0].example[:160]}); try: {diag.changes[0]}")  # fmt: skip
+
+def store_lesson(
+    inp: StepInput, agent: str, lesson: str, summary: str, outcome: str, tags: list[str]
+) -> str | None:
+    """Store a step's lesson as an ``Experience`` in the pipeline's memory, once per node
+    run, under the task's opaque signature (lessons reach later prompts: never a CLI id
+    that names the answer). Returns its id (None without memory or a task)."""
+    task_ref = inp.result.get("task")
+    if inp.memory_url is None or not task_ref:
+        return None
     import hashlib
 
-    with Store(inp.memory_url, embedder=None) as store:
-        key = f"{inp.out_dir.resolve()}:{diag.task}".encode()
-        exp_id = f"exp_diag_{hashlib.sha256(key).hexdigest()[:20]}"  # once per node run
+    from optiforge.agents.kit.lineage import task_signature
+    from optiforge.evals.registry import resolve_task
+    from optiforge.memory import Experience, Store
+
+    signature = task_signature(resolve_task(str(task_ref)))
+    key = f"{inp.out_dir.resolve()}:{agent}".encode()
+    exp_id = f"exp_{agent}_{hashlib.sha256(key).hexdigest()[:20]}"
+    with Store(inp.memory_url, embedder=None) as store:  # embedded when first searched
         if store.find(exp_id) is None:
             store.add_experience(
                 Experience(
-                    id=exp_id, agent="diagnose", task_signature=diag.task,
-                    trajectory_summary="; ".join(f"{m.mode} x{m.count}" for m in diag.modes),
-                    outcome=f"{diag.status}: {diag.status_reason}"[:300], lesson=lesson,
-                    tags=["diagnosis", str(diag.agent)],
-                )
-            )  # fmt: skip
+                    id=exp_id,
+                    agent=agent,
+                    task_signature=signature,
+                    trajectory_summary=summary[:1000],
+                    outcome=outcome[:300],
+                    lesson=lesson[:1000],
+                    tags=tags,
+                )  # fmt: skip
+            )
+    return exp_id
+
+
+class LLMLesson(BaseModel):
+    """What ``reflect`` asks the LLM for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lesson: str = Field(max_length=400)
+
+
+def reflect(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``reflect`` step: one reusable lesson from a node's run (what it reached against
+    its baseline, what it ended on, how its candidates failed), stored in the pipeline's
+    memory, where later nodes' searches recall it (AutoREM's reflection, for any agent).
+    With an LLM the lesson is phrased by it from those facts."""
+    res = inp.result
+    n, texts = failure_texts(inp.run_dir, res)
+    modes = classify(texts)
+    best, base = res.get("best_score"), res.get("baseline_score")
+    facts = [f"status {res.get('status')}"]
+    if best is not None:
+        verdict = ""
+        if base is not None:
+            better = best > base if res.get("higher_is_better") else best < base
+            verdict = f", {'better' if better else 'no better'} than {res.get('baseline_name')} ({base:.4g})"
+        facts.append(f"reached {best:.4g}{verdict}")
+    extra = _summary_extra(inp.run_dir)
+    if extra.get("final_kernel"):
+        facts.append(f"ended on the kernel {extra['final_kernel']}")
+    if modes:
+        facts.append(
+            f"{len(texts)}/{n} candidates failed, mostly {modes[0].mode} ({modes[0].example[:120]})"
+        )
+    lesson = f"{res.get('agent')}: " + "; ".join(facts)
+    if inp.llm is not None:
+        lesson = _phrase(inp, lesson)
+    mem_id = store_lesson(inp, "reflect", lesson, "; ".join(facts),
+                          f"{res.get('status')}: {res.get('status_reason')}", ["reflection", str(res.get("agent"))])  # fmt: skip
+    inp.tracer.event("reflection", of=inp.node, lesson=lesson[:400], memory_id=mem_id)
+    inp.out_dir.mkdir(parents=True, exist_ok=True)
+    (inp.out_dir / "lesson.md").write_text(f"# Lesson from node {inp.node}\n\n{lesson}\n")
+    return ({"status": "finished", "status_reason": "lesson stored" if mem_id else "lesson (no memory)"},
+            {"kind": "lesson", "of": inp.node, "lesson": lesson, "memory_id": mem_id})  # fmt: skip
+
+
+def _summary_extra(run_dir: Path | None) -> dict[str, Any]:
+    if run_dir is None or not (run_dir / "summary.json").is_file():
+        return {}
+    try:
+        return dict(json.loads((run_dir / "summary.json").read_text()).get("extra") or {})
+    except (OSError, ValueError):
+        return {}
+
+
+def _phrase(inp: StepInput, facts: str) -> str:
+    from optiforge.errors import LLMError, StructuredOutputError
+
+    assert inp.llm is not None
+    messages = [{"role": "user", "content": "An optimization agent's run ended. Facts: "
+                 f"{facts}\nWrite ONE lesson (at most two sentences) a later run on a related "
+                 "task should follow. Reply as JSON with the key lesson."}]  # fmt: skip
+    try:
+        got = inp.llm.complete(messages, schema=LLMLesson)
+    except (LLMError, StructuredOutputError) as e:
+        inp.tracer.event("reflection_llm_failed", error=f"{type(e).__name__}: {e}"[:300])
+        return facts
+    parsed = got.parsed
+    text = parsed.lesson.strip() if isinstance(parsed, LLMLesson) else ""
+    return f"{text} ({facts})" if text else facts
 
 
 STEPS: dict[str, Callable[[StepInput], tuple[dict[str, Any], dict[str, Any]]]] = {
     "diagnose": diagnose,
+    "reflect": reflect,
 }
 """Glue steps by name: ``StepInput -> (result, artifact)``."""
