@@ -19,7 +19,6 @@ from typing import Any
 
 from optiforge.agents.kit.context import RunContext
 
-
 DISTILLED = {"reflection", "diagnosis"}
 """Tags of lessons written to be reused (the ``reflect`` and ``diagnose`` steps)."""
 
