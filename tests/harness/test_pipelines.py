@@ -332,6 +332,8 @@ def _small(path: Path) -> Any:
             n = n.model_copy(update={"budget": 12, "set": {**FAST_KD, **n.set}})
         elif n.agent is not None:
             n = n.model_copy(update={"budget": 6})
+        if n.method:  # a baseline of Kernel Discovery: the hdbo protocol's small budget
+            n = n.model_copy(update={"budget": 14, "set": {}})
         nodes.append(n)
     return spec.model_copy(update={"nodes": nodes})
 
@@ -344,6 +346,8 @@ def _scripted(prompts: list[str]) -> FunctionLLM:
         prompts.append(text)
         if schema is not None and schema.__name__ == "KernelForm":
             return json.dumps({"name": "rq", "form": "(1 + r^2/2)^-1", "rationale": "tails"})
+        if schema is not None and schema.__name__ == "Formulation":
+            return json.dumps({"method": "turbo", "rationale": "100 inputs, a trust region"})
         if schema is not None and schema.__name__ == "LLMLesson":
             return json.dumps({"lesson": "start from the kernel that fitted the last task"})
         if schema is not None:
@@ -356,7 +360,7 @@ def _scripted(prompts: list[str]) -> FunctionLLM:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", ["kd-transfer", "diagnose"])
+@pytest.mark.parametrize("name", ["kd-transfer", "diagnose", "formulate-optimize"])
 @pytest.mark.parametrize("model", ["offline", "scripted"])
 def test_bundled_pipelines_run_on_a_small_budget(tmp_path: Path, name: str, model: str) -> None:
     spec = _small(ROOT / "configs" / "pipelines" / f"{name}.yaml")
@@ -366,6 +370,11 @@ def test_bundled_pipelines_run_on_a_small_budget(tmp_path: Path, name: str, mode
     summary = run_pipeline(spec, RunSettings(model=model), out, llm=llm)
     assert summary["path"] == [n.id for n in spec.nodes]
     assert all(summary["nodes"][n.id]["status"] != "failed" or n.agent for n in spec.nodes)
+    if name == "formulate-optimize":  # the formulation's method is what the optimizer ran
+        form = summary["artifacts"]["formulate"]
+        assert form["kind"] == "formulation" and form["by"] == ("llm" if llm else "rule")
+        assert summary["nodes"]["optimize"]["method"] == form["method"]
+        assert form["method"] == ("turbo" if llm else "vanilla_bo")
     if name == "kd-transfer":
         lesson = summary["artifacts"]["lesson"]
         assert lesson["kind"] == "lesson" and lesson["memory_id"]

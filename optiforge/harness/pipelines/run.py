@@ -127,6 +127,8 @@ def _agent_node(node: NodeSpec) -> Callable[..., dict[str, Any]]:
             try:
                 scope = {k: {"result": r, "artifact": artifacts.get(k)} for k, r in results.items()}
                 sets = resolve_refs(node.set, scope, f"node {node.id!r}")
+                method = resolve_refs(node.method, scope, f"node {node.id!r}")
+                method = None if method in (None, node.agent) else str(method)
                 settings = node_settings(ctx.settings, node, sets, ctx.memory_url)
                 task = resolve_task(str(node.task))
                 progress = None
@@ -137,7 +139,7 @@ def _agent_node(node: NodeSpec) -> Callable[..., dict[str, Any]]:
                         cb(node.id, i)
 
                 summary = run_task(
-                    str(node.agent), task, settings, out, method=node.method,
+                    str(node.agent), task, settings, out, method=method,
                     resume=(out / "manifest.json").is_file(), progress=progress,
                     llm=_node_llm(ctx), budget=ctx.budget,
                     tee=TeeTracer(NullTracer(), ctx.recorder, node=node.id),
@@ -178,7 +180,8 @@ def _node_llm(ctx: PipelineContext) -> Any | None:
 def _result(
     node: NodeSpec, rel: str, summary: dict[str, Any] | None, error: str | None
 ) -> dict[str, Any]:
-    base = {"node": node.id, "kind": "agent", "agent": node.agent, "method": node.method or node.agent,
+    method = (summary or {}).get("method") or node.agent
+    base = {"node": node.id, "kind": "agent", "agent": node.agent, "method": method,
             "task": node.task, "dir": rel}  # fmt: skip
     if summary is None:
         return {**base, "status": "failed", "status_reason": error or "no summary",
@@ -210,7 +213,7 @@ def _step_node(node: NodeSpec, source: str) -> Callable[..., dict[str, Any]]:
         path = list(state.get("path", []))
         out = _visit_dir(ctx, node.id, path.count(node.id))
         results, artifacts = dict(state.get("results", {})), dict(state.get("artifacts", {}))
-        src = results.get(source)
+        src = results.get(source) if source else {}
         if ctx.on_node:
             ctx.on_node("start", {"node": node.id, "step": node.step, "input": source})
         if src is None:
@@ -222,7 +225,7 @@ def _step_node(node: NodeSpec, source: str) -> Callable[..., dict[str, Any]]:
         else:
             tracer = TeeTracer(NullTracer(), ctx.recorder, node=node.id)
             inp = StepInput(
-                node=source, result=src,
+                node=source, result=src, task=node.task,
                 run_dir=ctx.run_dir / src["dir"] if src.get("dir") else None,
                 out_dir=out, llm=_step_llm(ctx, tracer), memory_url=ctx.memory_url,
                 tracer=tracer,
@@ -317,7 +320,7 @@ def build_graph(spec: PipelineSpec) -> Any:
         if node.kind == "agent":
             g.add_node(node.id, _agent_node(node))  # type: ignore[call-overload]
         else:
-            source = node.input or ids[i - 1]
+            source = node.input or ("" if node.step == "formulate" else ids[i - 1])
             g.add_node(node.id, _step_node(node, source))  # type: ignore[call-overload]
     g.add_node(STOP, _stop_node)  # type: ignore[call-overload]
     g.add_edge(START, ids[0])

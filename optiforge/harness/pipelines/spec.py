@@ -55,9 +55,11 @@ class NodeSpec(BaseModel):
     agent: str | None = None
     """An agent (``optiforge list agents``)."""
     method: str | None = None
-    """One of the agent's baselines instead of the agent itself."""
+    """One of the agent's baselines instead of the agent itself (or the agent's name); may
+    be a reference, e.g. ``${formulate.artifact.method}``."""
     task: str | None = None
-    """``SUITE/TASK`` or ``SUITE/TASK@SPLIT`` (agent nodes)."""
+    """``SUITE/TASK`` or ``SUITE/TASK@SPLIT`` (agent nodes; the ``formulate`` step's
+    problem)."""
     budget: int | None = Field(default=None, ge=1)
     """Evaluations of this node (default: the task's, else the agent's)."""
     seed: int | None = Field(default=None, ge=0)
@@ -77,8 +79,10 @@ class NodeSpec(BaseModel):
             raise ValueError(f"node {self.id!r}: give exactly one of 'agent' or 'step'")
         if self.agent is not None and not self.task:
             raise ValueError(f"node {self.id!r}: an agent node needs a 'task' (SUITE/TASK)")
-        if self.step is not None and (self.task or self.method or self.budget or self.set):
-            raise ValueError(f"node {self.id!r}: a step node takes only 'step', 'input', 'next'")
+        if self.step is not None and (self.method or self.budget or self.set):
+            raise ValueError(
+                f"node {self.id!r}: a step node takes only 'step', 'input', 'task', 'next'"
+            )
         return self
 
     @property
@@ -137,9 +141,11 @@ class PipelineSpec(BaseModel):
                     raise ValueError(f"node {node.id!r}: next {rule.to!r} is not a node id")
             if node.input is not None and node.input not in ids:
                 raise ValueError(f"node {node.id!r}: input {node.input!r} is not a node id")
-            if node.step is not None and node.input is None and i == 0:
+            if node.step not in (None, "formulate") and node.input is None and i == 0:
                 raise ValueError(f"node {node.id!r}: a first step node needs an 'input'")
-            for value in _strings(node.set):
+            if node.step == "formulate" and not node.task:
+                raise ValueError(f"node {node.id!r}: a formulate step needs a 'task'")
+            for value in _strings(node.set) + _strings(node.method):
                 for ref, _ in REF.findall(value):
                     if ref not in ids:
                         raise ValueError(f"node {node.id!r}: ${{{ref}...}} is not a node id")
@@ -226,11 +232,17 @@ def check_nodes(spec: PipelineSpec, where: str) -> None:
         if node.step is not None:
             if node.step not in STEPS:
                 raise ConfigError(f"{at}: no step {node.step!r} (steps: {', '.join(STEPS)})")
+            if node.task:
+                try:
+                    resolve_task(node.task)
+                except ConfigError as e:
+                    raise ConfigError(f"{at}: {e}") from None
             continue
         assert node.agent is not None and node.task is not None
         try:
             agent = get_agent(node.agent)
-            if node.method and node.method not in agent.baselines:
+            if (node.method and "${" not in node.method and node.method != agent.name
+                    and node.method not in agent.baselines):  # fmt: skip
                 raise ConfigError(
                     f"{node.agent} has no baseline {node.method!r} "
                     f"(baselines: {', '.join(agent.baselines)})"

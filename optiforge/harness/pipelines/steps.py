@@ -97,6 +97,8 @@ class StepInput:
     llm: Any | None
     memory_url: str | None
     tracer: Any
+    task: str | None = None
+    """The step node's own task (``formulate``: the problem to formulate)."""
 
 
 def failure_texts(run_dir: Path | None, result: dict[str, Any]) -> tuple[int, list[str]]:
@@ -320,8 +322,99 @@ def _phrase(inp: StepInput, facts: str) -> str:
     return f"{text} ({facts})" if text else facts
 
 
+# An HDBO task's optimizers, as Kernel Discovery's methods (the agent and its baselines).
+OPTIMIZERS = {
+    "sobol": "quasi-random design: no model; right when the budget is a handful of points",
+    "gp_rbf_ard": "GP-BO with an RBF-ARD kernel (qLogEI): low to moderate dimension",
+    "vanilla_bo": "GP-BO with the dimension-scaled lengthscale prior: high dimension, "
+                  "few effective inputs",
+    "turbo": "TuRBO-1 trust region: high dimension, larger budgets",
+    "kernel-discovery": "GP-BO whose kernel is searched during the run (compositional kernels)",
+}  # fmt: skip
+
+
+class LLMFormulation(BaseModel):
+    """What ``formulate`` asks the LLM for (the method is an enum of ``OPTIMIZERS``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str
+    rationale: str = Field(default="", max_length=300)
+
+
+def choose_optimizer(dim: int, budget: int, n_init: int) -> tuple[str, str]:
+    """The rule the step follows offline: ``(method, why)``."""
+    if budget - n_init < 5:
+        return "sobol", f"only {budget - n_init} evaluations after the initial design"
+    if dim > 20:
+        return "vanilla_bo", f"{dim} inputs: a dimension-scaled lengthscale prior"
+    return "gp_rbf_ard", f"{dim} inputs: an ARD kernel can learn each input's scale"
+
+
+def formulate(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``formulate`` step (minimal; BBOWP is the full version): from what an agent may
+    know of a black-box task — its description, input dimension and evaluation budget,
+    never its hidden facts — pick the optimizer; the search space is the task's own unit
+    cube. With an LLM it chooses among ``OPTIMIZERS`` (an enum it cannot leave), else the
+    rule of ``choose_optimizer``. The ``formulation`` artifact's ``method`` feeds the next
+    node (``method: ${ID.artifact.method}``)."""
+    from optiforge.evals.registry import resolve_task
+
+    task = resolve_task(str(inp.task))
+    dim_of = getattr(task, "dim", None)
+    dim = int((dim_of() if callable(dim_of) else dim_of) or 0)
+    budget, n_init = int(task.budget or 0), int(getattr(task, "n_init", 0) or 0)
+    if not dim or not budget:
+        raise ValueError(f"formulate: {task.suite} tasks declare no dimension and budget")
+    method, why, by = *choose_optimizer(dim, budget, n_init), "rule"
+    if inp.llm is not None:
+        method, why, by = _llm_formulation(inp, task, dim, budget, n_init, (method, why))
+    inp.tracer.event("formulation", task=f"{task.suite}/{getattr(task, 'agent_name', '') or '?'}",
+                     method=method, by=by)  # fmt: skip
+    space = {
+        "dim": dim,
+        "bounds": [0.0, 1.0],
+        "scale": "linear",
+        "budget": budget,
+        "n_init": n_init,
+    }
+    inp.out_dir.mkdir(parents=True, exist_ok=True)
+    (inp.out_dir / "formulation.json").write_text(
+        json.dumps({"method": method, "why": why, "by": by, "search_space": space}, indent=2) + "\n"
+    )
+    return ({"status": "finished", "status_reason": f"{method} ({by}: {why})"},
+            {"kind": "formulation", "method": method, "why": why, "by": by,
+             "search_space": space})  # fmt: skip
+
+
+def _llm_formulation(
+    inp: StepInput, task: Any, dim: int, budget: int, n_init: int, fallback: tuple[str, str]
+) -> tuple[str, str, str]:
+    from typing import Literal
+
+    from pydantic import create_model
+
+    from optiforge.errors import LLMError, StructuredOutputError
+
+    assert inp.llm is not None
+    choice = Literal[tuple(OPTIMIZERS)]  # type: ignore[valid-type]
+    schema = create_model("Formulation", __base__=LLMFormulation, method=(choice, ...))  # type: ignore[arg-type]
+    options = "\n".join(f"- {k}: {v}" for k, v in OPTIMIZERS.items())
+    messages = [{"role": "user", "content": f"Task: {task.description} Budget: {budget} "
+                 f"evaluations, the first {n_init} a space-filling design. Which optimizer "
+                 f"suits it?\n{options}\nReply as JSON with keys method and rationale."}]  # fmt: skip
+    try:
+        got = inp.llm.complete(messages, schema=schema)
+    except (LLMError, StructuredOutputError) as e:
+        inp.tracer.event("formulation_llm_failed", error=f"{type(e).__name__}: {e}"[:300])
+        return (*fallback, "rule")
+    parsed = got.parsed
+    return str(parsed.method), str(getattr(parsed, "rationale", ""))[:300], "llm"  # type: ignore[union-attr]
+
+
 STEPS: dict[str, Callable[[StepInput], tuple[dict[str, Any], dict[str, Any]]]] = {
     "diagnose": diagnose,
     "reflect": reflect,
+    "formulate": formulate,
 }
 """Glue steps by name: ``StepInput -> (result, artifact)``."""
