@@ -94,14 +94,40 @@ class FileTracer:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self._tee: tuple[str, dict[str, Any]] | None | bool = False  # False: not read yet
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "_tee": False}  # each process reads the tee file itself
+
+    def _tee_target(self) -> tuple[str, dict[str, Any]] | None:
+        """``(events path, labels)`` from ``TEE`` beside the log: a pipeline node's events
+        also go to the pipeline's one log, from worker processes too."""
+        if self._tee is False:
+            try:
+                spec = json.loads((Path(self.path).parent / TEE).read_text())
+                self._tee = (str(spec["path"]), dict(spec.get("labels") or {}))
+            except (OSError, ValueError, KeyError, TypeError):
+                self._tee = None
+        return self._tee  # type: ignore[return-value]
 
     def event(self, kind: str, **fields: Any) -> None:
-        line = to_json_line({"ts": time.time(), "pid": os.getpid(), "kind": kind, **fields})
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
+        record = {"ts": time.time(), "pid": os.getpid(), "kind": kind, **fields}
+        _append(self.path, to_json_line(record))
+        tee = self._tee_target()
+        if tee is not None:
+            _append(tee[0], to_json_line({**record, **tee[1]}))
+
+
+TEE = "tee.json"
+"""A run directory's pointer to a second event log (``{"path": ..., "labels": {...}}``)."""
+
+
+def _append(path: str, line: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
 
 
 def _json_default(obj: Any) -> Any:

@@ -261,6 +261,13 @@ def test_a_pipeline_runs_its_evaluations_through_ray(tmp_path: Path) -> None:
             e.get("pid") for e in iter_events(out / "nodes" / node) if e["kind"] == "sandbox_run"
         }
         assert pids and os.getpid() not in pids  # written by Ray workers, not this process
+        # ... and the pipeline's one log has them too, tagged with the node
+        tagged = {
+            e.get("pid")
+            for e in iter_events(out)
+            if e["kind"] == "sandbox_run" and e.get("node") == node
+        }
+        assert pids <= tagged
     assert not ray.is_initialized()  # the pipeline's Ray is shut down with it
 
 

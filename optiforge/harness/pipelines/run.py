@@ -30,7 +30,15 @@ from pydantic import BaseModel, ConfigDict
 from optiforge.config import RunSettings, build_config
 from optiforge.errors import ConfigError, OptiforgeError, RunRecordError
 from optiforge.harness.pipelines.spec import END, NodeSpec, PipelineSpec, resolve_refs
-from optiforge.runs import NullTracer, RunRecorder, TeeTracer, iter_events, read_manifest
+from optiforge.runs import (
+    EVENTS,
+    TEE,
+    NullTracer,
+    RunRecorder,
+    TeeTracer,
+    iter_events,
+    read_manifest,
+)
 
 CHECKPOINTS = "pipeline.sqlite"
 THREAD = "pipeline"
@@ -138,6 +146,10 @@ def _agent_node(node: NodeSpec) -> Callable[..., dict[str, Any]]:
                     def progress(i: dict[str, Any]) -> None:
                         cb(node.id, i)
 
+                # events written by worker processes (FileTracer) reach the one log too
+                out.mkdir(parents=True, exist_ok=True)
+                (out / TEE).write_text(json.dumps(
+                    {"path": str(ctx.run_dir / EVENTS), "labels": {"node": node.id}}))  # fmt: skip
                 summary = run_task(
                     str(node.agent), task, settings, out, method=method,
                     resume=(out / "manifest.json").is_file(), progress=progress,
