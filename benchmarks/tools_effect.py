@@ -1,4 +1,5 @@
-"""What evolve's ``check_program`` tool buys, with a simulated error-prone model.
+"""What evolve's ``check_program`` and AutoREM's ``run_python`` buy, with simulated
+error-prone models.
 
 No tool-calling model runs offline here (the embedded ``--model local`` serves no
 function calling), so the model is a deterministic double: each reply drafts a program
@@ -7,7 +8,8 @@ a weak model makes (``sin`` without ``np.``, a missing ``return``, a wrong name)
 tool it checks the draft first and, when the check reports an error, answers the draft
 with the bug fixed (what a model that reads the error does); without it, it answers the
 draft. Both runs spend the same evaluation budget; the tool's checking turns are LLM
-calls too, and the table counts them.
+calls too, and the table counts them. AutoREM's writer likewise breaks half of its
+counterpart programs (a syntax error) and, with ``run_python``, runs the draft first.
 
     .venv/bin/python benchmarks/tools_effect.py [--seeds 3] [--budget 24]
 
@@ -81,6 +83,43 @@ def one(task: str, use_tool: bool, seed: int, budget: int, root: Path) -> dict[s
             "tool_s": sum(c["duration_s"] for c in calls), "wall_s": time.perf_counter() - t0}  # fmt: skip
 
 
+def autorem_model(use_tool: bool, good: str) -> Any:
+    """AutoREM's writer: half of the drafts (by prompt hash) break the program's syntax;
+    with ``run_python`` it runs the draft first and answers the fixed one on an error."""
+
+    def reply(messages: list[dict[str, Any]], tools: Any, schema: Any) -> Any:
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        h = int(hashlib.sha256(prompt.encode()).hexdigest()[:4], 16)
+        text = (
+            good.replace("import cvxpy as cp", "import cvxpy as cp\nx = = 1", 1) if h % 2 else good
+        )
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        if use_tool and not results:
+            return {
+                "content": None,
+                "tool_calls": [{"name": "run_python", "arguments": {"code": text}}],
+            }
+        if results and '"returncode": 0' not in str(results[-1]):
+            text = good
+        return f"```python\n{text}\n```"
+
+    return reply
+
+
+def autorem_one(task_name: str, use_tool: bool, root: Path) -> dict[str, Any]:
+    from optiforge.agents.autorem.proposers import counterpart_program
+
+    task = resolve_task(f"autoro/{task_name}@dev")
+    out = root / f"autorem-{task_name}-{'tool' if use_tool else 'none'}"
+    tools = {"use": ["run_python"]} if use_tool else {"use": [], "pool": False}
+    settings = RunSettings(memory="none", agent={"tools": tools, "max_attempts": 1})
+    llm = FunctionLLM(autorem_model(use_tool, counterpart_program(task.instance.problem)))
+    s = run_task("autorem", task, settings, out, with_baseline=False, llm=llm)
+    calls = [e for e in iter_events(out) if e["kind"] == "tool_call"]
+    return {"correct": s["best_score"] is not None, "llm_calls": s["llm_calls"],
+            "tool_calls": len(calls), "tool_s": sum(c["duration_s"] for c in calls)}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
@@ -100,6 +139,23 @@ def main() -> None:
             print(f"| {task} | {'on' if use_tool else 'off'} | {best:.4g} | {100 * passed:.0f}% | "
                   f"{statistics.mean(r['llm_calls'] for r in runs):.1f} | {n_tool / len(runs):.1f} | "
                   f"{ms:.1f} | {statistics.mean(r['wall_s'] for r in runs):.1f} |", flush=True)  # fmt: skip
+    tasks = [
+        t.name
+        for t in __import__("optiforge.evals.registry", fromlist=["x"])
+        .get_benchmark("autoro")
+        .tasks("dev")
+    ][:6]
+    print(
+        "\n| AutoREM, 1 attempt | run_python | correct | LLM calls | tool calls | ms per tool call |"
+    )
+    print("|---|---|---|---|---|---|")
+    for use_tool in (False, True):
+        runs = [autorem_one(t, use_tool, root) for t in tasks]
+        n_tool = sum(r["tool_calls"] for r in runs)
+        ms = 1000 * sum(r["tool_s"] for r in runs) / n_tool if n_tool else 0.0
+        print(f"| {len(tasks)} dev instances | {'on' if use_tool else 'off'} | "
+              f"{sum(r['correct'] for r in runs)}/{len(runs)} | {sum(r['llm_calls'] for r in runs)} | "
+              f"{n_tool} | {ms:.0f} |", flush=True)  # fmt: skip
     print(f"\nruns: {root}")
 
 
