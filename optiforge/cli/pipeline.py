@@ -129,7 +129,7 @@ def pipeline_run(
     def on_node(what: str, info: dict[str, Any]) -> None:
         if what == "start":
             doing = f"{info.get('agent')} on {info.get('task')}" if info.get("agent") else (
-                f"step {info.get('step')} on {info.get('input')}")  # fmt: skip
+                f"step {info.get('step')} on {info.get('input') or info.get('task')}")  # fmt: skip
             err_console.print(
                 f"[bold]node {info['node']}[/]: {doing}", highlight=False, soft_wrap=True
             )

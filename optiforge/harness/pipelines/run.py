@@ -227,7 +227,9 @@ def _step_node(node: NodeSpec, source: str) -> Callable[..., dict[str, Any]]:
         results, artifacts = dict(state.get("results", {})), dict(state.get("artifacts", {}))
         src = results.get(source) if source else {}
         if ctx.on_node:
-            ctx.on_node("start", {"node": node.id, "step": node.step, "input": source})
+            ctx.on_node(
+                "start", {"node": node.id, "step": node.step, "input": source, "task": node.task}
+            )
         if src is None:
             res: dict[str, Any] = {
                 "status": "failed",
@@ -248,7 +250,8 @@ def _step_node(node: NodeSpec, source: str) -> Callable[..., dict[str, Any]]:
                 raise
             except Exception as e:  # noqa: BLE001 - a step's crash is that step's failure
                 res, art = {"status": "failed", "status_reason": f"{type(e).__name__}: {e}"}, None
-        result = {"node": node.id, "kind": "step", "step": node.step, "input": source,
+        result = {"node": node.id, "kind": "step", "step": node.step, "input": source or None,
+                  "task": node.task,
                   "dir": str(out.relative_to(ctx.run_dir)), "best_score": None, **res}  # fmt: skip
         results[node.id] = result
         if art is not None:
