@@ -101,6 +101,20 @@ class StepInput:
     """The step node's own task (``formulate``: the problem to formulate)."""
 
 
+def ask(inp: StepInput, messages: list[dict[str, Any]], schema: type[BaseModel], what: str) -> Any:
+    """The step's LLM asked for ``schema``; None (and a ``WHAT_llm_failed`` event) when the
+    provider or the reply fails: a step then falls back to its rule."""
+    from optiforge.errors import LLMError, StructuredOutputError
+
+    assert inp.llm is not None
+    try:
+        parsed = inp.llm.complete(messages, schema=schema).parsed
+    except (LLMError, StructuredOutputError) as e:
+        inp.tracer.event(f"{what}_llm_failed", error=f"{type(e).__name__}: {e}"[:300])
+        return None
+    return parsed if isinstance(parsed, schema) else None
+
+
 def failure_texts(run_dir: Path | None, result: dict[str, Any]) -> tuple[int, list[str]]:
     """``(candidates, error strings)`` of one agent run: failed evaluations, rejected
     candidates, failed LLM calls and AutoREM attempts, and a failed run's own reason."""
@@ -168,23 +182,16 @@ def diagnose(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _ask_llm(inp: StepInput, diag: Diagnosis) -> Diagnosis:
-    from optiforge.errors import LLMError, StructuredOutputError
-
     lines = "\n".join(f"- {m.mode} x{m.count}: {m.example}" for m in diag.modes[:6])
+    # no task name: the reply may reach a lesson, and lessons reach later prompts
     messages = [
         {"role": "system", "content": "You diagnose why an optimization agent's candidates "
          "failed and propose changes to the agent's harness (prompts, tools, checks)."},
-        {"role": "user", "content": f"Agent {diag.agent} on task {diag.task}: {diag.failed} of "
-         f"{diag.candidates} candidates failed. Failure modes with an example each:\n{lines}\n"
+        {"role": "user", "content": f"Agent {diag.agent}: {diag.failed} of {diag.candidates} "
+         f"candidates failed. Failure modes with an example each:\n{lines}\n"
          "Reply as JSON: root_cause (one sentence) and harness_changes (at most 5 short items)."},
     ]  # fmt: skip
-    assert inp.llm is not None
-    try:
-        got = inp.llm.complete(messages, schema=LLMDiagnosis)
-    except (LLMError, StructuredOutputError) as e:
-        inp.tracer.event("diagnosis_llm_failed", error=f"{type(e).__name__}: {e}"[:300])
-        return diag
-    parsed = got.parsed
+    parsed = ask(inp, messages, LLMDiagnosis, "diagnosis")
     if not isinstance(parsed, LLMDiagnosis):
         return diag
     changes = [c.strip()[:200] for c in parsed.harness_changes if c.strip()]
@@ -306,18 +313,10 @@ def _summary_extra(run_dir: Path | None) -> dict[str, Any]:
 
 
 def _phrase(inp: StepInput, facts: str) -> str:
-    from optiforge.errors import LLMError, StructuredOutputError
-
-    assert inp.llm is not None
     messages = [{"role": "user", "content": "An optimization agent's run ended. Facts: "
                  f"{facts}\nWrite ONE lesson (at most two sentences) a later run on a related "
                  "task should follow. Reply as JSON with the key lesson."}]  # fmt: skip
-    try:
-        got = inp.llm.complete(messages, schema=LLMLesson)
-    except (LLMError, StructuredOutputError) as e:
-        inp.tracer.event("reflection_llm_failed", error=f"{type(e).__name__}: {e}"[:300])
-        return facts
-    parsed = got.parsed
+    parsed = ask(inp, messages, LLMLesson, "reflection")
     text = parsed.lesson.strip() if isinstance(parsed, LLMLesson) else ""
     return f"{text} ({facts})" if text else facts
 
@@ -394,22 +393,16 @@ def _llm_formulation(
 
     from pydantic import create_model
 
-    from optiforge.errors import LLMError, StructuredOutputError
-
-    assert inp.llm is not None
     choice = Literal[tuple(OPTIMIZERS)]  # type: ignore[valid-type]
     schema = create_model("Formulation", __base__=LLMFormulation, method=(choice, ...))  # type: ignore[arg-type]
     options = "\n".join(f"- {k}: {v}" for k, v in OPTIMIZERS.items())
     messages = [{"role": "user", "content": f"Task: {task.description} Budget: {budget} "
                  f"evaluations, the first {n_init} a space-filling design. Which optimizer "
                  f"suits it?\n{options}\nReply as JSON with keys method and rationale."}]  # fmt: skip
-    try:
-        got = inp.llm.complete(messages, schema=schema)
-    except (LLMError, StructuredOutputError) as e:
-        inp.tracer.event("formulation_llm_failed", error=f"{type(e).__name__}: {e}"[:300])
+    parsed = ask(inp, messages, schema, "formulation")
+    if parsed is None:
         return (*fallback, "rule")
-    parsed = got.parsed
-    return str(parsed.method), str(getattr(parsed, "rationale", ""))[:300], "llm"  # type: ignore[union-attr]
+    return str(parsed.method), str(getattr(parsed, "rationale", ""))[:300], "llm"  # type: ignore[attr-defined]
 
 
 STEPS: dict[str, Callable[[StepInput], tuple[dict[str, Any], dict[str, Any]]]] = {
