@@ -14,6 +14,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "autoro": "optiforge.evals.suites.autoro:AutoROBenchmark",
     "hdbo": "optiforge.evals.suites.hdbo:HDBOBenchmark",
     "cbo": "optiforge.evals.suites.cbo:CBOBenchmark",
+    "bbowp": "optiforge.evals.suites.bbowp:BBOWPBenchmark",
 }
 
 

@@ -38,9 +38,14 @@ def _mentions(text: str, word: str) -> bool:
 
 
 def test_every_registered_suite_is_checked() -> None:
-    assert set(BUILTIN_BENCHMARKS) == {"funcfit", "kernelarena", "autoro", "hdbo", "cbo"}, (
-        "a new suite needs its hidden facts listed in this file"
-    )
+    assert set(BUILTIN_BENCHMARKS) == {
+        "funcfit",
+        "kernelarena",
+        "autoro",
+        "hdbo",
+        "cbo",
+        "bbowp",
+    }, "a new suite needs its hidden facts listed in this file"
 
 
 # --- funcfit: the target expression ------------------------------------------------
@@ -153,3 +158,25 @@ def test_cbo_hides_the_optimum(task: Any) -> None:
         for digits in (2, 3, 4):
             assert round(x, digits) not in nums, f"optimal {v}={x} in the text"
     assert "optim" not in task.description.lower().replace("minimise", "")
+
+
+# --- bbowp: which knobs matter and the human formulation's ranges -------------------
+
+
+@pytest.mark.parametrize("task", _tasks("bbowp"), ids=_ids)
+def test_bbowp_hides_what_matters_and_the_human_ranges(task: Any) -> None:
+    text = task.description.lower()
+    for word in ("important", "matters", "irrelevant", "ignore", "no effect", "optimum", "optimal"):
+        assert word not in text, f"says which knobs matter ({word!r})"
+    numbers = _numbers(task.description.replace(",", ""))
+    box_ranges = {(k.low, k.high) for k in _box(task).knobs.values()}
+    for v in task.human["space"]["variables"]:
+        if "low" in v and (v["low"], v["high"]) not in box_ranges:
+            # the human's narrowed range, both ends in the text, would hand it over
+            assert not {float(v["low"]), float(v["high"])} <= numbers, v["name"]
+
+
+def _box(task: Any) -> Any:
+    from optiforge.solvers.blackbox.problems import BLACK_BOXES
+
+    return BLACK_BOXES[task.black_box]

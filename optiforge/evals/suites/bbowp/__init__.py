@@ -1,0 +1,249 @@
+"""BBOWP: black-box optimization word problems (a first cut of issue 17).
+
+Each instance is a natural-language description of a black box (as a practitioner would
+write it: what the system is, what its knobs are called, what "better" means, the
+budget), an executable black box (``optiforge.solvers.blackbox.problems``), a
+human-designed formulation (a ``SearchSpace`` over the knobs that matter, with sensible
+ranges and scales, and an optimizer), and hidden truth (which knobs matter). Some
+descriptions are deliberately less informative (``informative=False``: the knobs are
+listed without units, hints or typical values), the paper's hard case.
+
+A candidate is a formulation: ``{"space": SearchSpace, "method": one of PORTFOLIO}``.
+``Task.evaluate`` runs that optimization for the instance's budget *inside the sandbox*
+(the black box and the optimizer shipped as files: ``sandboxes.payload``) and scores the
+best value found (lower is better). The fixed default formulation — every knob at its
+full valid range, linear scales, GP-BO — is the paper's comparison point.
+
+Not done yet (issue 17 stays open): 13 instances of the 23+, reference best values from
+long runs, the search-space-quality and algorithm-regret metrics, the formulation agent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from optiforge.errors import ConfigError
+from optiforge.evals.protocol import Score, SuiteHooks
+
+_RUNNER = r"""
+import json, math, sys, warnings
+warnings.filterwarnings("ignore")
+from optiforge.solvers.blackbox import SearchSpace, optimize
+from optiforge.solvers.blackbox.problems import BLACK_BOXES
+req = json.load(open("request.json"))
+space = SearchSpace.model_validate(req["space"])
+box = BLACK_BOXES[req["black_box"]]
+res = optimize(box, space, req["budget"], method=req["method"], seed=req["seed"])
+vals = [v if math.isfinite(v) else None for v in res.values]
+print(json.dumps({"values": vals, "configs": res.configs, "wall_s": res.wall_s}, default=str))
+"""
+
+
+@dataclass
+class BBOWPTask:
+    """One word problem."""
+
+    name: str
+    split: str
+    domain: str
+    black_box: str
+    description: str
+    budget: int
+    human: dict[str, Any]
+    """The human-designed formulation: ``{"space": ..., "method": ...}``."""
+    hidden: dict[str, Any] = field(default_factory=dict)
+    """What an agent must not be told: ``important`` knobs."""
+    informative: bool = True
+    suite: str = "bbowp"
+    metric: str = "best_value"
+    higher_is_better: bool = False
+    timeout_s: float = 240.0
+    seed: int = 0
+
+    def evaluate(self, candidate: Any, sandbox: Any | None = None) -> Score:
+        """Run the formulated optimization in the sandbox; score its best value."""
+        from optiforge.sandboxes import get_sandbox
+        from optiforge.sandboxes.payload import package_files
+        from optiforge.solvers.blackbox import PORTFOLIO, SearchSpace
+
+        form = candidate if isinstance(candidate, dict) else json.loads(str(candidate))
+        try:
+            space = SearchSpace.model_validate(form.get("space"))
+        except Exception as e:  # noqa: BLE001 - an invalid formulation is a failed candidate
+            return Score(
+                value=math.inf, passed=False, details={"reason": f"invalid space: {e}"[:500]}
+            )
+        method = str(form.get("method", ""))
+        if method not in PORTFOLIO:
+            return Score(value=math.inf, passed=False,
+                         details={"reason": f"method {method!r} is not one of {', '.join(PORTFOLIO)}"})  # fmt: skip
+        sandbox = sandbox or get_sandbox("local")
+        files: dict[str, str | bytes] = {}
+        files |= package_files("optiforge.errors", "optiforge.solvers.blackbox",
+                              "optiforge.solvers.bo", "optiforge.solvers.gp")  # fmt: skip
+        files["request.json"] = json.dumps({"space": space.model_dump(mode="json"), "method": method,
+                                            "black_box": self.black_box, "budget": self.budget,
+                                            "seed": self.seed})  # fmt: skip
+        files["run.py"] = _RUNNER
+        python = str(getattr(sandbox, "python", None) or "python3")
+        env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        res = sandbox.run(
+            [python, "run.py"], files=files, timeout_s=self.timeout_s, memory_mb=4096, env=env
+        )
+        metrics = {"sandbox_s": float(res.duration_s)}
+        if res.timed_out or res.returncode != 0:
+            why = "timed out" if res.timed_out else f"exit {res.returncode}: {res.stderr[-400:]}"
+            return Score(value=math.inf, passed=False, metrics=metrics, details={"reason": why})
+        out = json.loads(res.stdout.strip().splitlines()[-1])
+        vals = [math.inf if v is None else float(v) for v in out["values"]]
+        finite = [v for v in vals if math.isfinite(v)]
+        if not finite:
+            return Score(value=math.inf, passed=False, metrics=metrics,
+                         details={"reason": "no evaluation was feasible"})  # fmt: skip
+        trace, best = [], math.inf
+        for v in vals:
+            best = min(best, v)
+            trace.append(best if math.isfinite(best) else None)
+        metrics["n_failed"] = float(len(vals) - len(finite))
+        return Score(value=min(finite), passed=True, metrics=metrics, details={"trace": trace})
+
+    def default_formulation(self) -> dict[str, Any]:
+        """Every knob at its full valid range, linear scales, GP-BO (the paper's baseline)."""
+        from optiforge.solvers.blackbox.problems import BLACK_BOXES
+
+        variables: list[dict[str, Any]] = []
+        for name, k in BLACK_BOXES[self.black_box].knobs.items():
+            if k.kind == "categorical":
+                variables.append({"kind": "categorical", "name": name, "choices": list(k.choices)})
+            else:
+                variables.append({"kind": k.kind, "name": name, "low": k.low, "high": k.high})
+        return {"space": {"variables": variables}, "method": "gp"}
+
+
+def _v(kind: str, name: str, *args: Any, log: bool = False, **kw: Any) -> dict[str, Any]:
+    if kind == "cat":
+        return {"kind": "categorical", "name": name, "choices": list(args), **kw}
+    return {"kind": kind, "name": name, "low": args[0], "high": args[1], "log": log, **kw}
+
+
+# name -> (domain, black box, split, budget, informative, description, human space, method, important)
+_INSTANCES: list[tuple[str, str, str, str, int, bool, str, list[dict[str, Any]], str, list[str]]] = [
+    ("svm-tumours", "ml", "svm_breast_cancer", "dev", 30, True,
+     "We classify breast-tumour biopsies (30 numeric features, ~570 patients) as benign or malignant "
+     "with a support vector classifier on standardized features. Knobs: C (regularization strength), "
+     "gamma (kernel width), kernel (rbf, poly, sigmoid, linear), degree (poly only), coef0, shrinking "
+     "(heuristic on/off), tol (stopping tolerance). Minimize the 3-fold cross-validated error rate. "
+     "We can afford 30 training runs.",
+     [_v("float", "C", 1e-2, 1e3, log=True), _v("float", "gamma", 1e-5, 1e-1, log=True)], "gp",
+     ["C", "gamma"]),
+    ("gbm-progression", "ml", "gbm_diabetes", "dev", 30, True,
+     "A gradient-boosted regression model predicts disease progression one year ahead from 10 "
+     "baseline measurements of ~440 diabetes patients. Knobs: n_estimators (trees, 10-400), "
+     "learning_rate, max_depth, subsample (row fraction per tree), min_samples_leaf, max_features "
+     "(1.0, sqrt or log2). Minimize the 3-fold cross-validated mean squared error (in thousands). "
+     "Budget: 30 fits.",
+     [_v("float", "learning_rate", 5e-3, 0.3, log=True), _v("int", "n_estimators", 20, 300),
+      _v("int", "max_depth", 1, 5), _v("float", "subsample", 0.5, 1.0)], "tpe",
+     ["learning_rate", "n_estimators", "max_depth"]),
+    ("knn-digits", "ml", "knn_digits", "heldout", 20, False,
+     "Handwritten-digit classifier, k nearest neighbours. Knobs: n_neighbors, weights, p, leaf_size, "
+     "algorithm. Minimize cross-validated error; 20 runs.",
+     [_v("int", "n_neighbors", 1, 15), _v("cat", "weights", "uniform", "distance"), _v("int", "p", 1, 2)],
+     "tpe", ["n_neighbors", "weights", "p"]),
+    ("logreg-wine", "ml", "logreg_wine", "dev", 20, False,
+     "Wine cultivar classifier (logistic regression). Knobs: C, tol, max_iter, fit_intercept, "
+     "standardize. Minimize cross-validated error; 20 runs.",
+     [_v("cat", "standardize", True, False), _v("float", "C", 1e-3, 1e2, log=True),
+      _v("int", "max_iter", 200, 2000)], "tpe", ["standardize", "C"]),
+    ("pressure-vessel", "engineering", "pressure_vessel", "dev", 40, True,
+     "Design a cylindrical pressure vessel with hemispherical heads holding at least 1,296,000 cubic "
+     "inches, length at most 240 in. Shell and head plates come in 1/16-inch steps (shell_plates and "
+     "head_plates count those steps; the ASME code needs thickness >= 0.0193 x radius for the shell "
+     "and >= 0.00954 x radius for the heads). Knobs: shell_plates, head_plates, radius (in), length "
+     "(in). Minimize material, forming and welding cost; infeasible designs are heavily penalized. "
+     "40 cost evaluations.",
+     [_v("int", "shell_plates", 10, 25), _v("int", "head_plates", 5, 15), _v("float", "radius", 40.0, 60.0),
+      _v("float", "length", 150.0, 240.0)], "tpe", ["shell_plates", "head_plates", "radius", "length"]),
+    ("welded-beam", "engineering", "welded_beam", "dev", 40, True,
+     "A cantilever bar (14 in, 6000 lb tip load) is welded to a support. Knobs: weld_thickness and "
+     "weld_length (in), bar_height and bar_thickness (in). Minimize fabrication cost subject to shear "
+     "stress <= 13,600 psi, bending stress <= 30,000 psi, tip deflection <= 0.25 in, buckling load >= "
+     "6000 lb and weld no thicker than the bar. Typical welds are a fraction of an inch. 40 evaluations.",
+     [_v("float", "weld_thickness", 0.1, 0.6), _v("float", "weld_length", 2.0, 8.0),
+      _v("float", "bar_height", 6.0, 10.0), _v("float", "bar_thickness", 0.15, 0.5)], "gp",
+     ["weld_thickness", "weld_length", "bar_height", "bar_thickness"]),
+    ("spring", "engineering", "spring", "heldout", 40, False,
+     "Tension/compression spring. Knobs: wire_diameter, coil_diameter, active_coils. Minimize weight "
+     "under deflection, shear, surge-frequency and outer-diameter limits. 40 evaluations.",
+     [_v("float", "wire_diameter", 0.05, 0.2), _v("float", "coil_diameter", 0.25, 1.3),
+      _v("float", "active_coils", 2.0, 15.0)], "gp", ["wire_diameter", "coil_diameter", "active_coils"]),
+    ("speed-reducer", "engineering", "speed_reducer", "dev", 40, True,
+     "Gearbox (speed reducer) design: face_width (cm), module (cm), pinion_teeth (integer), shaft1_length, "
+     "shaft2_length, shaft1_diameter, shaft2_diameter (cm). Minimize its weight under bending, surface "
+     "stress, shaft deflection and shaft stress limits. 40 evaluations.",
+     [_v("float", "face_width", 2.6, 3.6), _v("float", "module", 0.7, 0.8), _v("int", "pinion_teeth", 17, 20),
+      _v("float", "shaft1_length", 7.3, 8.3), _v("float", "shaft2_length", 7.3, 8.3),
+      _v("float", "shaft1_diameter", 2.9, 3.9), _v("float", "shaft2_diameter", 5.0, 5.5)], "gp",
+     ["face_width", "pinion_teeth", "shaft1_diameter", "shaft2_diameter"]),
+    ("predator-prey", "science", "lotka_volterra_fit", "dev", 40, True,
+     "Calibrate a predator-prey (Lotka-Volterra) model to 31 yearly counts of hares and lynx (initial "
+     "populations known). Knobs: prey_growth, predation, predator_gain, predator_death (rates per year, "
+     "each somewhere between 0.001 and 10; rates like these usually span orders of magnitude) and "
+     "solver_rtol. Minimize log10 of the mean squared error between model and counts. 40 simulations.",
+     [_v("float", "prey_growth", 0.1, 5.0, log=True), _v("float", "predation", 0.01, 2.0, log=True),
+      _v("float", "predator_gain", 0.01, 2.0, log=True), _v("float", "predator_death", 0.1, 5.0, log=True)],
+     "tpe", ["prey_growth", "predation", "predator_gain", "predator_death"]),
+    ("reaction", "science", "reaction_yield", "dev", 30, True,
+     "A batch reactor turns A into the product B, which degrades to C if cooked too long or too hot. "
+     "Knobs: temperature_c (20-200), time_min (1-1440), concentration (mol/L), catalyst (none, pd, pt, "
+     "ni), ph, stirring_rpm. Maximize the yield of B (we minimize negative yield). 30 experiments.",
+     [_v("float", "temperature_c", 40.0, 160.0), _v("float", "time_min", 1.0, 600.0, log=True),
+      _v("cat", "catalyst", "none", "pd", "pt", "ni"), _v("float", "ph", 4.0, 9.0),
+      _v("float", "concentration", 0.1, 2.0)], "tpe", ["temperature_c", "time_min", "catalyst", "ph"]),
+    ("epidemic", "science", "sir_fit", "heldout", 30, False,
+     "Fit an SIR epidemic model to 30 observed prevalence points. Knobs: transmission_rate, "
+     "recovery_rate, initial_infected. Minimize log10 mean squared error. 30 simulations.",
+     [_v("float", "transmission_rate", 0.05, 2.0, log=True), _v("float", "recovery_rate", 0.01, 1.0, log=True),
+      _v("float", "initial_infected", 1e-6, 1e-2, log=True)], "gp",
+     ["transmission_rate", "recovery_rate", "initial_infected"]),
+    ("matmul-tiling", "mixed", "matmul_tiling", "dev", 30, True,
+     "Tune a 2048^3 fp32 matrix-multiply kernel on a 132-SM GPU (modelled runtime, ms). Knobs: tile_m, "
+     "tile_n (16-256), tile_k (8-128), stages (pipeline depth 1-6), unroll (1-16), vector_width (none, "
+     "x2, x4, x8), layout (row, col, blocked), threads_hint (a scheduler hint, 32-1024). Minimize "
+     "runtime. 30 measurements.",
+     [_v("cat", "tile_m", 64, 128, 256), _v("cat", "tile_n", 64, 128, 256), _v("cat", "tile_k", 16, 32, 64),
+      _v("int", "stages", 1, 4), _v("cat", "unroll", 2, 4, 8), _v("cat", "vector_width", "x4", "x8"),
+      _v("cat", "layout", "row", "blocked")], "tpe",
+     ["tile_m", "tile_n", "tile_k", "stages", "vector_width", "layout"]),
+    ("cache-service", "mixed", "cache_policy", "dev", 25, False,
+     "A caching service. Knobs: cache_mb, policy, ttl_s, shards, compression, log_level_debug. "
+     "Minimize p99 latency (ms). 25 load tests.",
+     [_v("float", "cache_mb", 512.0, 16384.0, log=True), _v("cat", "policy", "lru", "lfu", "arc"),
+      _v("float", "ttl_s", 300.0, 86400.0, log=True), _v("int", "shards", 4, 32)], "tpe",
+     ["cache_mb", "policy", "ttl_s", "shards"]),
+]  # fmt: skip
+
+
+def _tasks() -> list[BBOWPTask]:
+    out = []
+    for name, domain, box, split, budget, informative, desc, space, method, important in _INSTANCES:
+        out.append(BBOWPTask(name=name, split=split, domain=domain, black_box=box, description=desc,
+                             budget=budget, human={"space": {"variables": space}, "method": method},
+                             hidden={"important": important}, informative=informative))  # fmt: skip
+    return out
+
+
+class BBOWPBenchmark(SuiteHooks):
+    """The ``bbowp`` suite (see the module doc)."""
+
+    name = "bbowp"
+    description = "Black-box optimization word problems: formulate a search space and an optimizer, then run it"
+    splits = ("dev", "heldout")
+
+    def tasks(self, split: str = "dev") -> list[BBOWPTask]:
+        if split not in self.splits:
+            raise ConfigError(f"bbowp has no split {split!r} (splits: {', '.join(self.splits)})")
+        return [t for t in _tasks() if t.split == split]
