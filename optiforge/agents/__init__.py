@@ -52,6 +52,12 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
         "Causal BO with LLM + PC structure priors, score-gated local repair and a "
         "routing-equivalence commit gate",
     ),
+    "formulator": AgentInfo(
+        "optiforge.agents.formulator:SPEC",
+        "bbowp",
+        "Black-box word problems: write the search space and pick the optimizer (offline: the "
+        "fixed default)",
+    ),
 }
 
 

@@ -8,7 +8,8 @@ ranges and scales, and an optimizer), and hidden truth (which knobs matter). Som
 descriptions are deliberately less informative (``informative=False``: the knobs are
 listed without units, hints or typical values), the paper's hard case.
 
-A candidate is a formulation: ``{"space": SearchSpace, "method": one of PORTFOLIO}``.
+A candidate is a formulation: ``{"space": SearchSpace, "method": one of PORTFOLIO}`` and
+optionally the optimizer's ``seed`` (a run's seed, so an eval's seeds are independent runs).
 ``Task.evaluate`` runs that optimization for the instance's budget *inside the sandbox*
 (the black box and the optimizer shipped as files: ``sandboxes.payload``) and scores the
 best value found (lower is better). The fixed default formulation — every knob at its
@@ -86,7 +87,7 @@ class BBOWPTask:
                               "optiforge.solvers.bo", "optiforge.solvers.gp")  # fmt: skip
         files["request.json"] = json.dumps({"space": space.model_dump(mode="json"), "method": method,
                                             "black_box": self.black_box, "budget": self.budget,
-                                            "seed": self.seed})  # fmt: skip
+                                            "seed": int(form.get("seed", self.seed))})  # fmt: skip
         files["run.py"] = _RUNNER
         python = str(getattr(sandbox, "python", None) or "python3")
         env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -109,6 +110,17 @@ class BBOWPTask:
             trace.append(best if math.isfinite(best) else None)
         metrics["n_failed"] = float(len(vals) - len(finite))
         return Score(value=min(finite), passed=True, metrics=metrics, details={"trace": trace})
+
+    @property
+    def knobs(self) -> dict[str, dict[str, Any]]:
+        """The system's knobs as its API states them: type, valid range or choices (public;
+        which of them matter is not said)."""
+        from optiforge.solvers.blackbox.problems import BLACK_BOXES
+
+        return {
+            name: {"kind": k.kind, "low": k.low, "high": k.high, "choices": list(k.choices)}
+            for name, k in BLACK_BOXES[self.black_box].knobs.items()
+        }
 
     def default_formulation(self) -> dict[str, Any]:
         """Every knob at its full valid range, linear scales, GP-BO (the paper's baseline)."""

@@ -1,0 +1,29 @@
+"""``formulator``: from a natural-language black-box problem to a formulation (a search
+space and an optimizer); the harness's re-measurement runs that optimization.
+
+Offline it writes the fixed default (every knob, full ranges, GP-BO), the paper's
+comparison point; with an LLM it reads the description and writes a space and an
+optimizer choice (enums of the system's knobs and the portfolio; re-asked when invalid).
+"""
+
+from optiforge.agents.formulator.agent import build
+from optiforge.agents.formulator.baselines import default_baseline, human_baseline
+from optiforge.agents.formulator.config import FormulatorConfig
+from optiforge.agents.formulator.report import summary_notes
+from optiforge.agents.spec import AgentSpec
+
+SPEC = AgentSpec(
+    name="formulator",
+    description="Black-box word problems: write the search space and pick the optimizer (offline: the "
+    "fixed default)",
+    config_model=FormulatorConfig,
+    build=build,
+    default_benchmark="bbowp",
+    baselines={"default": default_baseline, "human": human_baseline},
+    default_budget=1,
+    offline_equivalent="default",
+    summary_notes=summary_notes,
+    artifact="formulation",
+)
+
+__all__ = ["SPEC", "FormulatorConfig", "build"]

@@ -1,0 +1,69 @@
+"""The formulator: offline the fixed default; with a scripted LLM a good and a misleading
+formulation (and an invalid one re-asked); the harness runs the formulated optimization."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from optiforge.config import RunSettings
+from optiforge.evals.registry import resolve_task
+from optiforge.harness.runner import run_task
+from optiforge.runs import iter_events
+from optiforge.testing import FunctionLLM
+
+TASK = "bbowp/pressure-vessel@dev"
+GOOD = {"variables": [
+    {"name": "shell_plates", "kind": "int", "low": 10, "high": 25},
+    {"name": "head_plates", "kind": "int", "low": 5, "high": 15},
+    {"name": "radius", "kind": "float", "low": 40, "high": 60},
+    {"name": "length", "kind": "float", "low": 150, "high": 240}], "method": "tpe", "rationale": "r"}  # fmt: skip
+MISLEADING = {"variables": [{"name": "length", "kind": "float", "low": 10, "high": 20}],
+              "method": "random", "rationale": "only length matters"}  # fmt: skip
+
+
+def _run(tmp_path: Path, replies: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    prompts: list[str] = []
+
+    def model(messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
+        prompts.append(messages[-1]["content"])
+        return json.dumps(replies[min(len(prompts), len(replies)) - 1])
+
+    summary = run_task("formulator", resolve_task(TASK), RunSettings(model="scripted", memory="none"),
+                       tmp_path / "r", llm=FunctionLLM(model), with_baseline=False)  # fmt: skip
+    return summary, prompts
+
+
+def test_offline_is_the_fixed_default(tmp_path: Path) -> None:
+    task = resolve_task(TASK)
+    s = run_task(
+        "formulator", task, RunSettings(memory="none"), tmp_path / "r", with_baseline=False
+    )
+    assert s["extra"]["formulation"] == {**task.default_formulation(), "seed": 0}
+    assert s["extra"]["by"] == "default"
+    assert s["status"] == "finished" and len(s["trace"]) == task.budget  # the harness ran it
+
+
+def test_a_good_formulation_beats_a_misleading_one(tmp_path: Path) -> None:
+    good, prompts = _run(tmp_path / "g", [GOOD])
+    bad, _ = _run(tmp_path / "b", [MISLEADING])
+    assert good["extra"]["formulation"]["method"] == "tpe" and good["extra"]["by"] == "llm"
+    assert good["best_score"] < bad["best_score"]  # the harness's re-measurement of each run
+    # the prompt is the description: nothing hidden, no human formulation
+    assert "important" not in prompts[0] and "40.0, 60.0" not in prompts[0]
+
+
+def test_an_invalid_formulation_is_reasked_with_its_error(tmp_path: Path) -> None:
+    broken = {**GOOD, "variables": [{"name": "radius", "kind": "float", "low": 60, "high": 40}]}
+    s, prompts = _run(tmp_path, [broken, GOOD])
+    assert s["extra"]["reasks"] == 1 and "That formulation is invalid: " in prompts[1]
+    assert [
+        e["attempt"] for e in iter_events(tmp_path / "r") if e["kind"] == "formulation_invalid"
+    ] == [0]
+
+
+def test_a_model_that_never_formulates_fails_the_run(tmp_path: Path) -> None:
+    broken = {**GOOD, "variables": [{"name": "radius", "kind": "float"}]}  # no range
+    s, _ = _run(tmp_path, [broken])
+    assert s["status"] == "failed" and "no valid formulation" in s["status_reason"]
