@@ -21,6 +21,5 @@ def human_baseline(
     task: Any, ctx: RunContext, budget: int | None, config: Any = None
 ) -> AgentOutcome:
     """The instance's human-designed formulation."""
-    return AgentOutcome(
-        best_candidate=task.human, stop_reason="baseline", extra={"formulation": task.human}
-    )
+    form = {**task.human, "seed": ctx.seed}  # the optimization run's seed is the run's
+    return AgentOutcome(best_candidate=form, stop_reason="baseline", extra={"formulation": form})

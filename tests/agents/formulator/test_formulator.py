@@ -67,3 +67,11 @@ def test_a_model_that_never_formulates_fails_the_run(tmp_path: Path) -> None:
     broken = {**GOOD, "variables": [{"name": "radius", "kind": "float"}]}  # no range
     s, _ = _run(tmp_path, [broken])
     assert s["status"] == "failed" and "no valid formulation" in s["status_reason"]
+
+
+def test_every_method_runs_its_optimization_with_the_runs_seed(tmp_path: Path) -> None:
+    task = resolve_task(TASK)
+    for method in ("default", "human"):
+        s = run_task("formulator", task, RunSettings(seed=3, memory="none"), tmp_path / method,
+                     method=method)  # fmt: skip
+        assert s["extra"]["formulation"]["seed"] == 3
