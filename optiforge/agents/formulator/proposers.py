@@ -43,8 +43,17 @@ def llm_formulation(
         try:
             return to_formulation(reply.parsed, knobs), attempt
         except (ValueError, ValidationError) as e:
-            error = str(e).splitlines()[0][:300]
+            error = _why(e)
             ctx.tracer.event("formulation_invalid", attempt=attempt, error=error)
             messages = [*messages, {"role": "assistant", "content": reply.text or ""},
                         {"role": "user", "content": f"That formulation is invalid: {error}. Fix it."}]  # fmt: skip
     raise ValueError(f"no valid formulation after {max_reasks + 1} replies: {error}")
+
+
+def _why(e: Exception) -> str:
+    """One line the model can act on: the first invalid field and why."""
+    if isinstance(e, ValidationError):
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        return f"{where}: {str(err['msg']).removeprefix('Value error, ')}"[:300]
+    return str(e).splitlines()[0][:300]
