@@ -58,7 +58,10 @@ def test_an_invalid_formulation_is_reasked_with_its_error(tmp_path: Path) -> Non
     broken = {**GOOD, "variables": [{"name": "radius", "kind": "float", "low": 60, "high": 40}]}
     s, prompts = _run(tmp_path, [broken, GOOD])
     assert s["extra"]["reasks"] == 1
-    assert "That formulation is invalid: variables.0.float: radius: needs finite low < high" in prompts[1]
+    assert (
+        "That formulation is invalid: variables.0.float: radius: needs finite low < high"
+        in prompts[1]
+    )
     assert [
         e["attempt"] for e in iter_events(tmp_path / "r") if e["kind"] == "formulation_invalid"
     ] == [0]
