@@ -53,3 +53,30 @@ def test_a_formulation_runs_in_the_sandbox_and_is_scored() -> None:
     outside = task.evaluate({"space": {"variables": [
         {"kind": "float", "name": "radius", "low": 500.0, "high": 900.0}]}, "method": "random"}, sb)  # fmt: skip
     assert not outside.passed and "no evaluation was feasible" in outside.details["reason"]
+
+
+def test_formulation_quality_metrics() -> None:
+    from optiforge.evals.suites.bbowp import BBOWPBenchmark, space_quality
+
+    task = resolve_task("bbowp/svm-tumours@dev")
+    assert space_quality(task.human, task) == {"precision": 1.0, "recall": 1.0, "range_iou": 1.0}
+    one = {"space": {"variables": [{"kind": "float", "name": "C", "low": 1.0, "high": 1e3, "log": True},
+                                   {"kind": "int", "name": "degree", "low": 1, "high": 3}]}, "method": "tpe"}  # fmt: skip
+    q = space_quality(one, task)
+    assert q["precision"] == 0.5 and q["recall"] == 0.5  # C is important, degree is not
+    assert q["range_iou"] == pytest.approx((3 / 5) / 2)  # C: 3 of 5 decades; gamma: missing
+    rows = [
+        {"task": task.name, "seed": 0, "method": "human", "best_score": 0.02, "extra": {"formulation": task.human}},
+        {"task": task.name, "seed": 0, "method": "formulator", "best_score": 0.03,
+         "extra": {"formulation": one, "by": "llm"}},
+        {"task": task.name, "seed": 0, "method": "default", "best_score": 0.05,
+         "extra": {"formulation": task.default_formulation()}},
+    ]  # fmt: skip
+    sm = BBOWPBenchmark().suite_metrics(rows)
+    assert sm is not None
+    assert sm["formulator"]["beats_default"] == 1.0 and sm["formulator"]["beats_human"] == 0.0
+    assert sm["human"]["beats_default"] == 1.0 and "beats_human" not in sm["human"]
+    assert sm["formulator"]["optimizers"] == {"tpe": 1}
+    assert (
+        "| formulator | 50% | 50% |" in BBOWPBenchmark().report_sections({"suite_metrics": sm})[0]
+    )

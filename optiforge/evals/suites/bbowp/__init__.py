@@ -15,8 +15,11 @@ optionally the optimizer's ``seed`` (a run's seed, so an eval's seeds are indepe
 best value found (lower is better). The fixed default formulation — every knob at its
 full valid range, linear scales, GP-BO — is the paper's comparison point.
 
-Not done yet (issue 17 stays open): 13 instances of the 23+, reference best values from
-long runs, the search-space-quality and algorithm-regret metrics, the formulation agent.
+Eval reports add the formulation quality (``suite_metrics``): variable precision and
+recall against the hidden important knobs, range overlap with the human formulation, the
+optimizers chosen, and how often a method beats the human and the default formulation
+of the same seed. Not done yet (issue 17 stays open): 13 instances of the 23+, reference
+best values from long runs, algorithm-choice regret against the oracle optimizer.
 """
 
 from __future__ import annotations
@@ -259,3 +262,93 @@ class BBOWPBenchmark(SuiteHooks):
         if split not in self.splits:
             raise ConfigError(f"bbowp has no split {split!r} (splits: {', '.join(self.splits)})")
         return [t for t in _tasks() if t.split == split]
+
+    def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Per method: search-space quality against the hidden important knobs (precision,
+        recall, range overlap with the human formulation), the optimizers chosen, and the
+        result against the human and the default formulation of the same seed."""
+        by_task = {t.name: t for t in _tasks()}
+        per: dict[str, dict[str, list[float]]] = {}
+        chosen: dict[str, dict[str, int]] = {}
+        # the references of each (task, seed): the human formulation, and the fixed default
+        # (the ``default`` baseline, or the offline agent, which writes the same)
+        refs: dict[tuple[Any, Any], dict[str, float | None]] = {}
+        for r in rows:
+            by = (r.get("extra") or {}).get("by")
+            kind = "human" if r.get("method") == "human" else (
+                "default" if r.get("method") == "default" or by == "default" else None)  # fmt: skip
+            if kind:
+                refs.setdefault((r.get("task"), r.get("seed")), {})[kind] = r.get("best_score")
+        for r in rows:
+            task, form = by_task.get(str(r.get("task"))), (r.get("extra") or {}).get("formulation")
+            if task is None or not form:
+                continue
+            method = str(r.get("method"))
+            m = per.setdefault(method, {})
+            for k, v in space_quality(form, task).items():
+                if v is not None:
+                    m.setdefault(k, []).append(v)
+            ch = chosen.setdefault(method, {})
+            ch[str(form.get("method"))] = ch.get(str(form.get("method")), 0) + 1
+            mine, ref = r.get("best_score"), refs.get((r.get("task"), r.get("seed")), {})
+            for kind in ("human", "default"):
+                other = ref.get(kind)
+                is_ref = method == kind or (r.get("extra") or {}).get("by") == kind
+                if other is not None and not is_ref:
+                    m.setdefault(f"beats_{kind}", []).append(
+                        float(mine is not None and mine < other)
+                    )
+        if not per:
+            return None
+        return {
+            method: {**{k: (sum(v) / len(v) if v else None) for k, v in m.items()},
+                     "n": len(next(iter(m.values()), [])), "optimizers": chosen.get(method, {})}
+            for method, m in sorted(per.items())
+        }  # fmt: skip
+
+    def report_sections(self, summary: dict[str, Any]) -> list[str]:
+        sm = summary.get("suite_metrics") or {}
+        if not sm:
+            return []
+        lines = ["## Formulation quality", "",
+                 "Against the hidden important knobs and the human formulation (means over runs).", "",
+                 "| method | variable precision | variable recall | range overlap (IoU) | beats default | beats human | optimizers |",
+                 "|---|---|---|---|---|---|---|"]  # fmt: skip
+
+        def pct(v: Any) -> str:
+            return "-" if v is None else f"{100 * v:.0f}%"
+
+        for method, m in sm.items():
+            opts = ", ".join(f"{k} x{v}" for k, v in m.get("optimizers", {}).items())
+            lines.append(f"| {method} | {pct(m.get('precision'))} | {pct(m.get('recall'))} | "
+                         f"{pct(m.get('range_iou'))} | {pct(m.get('beats_default'))} | "
+                         f"{pct(m.get('beats_human'))} | {opts} |")  # fmt: skip
+        return ["\n".join(lines)]
+
+
+def space_quality(form: dict[str, Any], task: BBOWPTask) -> dict[str, float | None]:
+    """Precision and recall of the formulation's variables against the hidden important
+    knobs, and the mean overlap (intersection over union, log scale where the human's is)
+    of its numeric ranges with the human formulation's on the important knobs."""
+    names = {v.get("name") for v in (form.get("space") or {}).get("variables", [])}
+    important = set(task.hidden.get("important", []))
+    hit = names & important
+    human = {v["name"]: v for v in task.human["space"]["variables"]}
+    mine = {v.get("name"): v for v in (form.get("space") or {}).get("variables", [])}
+    ious = []
+    for k in important:
+        h, m = human.get(k), mine.get(k)
+        if h is None or "low" not in h:
+            continue
+        if m is None or m.get("low") is None:
+            ious.append(0.0)
+            continue
+        f = (lambda x: math.log(max(float(x), 1e-300))) if h.get("log") else float
+        lo, hi = max(f(h["low"]), f(m["low"])), min(f(h["high"]), f(m["high"]))
+        union = max(f(h["high"]), f(m["high"])) - min(f(h["low"]), f(m["low"]))
+        ious.append(max(0.0, hi - lo) / union if union > 0 else 1.0)
+    return {
+        "precision": len(hit) / len(names) if names else None,
+        "recall": len(hit) / len(important) if important else None,
+        "range_iou": sum(ious) / len(ious) if ious else None,
+    }
