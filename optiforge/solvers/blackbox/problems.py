@@ -289,6 +289,106 @@ def cache_policy(c: dict[str, Any]) -> float:
     return float(2.0 + 40.0 * (1 - hit) + shard_over + gc + 0.3 * c["log_level_debug"])
 
 
+def elasticnet_diabetes(c: dict[str, Any]) -> float:
+    from sklearn.linear_model import ElasticNet
+
+    m = ElasticNet(alpha=c["alpha"], l1_ratio=c["l1_ratio"], fit_intercept=c["fit_intercept"],
+                   max_iter=c["max_iter"], tol=c["tol"], selection=c["selection"], random_state=0)  # fmt: skip
+    return -_cv(m, "diabetes", "neg_mean_squared_error") / 1000.0
+
+
+def forest_wine(c: dict[str, Any]) -> float:
+    from sklearn.ensemble import RandomForestClassifier
+
+    mf = None if c["max_features"] == "all" else c["max_features"]
+    m = RandomForestClassifier(n_estimators=c["n_estimators"], max_depth=c["max_depth"],
+                               min_samples_leaf=c["min_samples_leaf"], max_features=mf,
+                               criterion=c["criterion"], bootstrap=c["bootstrap"], random_state=0)  # fmt: skip
+    return 1.0 - _cv(m, "wine")
+
+
+def tree_breast_cancer(c: dict[str, Any]) -> float:
+    from sklearn.tree import DecisionTreeClassifier
+
+    m = DecisionTreeClassifier(max_depth=c["max_depth"], min_samples_leaf=c["min_samples_leaf"],
+                               criterion=c["criterion"], splitter=c["splitter"],
+                               ccp_alpha=c["ccp_alpha"], random_state=0)  # fmt: skip
+    return 1.0 - _cv(m, "breast_cancer")
+
+
+def three_bar_truss(c: dict[str, Any]) -> float:
+    a1, a2, length, p, sigma = c["area_outer"], c["area_middle"], 100.0, 2.0, 2.0
+    cost = (2 * math.sqrt(2) * a1 + a2) * length
+    den = math.sqrt(2) * a1**2 + 2 * a1 * a2
+    g = [(math.sqrt(2) * a1 + a2) / den * p - sigma, a2 / den * p - sigma,
+         1 / (a1 + math.sqrt(2) * a2) * p - sigma]  # fmt: skip
+    return _penalized(cost, g)
+
+
+def cantilever(c: dict[str, Any]) -> float:
+    x = [c[f"section_{i}"] for i in range(1, 6)]
+    cost = 0.0624 * sum(x)
+    g = [61 / x[0] ** 3 + 37 / x[1] ** 3 + 19 / x[2] ** 3 + 7 / x[3] ** 3 + 1 / x[4] ** 3 - 1]
+    return _penalized(cost, g)
+
+
+def gear_train(c: dict[str, Any]) -> float:
+    ratio = (c["teeth_a"] * c["teeth_b"]) / (c["teeth_d"] * c["teeth_f"])
+    return math.log10((1 / 6.931 - ratio) ** 2 + 1e-16)
+
+
+def enzyme_fit(c: dict[str, Any]) -> float:
+    s = np.array([0.5, 1, 2, 5, 10, 20, 50, 100.0])
+    inh = np.array([0.0, 5.0])
+    obs = np.array([[12 * x / (4 * (1 + i / 3) + x) for x in s] for i in inh])
+    vmax, km, ki = c["vmax"], c["km"], c["ki"]
+    pred = np.array([[vmax * x / (km * (1 + i / ki) + x) for x in s] for i in inh])
+    pred = pred * (1 + 0.001 * (c["temperature_offset"]))
+    return float(np.log10(np.mean((pred - obs) ** 2) + 1e-12))
+
+
+def oscillator_fit(c: dict[str, Any]) -> float:
+    t = np.linspace(0, 10, 101)
+
+    def x(m: float, damping: float, k: float) -> np.ndarray:
+        w0, zeta = math.sqrt(k / m), damping / (2 * math.sqrt(k * m))
+        if zeta >= 1:
+            return np.exp(-w0 * t) * (1 + w0 * t)
+        wd = w0 * math.sqrt(1 - zeta**2)
+        return np.exp(-zeta * w0 * t) * (np.cos(wd * t) + zeta * w0 / wd * np.sin(wd * t))
+
+    obs = x(1.0, 0.3, 4.0)
+    pred = x(c["mass"], c["damping"], c["stiffness"])
+    return float(np.log10(np.mean((pred - obs) ** 2) + 1e-12))
+
+
+def db_config(c: dict[str, Any]) -> float:
+    """Modelled negative throughput (k tx/s) of a database server under a fixed load."""
+    mem = c["buffer_pool_mb"]
+    cache = 1 - math.exp(-mem / 6000.0)
+    workers = c["worker_threads"]
+    par = min(workers, 32) / 32 - 0.004 * max(0, workers - 32)
+    conns = c["max_connections"]
+    queue = 1.0 if conns >= 200 else conns / 200
+    sync = {"fsync": 1.0, "fdatasync": 1.15, "group_commit": 1.6, "off": 1.7}[c["wal_sync"]]
+    ckpt = 1 - 0.3 * math.exp(-c["checkpoint_s"] / 60.0)
+    return -float(
+        50 * (0.2 + 0.8 * cache) * max(0.05, par) * queue * sync * ckpt - 2 * c["log_verbose"]
+    )
+
+
+def training_schedule(c: dict[str, Any]) -> float:
+    """Modelled validation loss of a fixed network trained for a fixed number of steps."""
+    lr, bs = c["learning_rate"], c["batch_size"]
+    best_lr = 3e-3 * math.sqrt(bs / 256)
+    lr_term = (math.log10(lr) - math.log10(best_lr)) ** 2
+    sched = {"cosine": 0.0, "linear": 0.03, "constant": 0.12, "step": 0.06}[c["schedule"]]
+    warm = 0.05 * math.exp(-c["warmup_steps"] / 200.0) * (lr > 1e-3)
+    noise = 0.02 * math.log2(max(1, 1024 // bs))
+    wd = 0.02 * (math.log10(c["weight_decay"]) + 2) ** 2 / 9
+    return float(1.5 + 0.4 * lr_term + sched + warm + noise + wd + 0.0 * c["data_seed"])
+
+
 BLACK_BOXES: dict[str, BlackBox] = {
     "svm_breast_cancer": BlackBox("svm_breast_cancer", {
         "C": F(1.0, 1e-4, 1e4), "gamma": F(0.01, 1e-6, 10.0), "kernel": C("rbf", "rbf", "poly", "sigmoid", "linear"),
@@ -338,5 +438,37 @@ BLACK_BOXES: dict[str, BlackBox] = {
         "cache_mb": F(256.0, 16.0, 16384.0), "policy": C("lru", "lru", "lfu", "fifo", "arc"),
         "ttl_s": F(60.0, 1.0, 86400.0), "shards": I(4, 1, 64), "compression": C("none", "none", "lz4"),
         "log_level_debug": I(0, 0, 1)}, cache_policy),
+    "elasticnet_diabetes": BlackBox("elasticnet_diabetes", {
+        "alpha": F(1.0, 1e-5, 100.0), "l1_ratio": F(0.5, 0.0, 1.0), "fit_intercept": C(True, True, False),
+        "max_iter": I(1000, 100, 10000), "tol": F(1e-4, 1e-6, 1e-2),
+        "selection": C("cyclic", "cyclic", "random")}, elasticnet_diabetes),
+    "forest_wine": BlackBox("forest_wine", {
+        "n_estimators": I(100, 10, 200), "max_depth": I(10, 1, 30), "min_samples_leaf": I(1, 1, 40),
+        "max_features": C("sqrt", "sqrt", "log2", "all"), "criterion": C("gini", "gini", "entropy"),
+        "bootstrap": C(True, True, False)}, forest_wine),
+    "tree_breast_cancer": BlackBox("tree_breast_cancer", {
+        "max_depth": I(10, 1, 30), "min_samples_leaf": I(1, 1, 60), "criterion": C("gini", "gini", "entropy"),
+        "splitter": C("best", "best", "random"), "ccp_alpha": F(0.0, 0.0, 0.1)}, tree_breast_cancer),
+    "three_bar_truss": BlackBox("three_bar_truss", {
+        "area_outer": F(0.5, 0.001, 1.0), "area_middle": F(0.5, 0.001, 1.0)}, three_bar_truss),
+    "cantilever": BlackBox("cantilever", {f"section_{i}": F(10.0, 0.01, 100.0) for i in range(1, 6)},
+                           cantilever),
+    "gear_train": BlackBox("gear_train", {
+        "teeth_a": I(30, 12, 60), "teeth_b": I(30, 12, 60), "teeth_d": I(30, 12, 60),
+        "teeth_f": I(30, 12, 60)}, gear_train),
+    "enzyme_fit": BlackBox("enzyme_fit", {
+        "vmax": F(1.0, 1e-2, 1e3), "km": F(1.0, 1e-3, 1e3), "ki": F(1.0, 1e-3, 1e3),
+        "temperature_offset": F(0.0, -5.0, 5.0)}, enzyme_fit),
+    "oscillator_fit": BlackBox("oscillator_fit", {
+        "mass": F(1.0, 0.5, 2.0), "damping": F(1.0, 1e-3, 10.0), "stiffness": F(1.0, 1e-2, 100.0)},
+        oscillator_fit),
+    "db_config": BlackBox("db_config", {
+        "buffer_pool_mb": F(128.0, 16.0, 65536.0), "worker_threads": I(8, 1, 256),
+        "max_connections": I(100, 10, 2000), "wal_sync": C("fsync", "fsync", "fdatasync", "group_commit", "off"),
+        "checkpoint_s": F(30.0, 1.0, 3600.0), "log_verbose": I(0, 0, 1)}, db_config),
+    "training_schedule": BlackBox("training_schedule", {
+        "learning_rate": F(1e-3, 1e-6, 1.0), "batch_size": C(256, 16, 32, 64, 128, 256, 512, 1024),
+        "schedule": C("constant", "cosine", "linear", "constant", "step"), "warmup_steps": I(0, 0, 5000),
+        "weight_decay": F(1e-2, 1e-6, 1.0), "data_seed": I(0, 0, 1000)}, training_schedule),
 }  # fmt: skip
 """Every black box by name (the suite's instances reference them)."""

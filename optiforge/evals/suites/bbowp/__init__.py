@@ -18,8 +18,7 @@ full valid range, linear scales, GP-BO — is the paper's comparison point.
 Eval reports add the formulation quality (``suite_metrics``): variable precision and
 recall against the hidden important knobs, range overlap with the human formulation, the
 optimizers chosen, and how often a method beats the human and the default formulation
-of the same seed. Not done yet (issue 17 stays open): 13 instances of the 23+, reference
-best values from long runs, algorithm-choice regret against the oracle optimizer.
+of the same seed. Not done yet (issue 17 stays open): reference best values from long runs, algorithm-choice regret against the oracle optimizer.
 """
 
 from __future__ import annotations
@@ -239,6 +238,71 @@ _INSTANCES: list[tuple[str, str, str, str, int, bool, str, list[dict[str, Any]],
      [_v("float", "cache_mb", 512.0, 16384.0, log=True), _v("cat", "policy", "lru", "lfu", "arc"),
       _v("float", "ttl_s", 300.0, 86400.0, log=True), _v("int", "shards", 4, 32)], "tpe",
      ["cache_mb", "policy", "ttl_s", "shards"]),
+    ("elasticnet-progression", "ml", "elasticnet_diabetes", "dev", 25, True,
+     "A linear model with elastic-net regularization predicts diabetes progression from 10 baseline "
+     "measurements. Knobs: alpha (overall penalty strength; useful values range over several orders of "
+     "magnitude), l1_ratio (0 = ridge, 1 = lasso), fit_intercept, max_iter, tol, selection (cyclic or "
+     "random coordinate order). Minimize 3-fold cross-validated MSE (in thousands). 25 fits.",
+     [_v("float", "alpha", 1e-4, 1.0, log=True), _v("float", "l1_ratio", 0.0, 1.0)], "gp",
+     ["alpha", "l1_ratio"]),
+    ("forest-wine", "ml", "forest_wine", "heldout", 20, True,
+     "A random forest classifies wines into three cultivars from 13 chemical measurements (178 "
+     "samples). Knobs: n_estimators (10-200 trees; more is slower), max_depth, min_samples_leaf, "
+     "max_features (sqrt, log2, all), criterion (gini, entropy), bootstrap. Minimize 3-fold "
+     "cross-validated error. 20 fits.",
+     [_v("int", "max_depth", 2, 12), _v("int", "min_samples_leaf", 1, 8),
+      _v("cat", "max_features", "sqrt", "log2"), _v("int", "n_estimators", 50, 200)], "tpe",
+     ["max_depth", "min_samples_leaf", "max_features"]),
+    ("tree-tumours", "ml", "tree_breast_cancer", "dev", 30, False,
+     "Decision tree for tumour biopsies. Knobs: max_depth, min_samples_leaf, criterion, splitter, "
+     "ccp_alpha. Minimize cross-validated error; 30 fits.",
+     [_v("int", "max_depth", 2, 10), _v("int", "min_samples_leaf", 1, 20),
+      _v("float", "ccp_alpha", 0.0, 0.02), _v("cat", "criterion", "gini", "entropy")], "tpe",
+     ["max_depth", "min_samples_leaf", "ccp_alpha"]),
+    ("three-bar-truss", "engineering", "three_bar_truss", "dev", 30, True,
+     "A symmetric three-bar truss carries a 2 kN/cm2 load. Knobs: area_outer (cross-section of the two "
+     "outer bars) and area_middle (the middle bar), each between 0.001 and 1 cm2. Minimize the truss "
+     "volume subject to the stress in every bar staying at or below 2 kN/cm2. 30 evaluations.",
+     [_v("float", "area_outer", 0.5, 1.0), _v("float", "area_middle", 0.05, 0.8)], "gp",
+     ["area_outer", "area_middle"]),
+    ("cantilever", "engineering", "cantilever", "dev", 40, True,
+     "A cantilever beam is made of five hollow square sections of equal wall thickness; knobs "
+     "section_1 ... section_5 are the sections' heights (0.01-100). Minimize the beam's weight subject "
+     "to a tip-deflection limit (stiffer sections near the support carry more). 40 evaluations.",
+     [_v("float", f"section_{i}", 3.0, 8.0) for i in range(1, 6)], "gp",
+     [f"section_{i}" for i in range(1, 6)]),
+    ("gear-train", "mixed", "gear_train", "heldout", 40, False,
+     "Gear train with four gears. Knobs: teeth_a, teeth_b, teeth_d, teeth_f (integers). Minimize log10 "
+     "of the squared error to the target ratio. 40 evaluations.",
+     [_v("int", "teeth_a", 12, 60), _v("int", "teeth_b", 12, 60), _v("int", "teeth_d", 12, 60),
+      _v("int", "teeth_f", 12, 60)], "tpe", ["teeth_a", "teeth_b", "teeth_d", "teeth_f"]),
+    ("enzyme-kinetics", "science", "enzyme_fit", "dev", 30, True,
+     "Fit a Michaelis-Menten model with a competitive inhibitor to reaction rates measured at eight "
+     "substrate concentrations, with and without inhibitor. Knobs: vmax (maximum rate), km (Michaelis "
+     "constant), ki (inhibition constant) -- biochemical constants like these span orders of "
+     "magnitude -- and temperature_offset (a correction in degrees). Minimize log10 MSE. 30 fits.",
+     [_v("float", "vmax", 1.0, 100.0, log=True), _v("float", "km", 0.1, 50.0, log=True),
+      _v("float", "ki", 0.1, 50.0, log=True)], "gp", ["vmax", "km", "ki"]),
+    ("oscillator", "science", "oscillator_fit", "heldout", 25, True,
+     "Calibrate a damped spring-mass model to a recorded free-decay trace (10 s, 101 samples). Knobs: "
+     "mass (kg, 0.5-2), damping (N s/m), stiffness (N/m). Minimize log10 MSE between model and trace. "
+     "25 simulations.",
+     [_v("float", "damping", 0.01, 3.0, log=True), _v("float", "stiffness", 0.5, 20.0, log=True),
+      _v("float", "mass", 0.5, 2.0)], "gp", ["damping", "stiffness"]),
+    ("database", "mixed", "db_config", "dev", 25, True,
+     "Tune a database server for an OLTP benchmark on a 64 GB, 32-core machine. Knobs: buffer_pool_mb, "
+     "worker_threads, max_connections, wal_sync (fsync, fdatasync, group_commit, off -- off is not "
+     "allowed in production but the benchmark will accept it), checkpoint_s, log_verbose (0/1). "
+     "Maximize throughput (we minimize its negative). 25 benchmark runs.",
+     [_v("float", "buffer_pool_mb", 4096.0, 49152.0, log=True), _v("int", "worker_threads", 16, 64),
+      _v("cat", "wal_sync", "fdatasync", "group_commit"), _v("int", "max_connections", 200, 1000)], "gp",
+     ["buffer_pool_mb", "worker_threads", "wal_sync"]),
+    ("training-schedule", "mixed", "training_schedule", "heldout", 25, False,
+     "Training run of a fixed network. Knobs: learning_rate, batch_size, schedule, warmup_steps, "
+     "weight_decay, data_seed. Minimize validation loss. 25 runs.",
+     [_v("float", "learning_rate", 1e-4, 3e-2, log=True), _v("cat", "batch_size", 64, 128, 256, 512),
+      _v("cat", "schedule", "cosine", "linear"), _v("int", "warmup_steps", 100, 2000)], "tpe",
+     ["learning_rate", "batch_size", "schedule"]),
 ]  # fmt: skip
 
 
