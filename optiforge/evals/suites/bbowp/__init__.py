@@ -18,7 +18,9 @@ full valid range, linear scales, GP-BO — is the paper's comparison point.
 Eval reports add the formulation quality (``suite_metrics``): variable precision and
 recall against the hidden important knobs, range overlap with the human formulation, the
 optimizers chosen, and how often a method beats the human and the default formulation
-of the same seed. Not done yet (issue 17 stays open): reference best values from long runs, algorithm-choice regret against the oracle optimizer.
+of the same seed; with the hidden reference numbers (``reference.json``, written by
+``benchmarks/bbowp_reference.py``) also the normalized regret against the long run's best
+and the algorithm regret against the oracle optimizer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from optiforge.errors import ConfigError
@@ -354,6 +357,14 @@ class BBOWPBenchmark(SuiteHooks):
                     m.setdefault(k, []).append(v)
             ch = chosen.setdefault(method, {})
             ch[str(form.get("method"))] = ch.get(str(form.get("method")), 0) + 1
+            for k, v in regrets(
+                r.get("best_score"),
+                form,
+                task.name,
+                refs.get((r.get("task"), r.get("seed")), {}).get("default"),
+            ).items():
+                if v is not None:
+                    m.setdefault(k, []).append(v)
             mine, ref = r.get("best_score"), refs.get((r.get("task"), r.get("seed")), {})
             for kind in ("human", "default"):
                 other = ref.get(kind)
@@ -376,18 +387,52 @@ class BBOWPBenchmark(SuiteHooks):
             return []
         lines = ["## Formulation quality", "",
                  "Against the hidden important knobs and the human formulation (means over runs).", "",
-                 "| method | variable precision | variable recall | range overlap (IoU) | beats default | beats human | optimizers |",
-                 "|---|---|---|---|---|---|---|"]  # fmt: skip
+                 "| method | variable precision | variable recall | range overlap (IoU) | beats default | beats human | normalized regret | oracle optimizer chosen | algorithm regret | optimizers |",
+                 "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
 
         def pct(v: Any) -> str:
             return "-" if v is None else f"{100 * v:.0f}%"
 
         for method, m in sm.items():
             opts = ", ".join(f"{k} x{v}" for k, v in m.get("optimizers", {}).items())
+            reg = m.get("normalized_regret")
+            alg = m.get("algorithm_regret")
             lines.append(f"| {method} | {pct(m.get('precision'))} | {pct(m.get('recall'))} | "
                          f"{pct(m.get('range_iou'))} | {pct(m.get('beats_default'))} | "
-                         f"{pct(m.get('beats_human'))} | {opts} |")  # fmt: skip
+                         f"{pct(m.get('beats_human'))} | {'-' if reg is None else f'{reg:.2f}'} | "
+                         f"{pct(m.get('oracle_choice'))} | {'-' if alg is None else f'{alg:.2f}'} | {opts} |")  # fmt: skip
         return ["\n".join(lines)]
+
+
+def reference() -> dict[str, Any]:
+    """The hidden reference numbers (``benchmarks/bbowp_reference.py``): per instance the
+    best value of a long run, and the oracle optimizer with every optimizer's mean result
+    on the human formulation. Empty until that script has run."""
+    path = Path(__file__).with_name("reference.json")
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def regrets(
+    value: float | None, form: dict[str, Any], task: str, default: float | None
+) -> dict[str, float | None]:
+    """``normalized_regret``: ``(value - reference best) / (default's value - reference best)``
+    (0: as good as the long run, 1: no better than the fixed default); ``algorithm_regret``:
+    how far the chosen optimizer's mean on the human space is from the oracle's, as a share
+    of the spread between the best and worst optimizer (0: the oracle's choice)."""
+    ref = reference().get(task)
+    if not ref:
+        return {}
+    out: dict[str, float | None] = {"oracle_choice": float(form.get("method") == ref["oracle"])}
+    means = ref["method_means"]
+    chosen = means.get(str(form.get("method")))
+    spread = max(means.values()) - min(means.values())
+    out["algorithm_regret"] = (
+        (chosen - means[ref["oracle"]]) / spread if chosen is not None and spread > 0 else None
+    )
+    best = ref["best_value"]
+    if value is not None and default is not None and default > best:
+        out["normalized_regret"] = (value - best) / (default - best)
+    return out
 
 
 def space_quality(form: dict[str, Any], task: BBOWPTask) -> dict[str, float | None]:
