@@ -101,3 +101,35 @@ def test_unknown_optimizer_and_budget() -> None:
         optimize(objective, space, 5, method="annealing")
     with pytest.raises(ConfigError, match="budget"):
         optimize(objective, space, 0)
+
+
+def test_kernel_search_picks_the_kernel_the_data_supports() -> None:
+    import torch
+
+    from optiforge.solvers.bo.baselines import CompositionalKernelSearch
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(40, 2, generator=g, dtype=torch.float64)
+    noise = 0.1 * torch.randn(40, generator=g, dtype=torch.float64)
+    y = torch.sin(12.0 * X[:, 0]) + 2.0 * X[:, 1] + noise  # periodic in x0, linear in x1
+    y = (y - y.mean()) / y.std()
+    search = CompositionalKernelSearch(0, n_children=6)
+    for rnd in range(4):
+        search(X, y, rnd)
+    from optiforge.solvers.gp import ExactGP, grammar
+
+    def loo_crps(expr: str) -> float:
+        return ExactGP(grammar.build_kernel(expr), n_restarts=1, seed=0).fit(X, y).loo_crps()
+
+    assert len(search.history) == 4 and "Periodic" in search.incumbent
+    assert loo_crps(search.incumbent) < 0.9 * loo_crps("RBF_ARD")
+
+
+def test_a_fixed_kernel_expression_and_a_search_from_it() -> None:
+    space = SearchSpace.model_validate(SPACE)
+    res = optimize(objective, space, 12, method="gp", seed=0, n_init=6, kernel="Matern52_ARD + Linear")
+    assert len(res.values) == 12 and math.isfinite(res.best_value)
+    ks = optimize(objective, space, 12, method="kernel_search", seed=0, n_init=6, kernel="Matern52_ARD")
+    assert len(ks.values) == 12
+    with pytest.raises(ConfigError, match="needs method gp or kernel_search"):
+        optimize(objective, space, 5, method="tpe", kernel="RBF")

@@ -1,17 +1,21 @@
 """The formulator's graph: ``formulate`` (the LLM's formulation, or the fixed default
-offline) -> end. Its candidate is the formulation; the harness's re-measurement is the
-optimization run itself (``Task.evaluate`` runs it in the sandbox), so the score of a
-formulator run is the best value its formulation reached."""
+offline) -> ``revise`` (with an LLM and ``revise_after`` > 0: a pilot run of the
+formulation, made by the harness in the sandbox, then the LLM's revision for the rest of
+the budget) -> end. Its candidate is the formulation; the harness's re-measurement is the
+optimization run itself (``Task.evaluate`` runs it in the sandbox; a revised formulation
+carries its ``pilot``, so the re-measurement runs both stages within the one budget), so
+the score of a formulator run is the best value its formulation reached."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
 from optiforge.agents.formulator.config import FormulatorConfig
-from optiforge.agents.formulator.proposers import llm_formulation
+from optiforge.agents.formulator.proposers import llm_formulation, revision_prompt
 from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import BudgetExceeded, LLMError
@@ -22,6 +26,8 @@ class FormulatorState(TypedDict, total=False):
     by: str
     reasks: int
     error: str
+    pilot: dict[str, Any]
+    """What the revision step did: ``{"evals", "best"}`` or ``{"evals": 0, "error"}``."""
 
 
 def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
@@ -38,10 +44,36 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             return {"formulation": {}, "by": "llm", "error": f"{type(e).__name__}: {e}"[:300]}
         return {"formulation": form, "by": "llm", "reasks": reasks}
 
+    def revise(state: FormulatorState, runtime: Any) -> dict[str, Any]:
+        ctx: RunContext = runtime.context
+        form = state.get("formulation")
+        if ctx.llm is None or not config.revise_after or not form or state.get("pilot"):
+            return {}
+        pilot = task.pilot({**form, "seed": ctx.seed}, config.revise_after, ctx.sandbox)
+        seen = list(pilot.details.get("evaluations") or [])
+        ctx.tracer.event("pilot", evaluations=len(seen), best=pilot.value if pilot.passed else None,
+                         reason=pilot.details.get("reason"))  # fmt: skip
+        if not seen:  # the pilot did not run: keep the first formulation, the whole budget
+            return {"pilot": {"evals": 0, "error": str(pilot.details.get("reason", ""))[:300]}}
+        reply = json.dumps({k: form[k] for k in ("space", "method") if k in form})
+        try:
+            new, reasks = llm_formulation(task, ctx, config.max_reasks, config.max_variables,
+                                          messages=revision_prompt(task, form, seen, reply))  # fmt: skip
+        except (ValueError, LLMError, BudgetExceeded) as e:
+            # the first formulation keeps the whole budget (the pilot was information only)
+            ctx.tracer.event("revision_failed", error=str(e)[:300])
+            return {"pilot": {"evals": 0, "error": f"{type(e).__name__}: {e}"[:300]}}
+        ctx.tracer.event("revision", method=new["method"], variables=len(new["space"]["variables"]))
+        return {"formulation": {**new, "pilot": {**form, "evals": len(seen)}},
+                "pilot": {"evals": len(seen), "best": pilot.value if pilot.passed else None},
+                "reasks": state.get("reasks", 0) + reasks}  # fmt: skip
+
     g: StateGraph[Any, Any, Any, Any] = StateGraph(FormulatorState, context_schema=RunContext)
     g.add_node("formulate", formulate)  # type: ignore[call-overload]
+    g.add_node("revise", revise)  # type: ignore[call-overload]
     g.add_edge(START, "formulate")
-    g.add_edge("formulate", END)
+    g.add_edge("formulate", "revise")
+    g.add_edge("revise", END)
 
     def outcome(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
         form = state.get("formulation") or None
@@ -50,7 +82,8 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         return AgentOutcome(
             best_candidate=form, n_evaluations=0, stop_reason="formulated" if form else "no formulation",
             failure=state.get("error"),
-            extra={"formulation": form, "by": state.get("by"), "reasks": state.get("reasks", 0)},
+            extra={"formulation": form, "by": state.get("by"), "reasks": state.get("reasks", 0),
+                   "pilot": state.get("pilot")},
         )  # fmt: skip
 
     return AgentRun(graph=g, outcome=outcome, what="a formulator run",

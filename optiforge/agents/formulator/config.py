@@ -14,3 +14,8 @@ class FormulatorConfig(BaseModel):
     """Re-asks when the LLM's formulation is not a valid space of the system's knobs."""
     max_variables: int = Field(default=12, ge=1, le=50)
     """At most this many variables in a formulation."""
+    revise_after: int = Field(default=0, ge=0, le=1000)
+    """With an LLM: run the formulation for this many evaluations (a pilot, within the
+    instance's budget and at most half of it), show the model what it found and let it
+    revise the space and the optimizer for the rest. 0: no revision. The harness re-runs
+    both stages (pilot, then the revision) as the run's score."""

@@ -3,6 +3,7 @@ picks an optimizer, re-asked on an invalid one) and the fixed default (offline).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -30,13 +31,19 @@ def prompt(task: Any) -> list[dict[str, Any]]:
 
 
 def llm_formulation(
-    task: Any, ctx: RunContext, max_reasks: int, max_variables: int
+    task: Any,
+    ctx: RunContext,
+    max_reasks: int,
+    max_variables: int,
+    messages: list[dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], int]:
-    """``(formulation, re-asks)`` from the LLM; ``ValueError`` when it never gave a valid one."""
+    """``(formulation, re-asks)`` from the LLM; ``ValueError`` when it never gave a valid one.
+
+    ``messages``: the conversation to continue (default: the description's ``prompt``)."""
     assert ctx.llm is not None
     knobs = task.knobs
     schema = llm_schema(sorted(knobs), max_variables)
-    messages = prompt(task)
+    messages = list(messages or prompt(task))
     error = ""
     for attempt in range(max_reasks + 1):
         reply = ctx.llm.complete(messages, schema=schema)
@@ -57,3 +64,38 @@ def _why(e: Exception) -> str:
         where = ".".join(str(x) for x in err["loc"])
         return f"{where}: {str(err['msg']).removeprefix('Value error, ')}"[:300]
     return str(e).splitlines()[0][:300]
+
+
+def revision_prompt(
+    task: Any, form: dict[str, Any], evaluations: list[dict[str, Any]], reply: str
+) -> list[dict[str, Any]]:
+    """The conversation that asks for a revision: the first formulation (as the model's
+    own reply) and what its pilot run found: the best configurations, how many failed,
+    and the variables whose best values sit at an edge of their range."""
+    seen = [e for e in evaluations if e.get("value") is not None]
+    best = sorted(seen, key=lambda e: e["value"])[:5]
+    left = task.budget - len(evaluations)
+    lines = [f"A pilot run of that formulation ({form.get('method')}) made {len(evaluations)} "
+             f"evaluations; {len(evaluations) - len(seen)} failed (no valid result)."]  # fmt: skip
+    if best:
+        lines.append("Best configurations (lower is better):")
+        lines += [f"- {e['value']:.6g}: {json.dumps(e['config'], default=str)}" for e in best]
+        edges = []
+        for v in (form.get("space") or {}).get("variables", []):
+            if v.get("low") is None:
+                continue
+            span = float(v["high"]) - float(v["low"])
+            xs = [float(e["config"][v["name"]]) for e in best if v["name"] in e["config"]]
+            if xs and span > 0:
+                if max(xs) >= float(v["high"]) - 0.02 * span:
+                    edges.append(f"{v['name']} at its upper bound {v['high']}")
+                elif min(xs) <= float(v["low"]) + 0.02 * span:
+                    edges.append(f"{v['name']} at its lower bound {v['low']}")
+        if edges:
+            lines.append("Best values at a range edge: " + "; ".join(edges) + ".")
+    lines.append(f"Revise the formulation for the remaining {left} evaluations: widen a range "
+                 "whose best values sit at an edge (within the knob's valid range), narrow ranges "
+                 "around good regions, drop knobs that do not seem to matter, and pick the "
+                 "optimizer for that budget. Reply as JSON in the same shape.")  # fmt: skip
+    return [*prompt(task), {"role": "assistant", "content": reply},
+            {"role": "user", "content": "\n".join(lines)}]  # fmt: skip

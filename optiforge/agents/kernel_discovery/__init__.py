@@ -3,7 +3,7 @@
 BO on an ``hdbo`` task whose GP kernel is refreshed every few rounds by an evolutionary
 search (``agent.py``, which also documents the trust boundary and resume). Options:
 ``config.py``; the refresh's search problem and sandbox glue: ``problem.py``; proposers
-(two-stage LLM, offline compositional grammar ``grammar.py``): ``proposers.py``;
+(two-stage LLM, offline compositional grammar ``solvers.gp.grammar``): ``proposers.py``;
 baselines: ``baselines.py``; outcome, lesson and report notes: ``report.py``.
 """
 

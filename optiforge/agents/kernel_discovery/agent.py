@@ -65,7 +65,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel
 
-from optiforge.agents.kernel_discovery import grammar
+from optiforge.solvers.gp import grammar
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import (
     _SHIPPED,

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import torch
 
-from optiforge.agents.kernel_discovery import grammar
+from optiforge.solvers.gp import grammar
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.errors import InvalidCandidate

@@ -9,7 +9,11 @@ function of a configuration of ``space``) with one of ``PORTFOLIO``:
   conditionals natively;
 - ``gp``: GP-BO with an RBF-ARD kernel and qLogEI (BoTorch; ``solvers.bo``), ``vanilla_bo``
   (the dimension-scaled lengthscale prior), ``turbo`` (TuRBO-1), and any other optimizer
-  registered with ``solvers.bo.register_baseline`` (Kernel Discovery's ``compositional``).
+  registered with ``solvers.bo.register_baseline``;
+- ``kernel_search``: GP-BO whose kernel is re-chosen every few rounds by Kernel
+  Discovery's compositional search (grammar mutations scored by leave-one-out CRPS);
+  ``gp`` with ``kernel=EXPR`` uses one fixed grammar expression instead of RBF-ARD (e.g.
+  a kernel a Kernel Discovery run found), and ``kernel_search`` starts from it.
 
 The unit-cube optimizers see ints and categoricals through ``SearchSpace.decode``
 (rounding); the objective always gets a valid configuration of the active variables. A
@@ -33,7 +37,7 @@ from optiforge.solvers.blackbox.space import CategoricalVar, FloatVar, SearchSpa
 
 Objective = Callable[[dict[str, Any]], float]
 
-PORTFOLIO = ("random", "sobol", "cma", "tpe", "gp", "vanilla_bo", "turbo")
+PORTFOLIO = ("random", "sobol", "cma", "tpe", "gp", "vanilla_bo", "turbo", "kernel_search")
 """The optimizers every formulation may name (plus registered ``solvers.bo`` baselines)."""
 
 
@@ -118,14 +122,21 @@ def optimize(
     method: str = "gp",
     seed: int = 0,
     n_init: int | None = None,
+    kernel: str | None = None,
 ) -> BlackBoxResult:
     """Minimize ``objective`` over ``space`` with ``budget`` evaluations of ``method``.
 
+    ``kernel``: a kernel expression of ``solvers.gp.grammar`` for ``gp`` (instead of
+    RBF-ARD) or the start of ``kernel_search``.
+
     Raises:
-        ConfigError: an unknown method or a budget below 1.
+        ConfigError: an unknown method, a budget below 1, or a kernel for another method.
+        InvalidCandidate: a kernel expression that does not parse.
     """
     if budget < 1:
         raise ConfigError(f"budget must be >= 1, got {budget}")
+    if kernel is not None and method not in ("gp", "kernel_search"):
+        raise ConfigError(f"a kernel expression needs method gp or kernel_search, not {method!r}")
     init = n_init if n_init is not None else min(budget, max(5, 2 * space.dim))
     result = BlackBoxResult(method=method, seed=seed)
     record = _Recorder(objective, result)
@@ -135,7 +146,7 @@ def optimize(
     elif method == "tpe":
         _run_tpe(space, record, budget, seed, init)
     else:
-        from optiforge.solvers.bo.baselines import BASELINES, run_baseline
+        from optiforge.solvers.bo.baselines import BASELINES, run_baseline, run_fixed_expression
 
         name = "gp_rbf_ard" if method == "gp" else method
         if name not in BASELINES:
@@ -143,7 +154,12 @@ def optimize(
                 f"unknown optimizer {method!r}; the portfolio: {', '.join(PORTFOLIO)}"
             )
         kw: dict[str, Any] = {} if name in ("random", "sobol") else {"n_init": min(init, budget)}
-        run_baseline(name, _UnitProblem(space, record), budget, seed, **kw)
+        if kernel is not None and name == "gp_rbf_ard":
+            run_fixed_expression(_UnitProblem(space, record), budget, seed, kernel=kernel, **kw)
+        else:
+            if kernel is not None:
+                kw["start"] = kernel
+            run_baseline(name, _UnitProblem(space, record), budget, seed, **kw)
     result.wall_s = time.perf_counter() - t0
     return result
 

@@ -3,8 +3,10 @@
 ``random`` (uniform), ``sobol`` (scrambled), ``gp_rbf_ard`` / ``gp_matern52_ard`` / ``gp_rq``
 (our ExactGP + qLogEI with a fixed kernel), ``vanilla_bo`` (BoTorch ``SingleTaskGP`` with
 its default dimension-scaled lengthscale prior, Hvarfner et al. 2024, + qLogEI) and
-``turbo`` (TuRBO-1 after the BoTorch tutorial: one trust region, Thompson sampling).
-Other baselines (e.g. the compositional kernel search) join via ``register_baseline``.
+``turbo`` (TuRBO-1 after the BoTorch tutorial: one trust region, Thompson sampling) and
+``kernel_search`` (GP-BO whose kernel is re-chosen every few rounds by Kernel Discovery's
+offline compositional search, scored by leave-one-out CRPS on the data so far). Other
+baselines join via ``register_baseline``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from optiforge.solvers.bo.loop import (
     sobol,
     standardize,
 )
+from optiforge.solvers.gp import grammar
+from optiforge.solvers.gp.exact import ExactGP
 from optiforge.solvers.gp.kernels import KernelSpec, matern52, rbf, rq
 
 _DT = torch.float64
@@ -224,6 +228,95 @@ def run_turbo(
     return obj.trace("turbo", seed, t0, info={"restarts": restarts - 1})
 
 
+SEARCH_BASES = ["RBF_ARD", "Matern32_ARD", "Matern52_ARD", "RQ_ARD", "Periodic", "Linear"]
+"""Base kernels ``kernel_search`` composes (ARD where a lengthscale per input matters)."""
+
+
+class CompositionalKernelSearch:
+    """A kernel provider: at each refresh, the incumbent expression and ``n_children`` of its
+    grammar mutations (``S + B``, ``S * B``, ``B -> B'``) are fitted on the data so far and the
+    one with the lowest leave-one-out CRPS becomes the incumbent (greedy compositional search,
+    Duvenaud et al. 2013, with Kernel Discovery's score). A candidate that fails to fit is
+    skipped; the incumbent is kept unless a child beats it.
+
+    ``start``: the first incumbent (default ``RBF_ARD``; e.g. a kernel a Kernel Discovery run
+    found). ``history`` holds ``(round, expression, loo_crps)`` of each refresh's winner.
+    """
+
+    def __init__(
+        self, seed: int, *, start: str = "RBF_ARD", n_children: int = 3, max_complexity: int = 3,
+        bases: list[str] | None = None,
+    ) -> None:  # fmt: skip
+        self.seed, self.n_children, self.max_complexity = seed, n_children, max_complexity
+        self.bases = list(bases or SEARCH_BASES)
+        self.incumbent = grammar.canonical(start)
+        self.history: list[tuple[int, str, float]] = []
+
+    def __call__(self, X: Tensor, y: Tensor, rnd: int) -> KernelSpec:
+        import numpy as np
+
+        rng = np.random.default_rng([self.seed, rnd, 7])
+        pool = [self.incumbent]
+        for _ in range(4 * self.n_children):
+            if len(pool) > self.n_children:
+                break
+            child = grammar.mutate(self.incumbent, rng, self.bases, self.max_complexity)
+            if child not in pool:
+                pool.append(child)
+        scored = []
+        for expr in pool:
+            try:
+                gp = ExactGP(grammar.build_kernel(expr), n_restarts=1, seed=self.seed + rnd)
+                crps = gp.fit(X, y).loo_crps()
+            except Exception:  # noqa: BLE001 - a kernel that cannot be fitted here is skipped
+                continue
+            if math.isfinite(crps):
+                scored.append((crps, expr != self.incumbent, expr))
+        if scored:
+            crps, _, self.incumbent = min(scored)
+            self.history.append((rnd, self.incumbent, crps))
+        return grammar.build_kernel(self.incumbent)
+
+
+def run_kernel_search(
+    problem: Problem,
+    budget: int,
+    seed: int,
+    *,
+    n_init: int = 10,
+    acq_config: AcqConfig | None = None,
+    refresh_every: int = 3,
+    start: str = "RBF_ARD",
+    **_: object,
+) -> Trace:
+    """GP-BO (qLogEI) whose kernel is re-chosen every ``refresh_every`` rounds by
+    ``CompositionalKernelSearch`` (starting from ``start``)."""
+    return BOLoop(
+        problem, budget=budget, n_init=n_init, seed=seed, acq_config=acq_config,
+        kernel_provider=CompositionalKernelSearch(seed, start=start),
+        refresh_every=refresh_every, name="kernel_search",
+    ).run()  # fmt: skip
+
+
+def run_fixed_expression(
+    problem: Problem,
+    budget: int,
+    seed: int,
+    *,
+    kernel: str,
+    n_init: int = 10,
+    acq_config: AcqConfig | None = None,
+    **_: object,
+) -> Trace:
+    """GP-BO (qLogEI) with one fixed kernel expression of the grammar (e.g. a kernel a
+    Kernel Discovery run found); ``InvalidCandidate`` if ``kernel`` does not parse."""
+    k = grammar.build_kernel(kernel)
+    return BOLoop(
+        problem, budget=budget, n_init=n_init, seed=seed, acq_config=acq_config,
+        kernel_provider=lambda X, y, r: k, name=f"gp[{grammar.canonical(kernel)}]",
+    ).run()  # fmt: skip
+
+
 _BASELINES: dict[str, BaselineRunner] = {
     "random": run_random,
     "sobol": run_sobol,
@@ -232,6 +325,7 @@ _BASELINES: dict[str, BaselineRunner] = {
     "gp_rq": _fixed_kernel("gp_rq", lambda: rq(ard=True)),
     "vanilla_bo": run_vanilla_bo,
     "turbo": run_turbo,
+    "kernel_search": run_kernel_search,
 }
 
 BASELINES: list[str] = list(_BASELINES)

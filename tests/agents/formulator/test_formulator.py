@@ -79,3 +79,44 @@ def test_every_method_runs_its_optimization_with_the_runs_seed(tmp_path: Path) -
         s = run_task("formulator", task, RunSettings(seed=3, memory="none"), tmp_path / method,
                      method=method)  # fmt: skip
         assert s["extra"]["formulation"]["seed"] == 3
+
+
+def test_a_revision_after_a_pilot_runs_both_stages_within_the_budget(tmp_path: Path) -> None:
+    wide = {**GOOD, "variables": [{**v, "low": 10, "high": 200} if v["name"] == "radius" else v
+                                  for v in GOOD["variables"]], "method": "random"}  # fmt: skip
+    prompts: list[str] = []
+
+    def model(messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
+        prompts.append(messages[-1]["content"])
+        return json.dumps(wide if len(prompts) == 1 else GOOD)
+
+    task = resolve_task(TASK)
+    s = run_task("formulator", task, RunSettings(model="scripted", memory="none",
+                 agent={"revise_after": 8}), tmp_path / "r", llm=FunctionLLM(model),
+                 with_baseline=False)  # fmt: skip
+    form = s["extra"]["formulation"]
+    assert form["method"] == "tpe" and form["pilot"]["method"] == "random"
+    assert form["pilot"]["evals"] == 8 and s["extra"]["pilot"]["evals"] == 8
+    # the model was shown the pilot's results, then asked for the rest of the budget
+    assert "A pilot run of that formulation (random) made 8 evaluations" in prompts[1]
+    assert f"for the remaining {task.budget - 8} evaluations" in prompts[1]
+    # the harness re-ran both stages: 8 pilot evaluations, then the revision, one budget
+    assert len(s["trace"]) == task.budget
+    score = task.evaluate(form)
+    assert score.details["stages"] == [8, task.budget - 8]
+    assert score.value == s["best_score"]
+
+
+def test_a_pilot_cannot_take_more_than_half_the_budget() -> None:
+    task = resolve_task(TASK)
+    form = {**task.human, "pilot": {**task.human, "evals": task.budget}}
+    score = task.evaluate(form)
+    assert not score.passed and "pilot evals must be 1.." in score.details["reason"]
+
+
+def test_a_kernel_expression_is_checked_and_run(tmp_path: Path) -> None:
+    task = resolve_task(TASK)
+    bad = task.evaluate({**task.human, "method": "gp", "kernel": "__import__('os')"})
+    assert not bad.passed and "kernel" in bad.details["reason"]
+    wrong = task.evaluate({**task.human, "method": "tpe", "kernel": "RBF_ARD"})
+    assert not wrong.passed and "needs method gp or kernel_search" in wrong.details["reason"]

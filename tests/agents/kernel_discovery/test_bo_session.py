@@ -25,7 +25,7 @@ ACQ = AcqConfig(num_restarts=1, raw_samples=16, maxiter=20)
 
 
 def _rbf() -> KernelSpec:
-    from optiforge.agents.kernel_discovery import grammar
+    from optiforge.solvers.gp import grammar
 
     return grammar.build_kernel("RBF_ARD")
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from optiforge.agents.kernel_discovery import grammar
+from optiforge.solvers.gp import grammar
 from optiforge.agents.kernel_discovery.problem import functional_clusters
 from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate

@@ -8,8 +8,11 @@ ranges and scales, and an optimizer), and hidden truth (which knobs matter). Som
 descriptions are deliberately less informative (``informative=False``: the knobs are
 listed without units, hints or typical values), the paper's hard case.
 
-A candidate is a formulation: ``{"space": SearchSpace, "method": one of PORTFOLIO}`` and
-optionally the optimizer's ``seed`` (a run's seed, so an eval's seeds are independent runs).
+A candidate is a formulation: ``{"space": SearchSpace, "method": one of PORTFOLIO}``,
+optionally a ``kernel`` expression (``solvers.gp.grammar``; for ``gp`` and
+``kernel_search``), the optimizer's ``seed`` (a run's seed, so an eval's seeds are
+independent runs) and a ``pilot`` (the formulation a revision started from: see
+``BBOWPTask.evaluate``).
 ``Task.evaluate`` runs that optimization for the instance's budget *inside the sandbox*
 (the black box and the optimizer shipped as files: ``sandboxes.payload``) and scores the
 best value found (lower is better). The fixed default formulation — every knob at its
@@ -40,11 +43,17 @@ warnings.filterwarnings("ignore")
 from optiforge.solvers.blackbox import SearchSpace, optimize
 from optiforge.solvers.blackbox.problems import BLACK_BOXES
 req = json.load(open("request.json"))
-space = SearchSpace.model_validate(req["space"])
 box = BLACK_BOXES[req["black_box"]]
-res = optimize(box, space, req["budget"], method=req["method"], seed=req["seed"])
-vals = [v if math.isfinite(v) else None for v in res.values]
-print(json.dumps({"values": vals, "configs": res.configs, "wall_s": res.wall_s}, default=str))
+vals, configs, wall, stages = [], [], 0.0, []
+for st in req["stages"]:
+    res = optimize(box, SearchSpace.model_validate(st["space"]), st["budget"],
+                   method=st["method"], seed=req["seed"], kernel=st.get("kernel"))
+    vals += [v if math.isfinite(v) else None for v in res.values]
+    configs += res.configs
+    wall += res.wall_s
+    stages.append(len(res.values))
+print(json.dumps({"values": vals, "configs": configs, "wall_s": wall, "stages": stages},
+                 default=str))
 """
 
 
@@ -70,28 +79,43 @@ class BBOWPTask:
     seed: int = 0
 
     def evaluate(self, candidate: Any, sandbox: Any | None = None) -> Score:
-        """Run the formulated optimization in the sandbox; score its best value."""
+        """Run the formulated optimization in the sandbox; score its best value.
+
+        A formulation with a ``pilot`` (``{"space", "method", "evals"[, "kernel"]}``: the
+        formulation a revision started from, and how many evaluations it ran) is re-run as
+        two stages within the one budget: the pilot for ``evals``, then the revised
+        formulation for the rest; the score is the best over both."""
+        return self._run(candidate, sandbox, self.budget)
+
+    def pilot(self, formulation: Any, evals: int, sandbox: Any | None = None) -> Score:
+        """A short run of ``formulation`` (``evals`` evaluations, at most half the budget),
+        for a formulator that revises its space: the harness runs it in the sandbox like
+        ``evaluate``; ``details["evaluations"]`` lists what it saw (config and value)."""
+        evals = max(1, min(int(evals), self.budget // 2))
+        return self._run(formulation, sandbox, evals, observed=True)
+
+    def _run(self, candidate: Any, sandbox: Any | None, budget: int, observed: bool = False) -> Score:
         from optiforge.sandboxes import get_sandbox
         from optiforge.sandboxes.payload import package_files
-        from optiforge.solvers.blackbox import PORTFOLIO, SearchSpace
 
         form = candidate if isinstance(candidate, dict) else json.loads(str(candidate))
-        try:
-            space = SearchSpace.model_validate(form.get("space"))
-        except Exception as e:  # noqa: BLE001 - an invalid formulation is a failed candidate
-            return Score(
-                value=math.inf, passed=False, details={"reason": f"invalid space: {e}"[:500]}
-            )
-        method = str(form.get("method", ""))
-        if method not in PORTFOLIO:
-            return Score(value=math.inf, passed=False,
-                         details={"reason": f"method {method!r} is not one of {', '.join(PORTFOLIO)}"})  # fmt: skip
+        stages, why = [], None
+        pilot = form.get("pilot")
+        if pilot:
+            evals = int(pilot.get("evals", 0)) if isinstance(pilot, dict) else 0
+            if not 1 <= evals <= budget // 2:
+                why = f"pilot evals must be 1..{budget // 2}, got {evals}"
+            else:
+                stages.append(_stage(pilot, evals))
+        stages.append(_stage(form, budget - sum(st.get("budget", 0) for st in stages)))
+        why = why or next((st["error"] for st in stages if "error" in st), None)
+        if why:
+            return Score(value=math.inf, passed=False, details={"reason": why[:500]})
         sandbox = sandbox or get_sandbox("local")
         files: dict[str, str | bytes] = {}
         files |= package_files("optiforge.errors", "optiforge.solvers.blackbox",
                               "optiforge.solvers.bo", "optiforge.solvers.gp")  # fmt: skip
-        files["request.json"] = json.dumps({"space": space.model_dump(mode="json"), "method": method,
-                                            "black_box": self.black_box, "budget": self.budget,
+        files["request.json"] = json.dumps({"stages": stages, "black_box": self.black_box,
                                             "seed": int(form.get("seed", self.seed))})  # fmt: skip
         files["run.py"] = _RUNNER
         python = str(getattr(sandbox, "python", None) or "python3")
@@ -106,15 +130,22 @@ class BBOWPTask:
         out = json.loads(res.stdout.strip().splitlines()[-1])
         vals = [math.inf if v is None else float(v) for v in out["values"]]
         finite = [v for v in vals if math.isfinite(v)]
+        details: dict[str, Any] = {"stages": out.get("stages")}
+        if observed:
+            details["evaluations"] = [
+                {"config": c, "value": None if not math.isfinite(v) else v}
+                for c, v in zip(out["configs"], vals, strict=False)
+            ]
         if not finite:
             return Score(value=math.inf, passed=False, metrics=metrics,
-                         details={"reason": "no evaluation was feasible"})  # fmt: skip
+                         details={**details, "reason": "no evaluation was feasible"})  # fmt: skip
         trace, best = [], math.inf
         for v in vals:
             best = min(best, v)
             trace.append(best if math.isfinite(best) else None)
         metrics["n_failed"] = float(len(vals) - len(finite))
-        return Score(value=min(finite), passed=True, metrics=metrics, details={"trace": trace})
+        return Score(value=min(finite), passed=True, metrics=metrics,
+                     details={**details, "trace": trace})  # fmt: skip
 
     @property
     def knobs(self) -> dict[str, dict[str, Any]]:
@@ -138,6 +169,30 @@ class BBOWPTask:
             else:
                 variables.append({"kind": k.kind, "name": name, "low": k.low, "high": k.high})
         return {"space": {"variables": variables}, "method": "gp"}
+
+
+def _stage(form: dict[str, Any], budget: int) -> dict[str, Any]:
+    """One optimization stage of a request (checked here: the space, the method, the
+    kernel expression); ``{"error": why}`` when the formulation is invalid."""
+    from optiforge.solvers.blackbox import PORTFOLIO, SearchSpace
+    from optiforge.solvers.gp import grammar
+
+    try:
+        space = SearchSpace.model_validate(form.get("space"))
+    except Exception as e:  # noqa: BLE001 - an invalid formulation is a failed candidate
+        return {"error": f"invalid space: {e}"}
+    method, kernel = str(form.get("method", "")), form.get("kernel")
+    if method not in PORTFOLIO:
+        return {"error": f"method {method!r} is not one of {', '.join(PORTFOLIO)}"}
+    st: dict[str, Any] = {"space": space.model_dump(mode="json"), "method": method, "budget": budget}
+    if kernel is not None:
+        if method not in ("gp", "kernel_search"):
+            return {"error": f"a kernel expression needs method gp or kernel_search, not {method!r}"}
+        try:
+            st["kernel"] = grammar.canonical(str(kernel))
+        except Exception as e:  # noqa: BLE001 - InvalidCandidate: the expression's fault
+            return {"error": f"kernel: {e}"}
+    return st
 
 
 def _v(kind: str, name: str, *args: Any, log: bool = False, **kw: Any) -> dict[str, Any]:

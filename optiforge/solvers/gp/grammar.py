@@ -15,7 +15,7 @@ import ast
 import numpy as np
 
 from optiforge.errors import InvalidCandidate
-from optiforge.solvers.gp import BASE_KERNELS, KernelSpec, add, mul, scale
+from optiforge.solvers.gp.kernels import BASE_KERNELS, KernelSpec, add, mul, scale
 
 Term = tuple[str, ...]
 """A product of base-kernel names."""
