@@ -127,9 +127,13 @@ def test_kernel_search_picks_the_kernel_the_data_supports() -> None:
 
 def test_a_fixed_kernel_expression_and_a_search_from_it() -> None:
     space = SearchSpace.model_validate(SPACE)
-    res = optimize(objective, space, 12, method="gp", seed=0, n_init=6, kernel="Matern52_ARD + Linear")
+    res = optimize(
+        objective, space, 12, method="gp", seed=0, n_init=6, kernel="Matern52_ARD + Linear"
+    )
     assert len(res.values) == 12 and math.isfinite(res.best_value)
-    ks = optimize(objective, space, 12, method="kernel_search", seed=0, n_init=6, kernel="Matern52_ARD")
+    ks = optimize(
+        objective, space, 12, method="kernel_search", seed=0, n_init=6, kernel="Matern52_ARD"
+    )
     assert len(ks.values) == 12
     with pytest.raises(ConfigError, match="needs method gp or kernel_search"):
         optimize(objective, space, 5, method="tpe", kernel="RBF")

@@ -65,7 +65,6 @@ import numpy as np
 import torch
 from pydantic import BaseModel
 
-from optiforge.solvers.gp import grammar
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import (
     _SHIPPED,
@@ -90,6 +89,7 @@ from optiforge.agents.kit.driver import FORCE_RESTART_HINT
 from optiforge.agents.kit.search import pick_proposer
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import RunRecordError, SolverError
+from optiforge.solvers.gp import grammar
 
 BO_EVALUATIONS = "bo_evaluations.jsonl"
 """The BO session's evaluation log in the run directory: each evaluation as soon as the

@@ -15,11 +15,11 @@ from typing import Any, cast
 
 import torch
 
-from optiforge.solvers.gp import grammar
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score
+from optiforge.solvers.gp import grammar
 
 # ----------------------------------------------------------------------------- evaluation
 

@@ -7,13 +7,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from optiforge.solvers.gp import grammar
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.recall import lessons_block
 from optiforge.errors import BudgetExceeded, InvalidCandidate, StructuredOutputError
 from optiforge.llm.structured import CODE_STOP, extract_code_block
+from optiforge.solvers.gp import grammar
 
 CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, no imports) defining:
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from optiforge.solvers.gp import grammar
 from optiforge.agents.kernel_discovery.problem import functional_clusters
 from optiforge.config import RunSettings
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.registry import resolve_task
 from optiforge.harness.runner import run_task
+from optiforge.solvers.gp import grammar
 
 GOOD_KERNEL = """
 NAME = "rq-times-exp"

@@ -94,7 +94,9 @@ class BBOWPTask:
         evals = max(1, min(int(evals), self.budget // 2))
         return self._run(formulation, sandbox, evals, observed=True)
 
-    def _run(self, candidate: Any, sandbox: Any | None, budget: int, observed: bool = False) -> Score:
+    def _run(
+        self, candidate: Any, sandbox: Any | None, budget: int, observed: bool = False
+    ) -> Score:
         from optiforge.sandboxes import get_sandbox
         from optiforge.sandboxes.payload import package_files
 
@@ -184,10 +186,16 @@ def _stage(form: dict[str, Any], budget: int) -> dict[str, Any]:
     method, kernel = str(form.get("method", "")), form.get("kernel")
     if method not in PORTFOLIO:
         return {"error": f"method {method!r} is not one of {', '.join(PORTFOLIO)}"}
-    st: dict[str, Any] = {"space": space.model_dump(mode="json"), "method": method, "budget": budget}
+    st: dict[str, Any] = {
+        "space": space.model_dump(mode="json"),
+        "method": method,
+        "budget": budget,
+    }
     if kernel is not None:
         if method not in ("gp", "kernel_search"):
-            return {"error": f"a kernel expression needs method gp or kernel_search, not {method!r}"}
+            return {
+                "error": f"a kernel expression needs method gp or kernel_search, not {method!r}"
+            }
         try:
             st["kernel"] = grammar.canonical(str(kernel))
         except Exception as e:  # noqa: BLE001 - InvalidCandidate: the expression's fault
