@@ -395,3 +395,43 @@ def test_bundled_pipelines_run_on_a_small_budget(tmp_path: Path, name: str, mode
             shown = [p for p in prompts if "Lessons from earlier runs (memory)" in p]
             assert shown and "(reflect) start from the kernel" in shown[0]
             assert "levy" not in shown[0].lower()
+
+
+# ----------------------------------------------------------------------------- bbowp
+
+
+def test_formulate_optimize_report_on_a_word_problem(tmp_path: Path) -> None:
+    """formulator (a scripted LLM's TPE formulation) -> optimize (random search on that
+    space, a smaller budget) -> report: the override ran in the sandbox on the formulated
+    space, and the report covers both nodes."""
+    good = {"variables": [
+        {"name": "shell_plates", "kind": "int", "low": 10, "high": 25},
+        {"name": "head_plates", "kind": "int", "low": 5, "high": 15},
+        {"name": "radius", "kind": "float", "low": 40, "high": 60},
+        {"name": "length", "kind": "float", "low": 150, "high": 240}], "method": "tpe"}  # fmt: skip
+    spec = parse_pipeline({"name": "p", "description": "d", "nodes": [
+        {"id": "formulate", "agent": "formulator", "task": "bbowp/pressure-vessel@dev"},
+        {"id": "optimize", "step": "optimize", "input": "formulate",
+         "set": {"method": "random", "budget": 10}},
+        {"id": "report", "step": "report"}]})  # fmt: skip
+    llm = FunctionLLM(lambda messages, tools, schema: json.dumps(good))
+    summary = run_pipeline(spec, RunSettings(model="scripted"), tmp_path / "run", llm=llm)
+    assert summary["status"] == "finished", summary
+    rec = json.loads((tmp_path / "run" / "nodes" / "optimize" / "optimization.json").read_text())
+    assert rec["method"] == "random" and rec["budget"] == 10 and len(rec["evaluations"]) == 10
+    for e in rec["evaluations"]:  # every configuration is in the formulated space
+        assert 40 <= e["config"]["radius"] <= 60 and 10 <= e["config"]["shell_plates"] <= 25
+    art = summary["artifacts"]["optimize"]
+    assert art["kind"] == "optimization" and art["score"] == rec["best_value"]
+    assert summary["nodes"]["optimize"]["best_score"] == rec["best_value"]
+    report = (tmp_path / "run" / "nodes" / "report" / "report.md").read_text()
+    assert "| formulate | bbowp/pressure-vessel | tpe |" in report
+    assert "| optimize | bbowp/pressure-vessel | random |" in report
+    assert (tmp_path / "run" / "nodes" / "report" / "convergence.png").is_file()
+
+
+def test_step_options_are_checked() -> None:
+    nodes = [{"id": "formulate", "agent": "formulator", "task": "bbowp/pressure-vessel@dev"},
+             {"id": "optimize", "step": "optimize", "set": {"colour": 1}}]  # fmt: skip
+    with pytest.raises(ConfigError, match="step optimize takes no option 'colour'"):
+        parse_pipeline({"name": "p", "description": "d", "nodes": nodes})

@@ -238,13 +238,16 @@ def _step_node(node: NodeSpec, source: str) -> Callable[..., dict[str, Any]]:
             art = None
         else:
             tracer = TeeTracer(NullTracer(), ctx.recorder, node=node.id)
-            inp = StepInput(
-                node=source, result=src, task=node.task,
-                run_dir=ctx.run_dir / src["dir"] if src.get("dir") else None,
-                out_dir=out, llm=_step_llm(ctx, tracer), memory_url=ctx.memory_url,
-                tracer=tracer,
-            )  # fmt: skip
             try:
+                scope = {k: {"result": r, "artifact": artifacts.get(k)} for k, r in results.items()}
+                inp = StepInput(
+                    node=source, result=src, task=node.task,
+                    run_dir=ctx.run_dir / src["dir"] if src.get("dir") else None,
+                    out_dir=out, llm=_step_llm(ctx, tracer), memory_url=ctx.memory_url,
+                    tracer=tracer, options=resolve_refs(node.set, scope, f"node {node.id!r}"),
+                    results={k: {**r, "artifact": artifacts.get(k)} for k, r in results.items()},
+                    pipeline_dir=ctx.run_dir, sandbox=ctx.settings.sandbox,
+                )  # fmt: skip
                 res, art = STEPS[str(node.step)](inp)
             except KeyboardInterrupt:
                 raise

@@ -65,7 +65,9 @@ class NodeSpec(BaseModel):
     seed: int | None = Field(default=None, ge=0)
     """Default: the pipeline run's seed."""
     set: dict[str, Any] = Field(default_factory=dict)
-    """Overrides, dotted keys: ``agent.KEY`` for the agent's config, else run settings."""
+    """Agent nodes: overrides, dotted keys: ``agent.KEY`` for the agent's config, else run
+    settings. Step nodes: the step's options (e.g. ``optimize``'s ``method``); both may
+    reference earlier nodes (``${ID.artifact...}``)."""
     step: str | None = None
     """A glue step (``optiforge.harness.pipelines.steps.STEPS``)."""
     input: str | None = None
@@ -79,9 +81,9 @@ class NodeSpec(BaseModel):
             raise ValueError(f"node {self.id!r}: give exactly one of 'agent' or 'step'")
         if self.agent is not None and not self.task:
             raise ValueError(f"node {self.id!r}: an agent node needs a 'task' (SUITE/TASK)")
-        if self.step is not None and (self.method or self.budget or self.set):
+        if self.step is not None and (self.method or self.budget):
             raise ValueError(
-                f"node {self.id!r}: a step node takes only 'step', 'input', 'task', 'next'"
+                f"node {self.id!r}: a step node takes only 'step', 'input', 'task', 'set', 'next'"
             )
         return self
 
@@ -232,6 +234,14 @@ def check_nodes(spec: PipelineSpec, where: str) -> None:
         if node.step is not None:
             if node.step not in STEPS:
                 raise ConfigError(f"{at}: no step {node.step!r} (steps: {', '.join(STEPS)})")
+            from optiforge.harness.pipelines.optimize import OPTIONS
+
+            extra = sorted(set(node.set) - OPTIONS.get(node.step, set()))
+            if extra:
+                takes = ", ".join(sorted(OPTIONS.get(node.step, set()))) or "none"
+                raise ConfigError(
+                    f"{at}: step {node.step} takes no option {extra[0]!r} (options: {takes})"
+                )
             if node.task:
                 try:
                     resolve_task(node.task)

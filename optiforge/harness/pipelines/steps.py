@@ -16,7 +16,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,14 @@ class StepInput:
     tracer: Any
     task: str | None = None
     """The step node's own task (``formulate``: the problem to formulate)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The node's ``set``: the step's options (references resolved)."""
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every node that has run so far: its result, with its ``artifact``."""
+    pipeline_dir: Path | None = None
+    """The pipeline run's directory (node dirs in ``results`` are relative to it)."""
+    sandbox: str = "local"
+    """The sandbox back end of the pipeline's runs (steps that run an optimization)."""
 
 
 def ask(inp: StepInput, messages: list[dict[str, Any]], schema: type[BaseModel], what: str) -> Any:
@@ -405,9 +413,23 @@ def _llm_formulation(
     return str(parsed.method), str(getattr(parsed, "rationale", ""))[:300], "llm"  # type: ignore[attr-defined]
 
 
+def _optimize(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
+    from optiforge.harness.pipelines.optimize import optimize
+
+    return optimize(inp)
+
+
+def _report(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
+    from optiforge.harness.pipelines.optimize import report
+
+    return report(inp)
+
+
 STEPS: dict[str, Callable[[StepInput], tuple[dict[str, Any], dict[str, Any]]]] = {
     "diagnose": diagnose,
     "reflect": reflect,
     "formulate": formulate,
+    "optimize": _optimize,
+    "report": _report,
 }
 """Glue steps by name: ``StepInput -> (result, artifact)``."""

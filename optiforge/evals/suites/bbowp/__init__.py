@@ -85,21 +85,29 @@ class BBOWPTask:
         formulation a revision started from, and how many evaluations it ran) is re-run as
         two stages within the one budget: the pilot for ``evals``, then the revised
         formulation for the rest; the score is the best over both."""
-        return self._run(candidate, sandbox, self.budget)
+        return self.run(candidate, sandbox)
 
     def pilot(self, formulation: Any, evals: int, sandbox: Any | None = None) -> Score:
         """A short run of ``formulation`` (``evals`` evaluations, at most half the budget),
         for a formulator that revises its space: the harness runs it in the sandbox like
         ``evaluate``; ``details["evaluations"]`` lists what it saw (config and value)."""
         evals = max(1, min(int(evals), self.budget // 2))
-        return self._run(formulation, sandbox, evals, observed=True)
+        return self.run(formulation, sandbox, budget=evals, observed=True)
 
-    def _run(
-        self, candidate: Any, sandbox: Any | None, budget: int, observed: bool = False
+    def run(
+        self,
+        candidate: Any,
+        sandbox: Any | None = None,
+        *,
+        budget: int | None = None,
+        observed: bool = False,
     ) -> Score:
+        """``evaluate`` with another ``budget`` (default the instance's); ``observed``: list
+        every evaluation (config and value) in ``details["evaluations"]``."""
         from optiforge.sandboxes import get_sandbox
         from optiforge.sandboxes.payload import package_files
 
+        budget = self.budget if budget is None else int(budget)
         form = candidate if isinstance(candidate, dict) else json.loads(str(candidate))
         stages, why = [], None
         pilot = form.get("pilot")
@@ -398,7 +406,7 @@ class BBOWPBenchmark(SuiteHooks):
         recall, range overlap with the human formulation), the optimizers chosen, and the
         result against the human and the default formulation of the same seed."""
         by_task = {t.name: t for t in _tasks()}
-        per: dict[str, dict[str, list[float]]] = {}
+        per: dict[str, dict[str, list[tuple[Any, float]]]] = {}  # method -> metric -> (seed, v)
         chosen: dict[str, dict[str, int]] = {}
         # the references of each (task, seed): the human formulation, and the fixed default
         # (the ``default`` baseline, or the offline agent, which writes the same)
@@ -415,9 +423,10 @@ class BBOWPBenchmark(SuiteHooks):
                 continue
             method = str(r.get("method"))
             m = per.setdefault(method, {})
+            seed = r.get("seed")
             for k, v in space_quality(form, task).items():
                 if v is not None:
-                    m.setdefault(k, []).append(v)
+                    m.setdefault(k, []).append((seed, v))
             ch = chosen.setdefault(method, {})
             ch[str(form.get("method"))] = ch.get(str(form.get("method")), 0) + 1
             for k, v in regrets(
@@ -427,19 +436,20 @@ class BBOWPBenchmark(SuiteHooks):
                 refs.get((r.get("task"), r.get("seed")), {}).get("default"),
             ).items():
                 if v is not None:
-                    m.setdefault(k, []).append(v)
+                    m.setdefault(k, []).append((seed, v))
             mine, ref = r.get("best_score"), refs.get((r.get("task"), r.get("seed")), {})
             for kind in ("human", "default"):
                 other = ref.get(kind)
                 is_ref = method == kind or (r.get("extra") or {}).get("by") == kind
                 if other is not None and not is_ref:
                     m.setdefault(f"beats_{kind}", []).append(
-                        float(mine is not None and mine < other)
+                        (seed, float(mine is not None and mine < other))
                     )
         if not per:
             return None
         return {
-            method: {**{k: (sum(v) / len(v) if v else None) for k, v in m.items()},
+            method: {**{k: _seed_mean(v)[0] for k, v in m.items()},
+                     **{f"{k}_ci95": _seed_mean(v)[1] for k, v in m.items()},
                      "n": len(next(iter(m.values()), [])), "optimizers": chosen.get(method, {})}
             for method, m in sorted(per.items())
         }  # fmt: skip
@@ -449,22 +459,40 @@ class BBOWPBenchmark(SuiteHooks):
         if not sm:
             return []
         lines = ["## Formulation quality", "",
-                 "Against the hidden important knobs and the human formulation (means over runs).", "",
+                 "Against the hidden important knobs and the human formulation: means over runs, "
+                 "± the 95% t-interval over seeds (of each seed's mean over tasks).", "",
                  "| method | variable precision | variable recall | range overlap (IoU) | beats default | beats human | normalized regret | oracle optimizer chosen | algorithm regret | optimizers |",
                  "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
 
-        def pct(v: Any) -> str:
-            return "-" if v is None else f"{100 * v:.0f}%"
-
         for method, m in sm.items():
             opts = ", ".join(f"{k} x{v}" for k, v in m.get("optimizers", {}).items())
-            reg = m.get("normalized_regret")
-            alg = m.get("algorithm_regret")
-            lines.append(f"| {method} | {pct(m.get('precision'))} | {pct(m.get('recall'))} | "
-                         f"{pct(m.get('range_iou'))} | {pct(m.get('beats_default'))} | "
-                         f"{pct(m.get('beats_human'))} | {'-' if reg is None else f'{reg:.2f}'} | "
-                         f"{pct(m.get('oracle_choice'))} | {'-' if alg is None else f'{alg:.2f}'} | {opts} |")  # fmt: skip
+
+            def cell(k: str, pct: bool = True) -> str:
+                v, ci = m.get(k), m.get(f"{k}_ci95")
+                if v is None:
+                    return "-"
+                f = (lambda x: f"{100 * x:.0f}%") if pct else (lambda x: f"{x:.2f}")
+                return f(v) + ("" if ci is None else f" ± {f(ci)}")
+
+            lines.append(f"| {method} | {cell('precision')} | {cell('recall')} | {cell('range_iou')} | "
+                         f"{cell('beats_default')} | {cell('beats_human')} | "
+                         f"{cell('normalized_regret', False)} | {cell('oracle_choice')} | "
+                         f"{cell('algorithm_regret', False)} | {opts} |")  # fmt: skip
         return ["\n".join(lines)]
+
+
+def _seed_mean(values: list[tuple[Any, float]]) -> tuple[float | None, float | None]:
+    """Mean over runs, and the 95% t-interval half-width over the seeds' means (None for one
+    seed)."""
+    from optiforge.harness.runner import mean_ci95
+
+    if not values:
+        return None, None
+    by_seed: dict[Any, list[float]] = {}
+    for seed, v in values:
+        by_seed.setdefault(seed, []).append(v)
+    _, half = mean_ci95([sum(v) / len(v) for v in by_seed.values()])
+    return sum(v for _, v in values) / len(values), half
 
 
 def reference() -> dict[str, Any]:
