@@ -467,7 +467,7 @@ class BBOWPBenchmark(SuiteHooks):
         for method, m in sm.items():
             opts = ", ".join(f"{k} x{v}" for k, v in m.get("optimizers", {}).items())
 
-            def cell(k: str, pct: bool = True) -> str:
+            def cell(k: str, pct: bool = True, m: dict[str, Any] = m) -> str:
                 v, ci = m.get(k), m.get(f"{k}_ci95")
                 if v is None:
                     return "-"
