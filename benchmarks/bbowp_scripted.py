@@ -45,6 +45,7 @@ def misleading_reply(task: Any) -> dict[str, Any]:
         lo, hi = float(k["low"]), float(k["high"])
         if name in important:
             hi = lo + max((hi - lo) / 10, 1.0 if k["kind"] == "int" else 1e-9)
+            hi = float(round(hi)) if k["kind"] == "int" else hi
         out.append({"name": name, "kind": k["kind"], "low": lo, "high": hi, "log": False})
     return {"variables": out, "method": "random", "rationale": "scripted misleading"}
 

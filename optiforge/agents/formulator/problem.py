@@ -3,6 +3,7 @@ shape the LLM is asked for (its variable names an enum of the system's knobs).""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -42,9 +43,12 @@ def to_formulation(parsed: Any, knobs: dict[str, dict[str, Any]]) -> dict[str, A
         if v.kind == "categorical":
             d["choices"] = list(v.choices or knobs[v.name].get("choices") or [])
         else:
-            d.update(low=v.low, high=v.high, log=v.log)
             if v.low is None or v.high is None:
                 raise ValueError(f"{v.name}: a {v.kind} variable needs low and high")
+            low, high = v.low, v.high
+            if v.kind == "int":  # an integer range written with fractional bounds: the ints in it
+                low, high = math.ceil(low - 1e-9), math.floor(high + 1e-9)
+            d.update(low=low, high=high, log=v.log)
         variables.append(d)
     space = SearchSpace.model_validate({"variables": variables})
     return {"space": space.model_dump(mode="json"), "method": str(parsed.method)}

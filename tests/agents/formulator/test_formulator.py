@@ -120,3 +120,15 @@ def test_a_kernel_expression_is_checked_and_run(tmp_path: Path) -> None:
     assert not bad.passed and "kernel" in bad.details["reason"]
     wrong = task.evaluate({**task.human, "method": "tpe", "kernel": "RBF_ARD"})
     assert not wrong.passed and "needs method gp or kernel_search" in wrong.details["reason"]
+
+
+def test_integer_ranges_written_with_fractions_keep_the_integers_in_them() -> None:
+    from optiforge.agents.formulator.problem import llm_schema, to_formulation
+
+    task = resolve_task(TASK)
+    schema = llm_schema(sorted(task.knobs), 12)
+    reply = {"variables": [{"name": "shell_plates", "kind": "int", "low": 9.5, "high": 18.1}],
+             "method": "tpe"}  # fmt: skip
+    form = to_formulation(schema.model_validate(reply), task.knobs)
+    assert form["space"]["variables"][0]["low"] == 10
+    assert form["space"]["variables"][0]["high"] == 18
