@@ -15,6 +15,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "hdbo": "optiforge.evals.suites.hdbo:HDBOBenchmark",
     "cbo": "optiforge.evals.suites.cbo:CBOBenchmark",
     "bbowp": "optiforge.evals.suites.bbowp:BBOWPBenchmark",
+    "protein": "optiforge.evals.suites.protein:ProteinBenchmark",
 }
 
 

@@ -1,0 +1,212 @@
+"""``protein``: rank candidate variants of a protein for a property, offline.
+
+Each task is a hidden fitness landscape (``landscape.py``: synthetic, seeded, with tunable
+epistasis; thermostability-like or solubility-like), a wild type with a predicted
+secondary structure and burial profile (public, noisy), a held-in pool of variants whose
+fitness an agent may *measure* (``measure``, within its budget of measurements: the
+rollouts), and a test pool it never sees. A candidate is a strategy of expertise blocks
+(``optiforge.solvers.protein.strategy``); ``evaluate`` runs it in the sandbox on the test
+pool, ranks the pool and scores the ranking against the hidden fitness with the metrics
+of ``metrics.py`` (pass@10, MRR, MAP, NDCG@5; NDCG@5 is the task's value). Reports add
+each metric's mean and 95% interval over seeds per method, and, separately, the
+physicochemical proxies (instability index, GRAVY; Biopython) of each strategy's top 5
+against the wild type's.
+
+dev: four landscapes (two per property, epistasis 0.3 and 0.8); heldout: four others
+(other seeds, lengths and epistasis 0.5 and 1.2). No PyPI package ships GB1 or TrpB
+fitness tables (see ``landscape.py``), so none is included.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from optiforge.errors import ConfigError
+from optiforge.evals.protocol import Score, SuiteHooks
+from optiforge.evals.suites.protein.landscape import Landscape
+from optiforge.evals.suites.protein.metrics import ranking_metrics
+
+_RUNNER = "from optiforge.solvers.protein.strategy import run_request\nrun_request()\n"
+POOL = 600
+"""Variants per landscape: the first half held in (measurable), the second the test pool."""
+
+
+@dataclass
+class ProteinTask:
+    """One landscape (see the module doc)."""
+
+    name: str
+    split: str
+    landscape: Landscape = field(repr=False)
+    budget: int = 120
+    """Measurements (oracle calls) one run may spend on held-in variants."""
+    suite: str = "protein"
+    metric: str = "ndcg@5"
+    higher_is_better: bool = True
+    timeout_s: float = 60.0
+
+    @property
+    def description(self) -> str:
+        ls = self.landscape
+        return (f"Rank variants of a {ls.length}-residue protein (wild type {ls.wt}) by "
+                f"predicted {ls.property}. Predicted secondary structure (H helix, E strand, "
+                f"C coil): {ls.pred_ss}. Each variant carries 1-3 substitutions. Measurements "
+                f"of held-in variants are budgeted ({self.budget}); the ranking is judged on "
+                "variants never measured.")  # fmt: skip
+
+    @property
+    def context(self) -> dict[str, Any]:
+        """What a strategy sees besides the variant (public: predictions, not the truth)."""
+        ls = self.landscape
+        return {"wt": ls.wt, "burial": ls.pred_burial, "ss": ls.pred_ss, "property": ls.property}
+
+    @cached_property
+    def _pools(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        pool = self.landscape.pool(POOL)
+        half = POOL // 2
+        test = [{**v, "id": i} for i, v in enumerate(pool[half:])]
+        return pool[:half], test
+
+    @property
+    def heldin(self) -> list[dict[str, Any]]:
+        """The variants an agent may measure (ids 0..n-1)."""
+        return self._pools[0]
+
+    def measure(self, ids: list[int]) -> list[float]:
+        """The measured fitness of held-in variants ``ids`` (higher is better; the wild type
+        is about 0). The agent counts these against its budget."""
+        pool = self.heldin
+        bad = [i for i in ids if not 0 <= int(i) < len(pool)]
+        if bad:
+            raise ConfigError(f"no held-in variant {bad[0]} (ids 0..{len(pool) - 1})")
+        return [self.landscape.fitness(pool[int(i)]["sequence"]) for i in ids]
+
+    def score_strategies(
+        self, strategies: list[dict[str, Any]], sandbox: Any | None = None, *, pool: str = "heldin"
+    ) -> list[dict[str, Any]]:
+        """Run ``strategies`` in the sandbox on a pool: per strategy ``{"scores", "blocks",
+        "errors"}`` in pool order (``pool``: ``heldin``; the harness alone uses ``test``)."""
+        from optiforge.sandboxes import get_sandbox
+        from optiforge.sandboxes.payload import package_files
+
+        variants = self.heldin if pool == "heldin" else self._pools[1]
+        sandbox = sandbox or get_sandbox("local")
+        files: dict[str, str | bytes] = package_files(
+            "optiforge.errors", "optiforge.solvers.protein"
+        )
+        files["request.json"] = json.dumps({"strategies": strategies, "ctx": self.context,
+                                            "pool": variants})  # fmt: skip
+        files["run.py"] = _RUNNER
+        python = str(getattr(sandbox, "python", None) or "python3")
+        res = sandbox.run([python, "run.py"], files=files, timeout_s=self.timeout_s, memory_mb=1024)
+        if res.timed_out or res.returncode != 0:
+            why = "timed out" if res.timed_out else f"exit {res.returncode}: {res.stderr[-400:]}"
+            raise RuntimeError(f"strategy run failed: {why}")
+        return list(json.loads(res.stdout.strip().splitlines()[-1]))
+
+    def evaluate(self, candidate: Any, sandbox: Any | None = None) -> Score:
+        """Rank the test pool with the strategy (in the sandbox); score the ranking."""
+        strategy = candidate if isinstance(candidate, dict) else json.loads(str(candidate))
+        if not isinstance(strategy, dict) or not strategy.get("blocks"):
+            return Score(value=0.0, passed=False, details={"reason": "a strategy needs blocks"})
+        try:
+            out = self.score_strategies([strategy], sandbox, pool="test")[0]
+        except (RuntimeError, ValueError) as e:
+            return Score(value=0.0, passed=False, details={"reason": str(e)[:500]})
+        if out["errors"]:
+            name, why = next(iter(out["errors"].items()))
+            return Score(value=0.0, passed=False, details={"reason": f"block {name}: {why}"})
+        test = self._pools[1]
+        truth = [self.landscape.fitness(v["sequence"]) for v in test]
+        scores = out["scores"]
+        ranking = sorted(range(len(test)), key=lambda i: (-scores[i], i))
+        metrics = ranking_metrics(ranking, truth)
+        metrics |= _proxies([test[i]["sequence"] for i in ranking[:5]], self.landscape.wt)
+        return Score(value=metrics["ndcg@5"], passed=True, metrics=metrics,
+                     details={"top5": [test[i]["mutations"] for i in ranking[:5]]})  # fmt: skip
+
+
+def _proxies(top: list[str], wt: str) -> dict[str, float]:
+    """Mean instability index and GRAVY of the top variants, minus the wild type's."""
+    from optiforge.solvers.protein.proxies import proxies
+
+    base = proxies(wt)
+    ps = [proxies(s) for s in top]
+    return {f"proxy_{k}_delta": sum(p[k] for p in ps) / len(ps) - base[k]
+            for k in ("instability_index", "gravy")}  # fmt: skip
+
+
+_SPECS = [  # name, split, property, seed, length, epistasis
+    ("thermostability-a", "dev", "thermostability", 101, 40, 0.3),
+    ("thermostability-b", "dev", "thermostability", 102, 48, 0.8),
+    ("solubility-a", "dev", "solubility", 201, 40, 0.3),
+    ("solubility-b", "dev", "solubility", 202, 44, 0.8),
+    ("thermostability-c", "heldout", "thermostability", 303, 52, 0.5),
+    ("thermostability-d", "heldout", "thermostability", 304, 36, 1.2),
+    ("solubility-c", "heldout", "solubility", 403, 50, 0.5),
+    ("solubility-d", "heldout", "solubility", 404, 38, 1.2),
+]
+
+
+class ProteinBenchmark(SuiteHooks):
+    """The ``protein`` suite (see the module doc)."""
+
+    name = "protein"
+    description = "Rank protein variants for thermostability- or solubility-like fitness (synthetic landscapes with epistasis)"
+    splits = ("dev", "heldout")
+
+    def tasks(self, split: str = "dev") -> list[ProteinTask]:
+        if split not in self.splits:
+            raise ConfigError(f"protein has no split {split!r} (splits: {', '.join(self.splits)})")
+        return [ProteinTask(name=n, split=s, landscape=Landscape(n, prop, seed, length, eps))
+                for n, s, prop, seed, length, eps in _SPECS if s == split]  # fmt: skip
+
+    def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Per method: every ranking metric's mean and 95% interval over seeds (each seed's
+        mean over tasks), and the proxies of the top 5 (reported apart from fitness)."""
+        from optiforge.harness.runner import mean_ci95
+
+        per: dict[str, dict[str, dict[Any, list[float]]]] = {}
+        for r in rows:
+            metrics = (r.get("verification") or {}).get("metrics") or {}
+            if not metrics:
+                continue
+            m = per.setdefault(str(r.get("method")), {})
+            for k, v in metrics.items():
+                if isinstance(v, int | float) and math.isfinite(v) and k != "sandbox_s":
+                    m.setdefault(k, {}).setdefault(r.get("seed"), []).append(float(v))
+        out: dict[str, Any] = {}
+        for method, m in sorted(per.items()):
+            out[method] = {}
+            for k, by_seed in m.items():
+                mean, half = mean_ci95([sum(v) / len(v) for v in by_seed.values()])
+                out[method][k] = {"mean": mean, "ci95": half, "seeds": len(by_seed)}
+        return out or None
+
+    def report_sections(self, summary: dict[str, Any]) -> list[str]:
+        sm = summary.get("suite_metrics") or {}
+        if not sm:
+            return []
+        keys = ["pass@10", "mrr", "map", "ndcg@5"]
+        lines = ["## Ranking metrics", "",
+                 "Mean over tasks, ± the 95% t-interval over seeds (metrics: the suite docs).", "",
+                 "| method | " + " | ".join(keys) + " | top-5 instability Δ | top-5 GRAVY Δ |",
+                 "|---" * (len(keys) + 3) + "|"]  # fmt: skip
+
+        def cell(d: dict[str, Any] | None) -> str:
+            if not d:
+                return "-"
+            return f"{d['mean']:.3f}" + ("" if d.get("ci95") is None else f" ± {d['ci95']:.3f}")
+
+        for method, m in sm.items():
+            cells = [cell(m.get(k)) for k in keys]
+            cells += [
+                cell(m.get("proxy_instability_index_delta")),
+                cell(m.get("proxy_gravy_delta")),
+            ]
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        return ["\n".join(lines)]
