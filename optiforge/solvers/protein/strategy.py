@@ -71,6 +71,7 @@ def score_pool(
 
 def run_request(path: str = "request.json") -> None:
     """Sandbox entry: score every strategy of the request on its pool; print JSON."""
-    req = json.load(open(path))
+    with open(path) as f:
+        req = json.load(f)
     out = [score_pool(s, req["pool"], req["ctx"]) for s in req["strategies"]]
     print(json.dumps(out))

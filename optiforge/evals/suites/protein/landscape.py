@@ -147,7 +147,7 @@ class Landscape:
     def pool(self, n: int) -> list[dict[str, Any]]:
         """``n`` distinct variants of the wild type with 1-3 substitutions."""
         rng = np.random.default_rng([self.seed, 29])
-        seen, out = {self.wt}, []
+        seen, out = {self.wt}, list[dict[str, Any]]()
         while len(out) < n:
             k = int(rng.choice([1, 2, 3], p=[0.4, 0.4, 0.2]))
             pos = sorted(int(p) for p in rng.choice(self.length, k, replace=False))
