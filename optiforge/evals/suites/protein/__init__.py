@@ -95,9 +95,8 @@ class ProteinTask:
 
         variants = self.heldin if pool == "heldin" else self._pools[1]
         sandbox = sandbox or get_sandbox("local")
-        files: dict[str, str | bytes] = package_files(
-            "optiforge.errors", "optiforge.solvers.protein"
-        )
+        files: dict[str, str | bytes] = {}
+        files |= package_files("optiforge.errors", "optiforge.solvers.protein")
         files["request.json"] = json.dumps({"strategies": strategies, "ctx": self.context,
                                             "pool": variants})  # fmt: skip
         files["run.py"] = _RUNNER
