@@ -58,6 +58,12 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
         "Black-box word problems: write the search space and pick the optimizer (offline: the "
         "fixed default)",
     ),
+    "knowevo": AgentInfo(
+        "optiforge.agents.knowevo:SPEC",
+        "protein",
+        "Expertise blocks evolved in strategy mutation trees: bandit rollouts, evidence-guided "
+        "block edits",
+    ),
 }
 
 

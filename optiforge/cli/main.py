@@ -899,6 +899,9 @@ def _mount_optional() -> None:
     from optiforge.cli.pipeline import app as pipeline_app
 
     app.add_typer(pipeline_app, name="pipeline")
+    from optiforge.cli.knowevo import app as knowevo_app
+
+    app.add_typer(knowevo_app, name="knowevo")
 
 
 _mount_optional()

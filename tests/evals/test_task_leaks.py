@@ -45,6 +45,7 @@ def test_every_registered_suite_is_checked() -> None:
         "hdbo",
         "cbo",
         "bbowp",
+        "protein",
     }, "a new suite needs its hidden facts listed in this file"
 
 
@@ -180,3 +181,21 @@ def _box(task: Any) -> Any:
     from optiforge.solvers.blackbox.problems import BLACK_BOXES
 
     return BLACK_BOXES[task.black_box]
+
+
+# --- protein: the mechanisms' weights, the true structure, the test pool -----------
+
+
+@pytest.mark.parametrize("task", _tasks("protein"), ids=_ids)
+def test_protein_hides_the_mechanisms_and_the_truth(task: Any) -> None:
+    text = task.description.lower()
+    ls = task.landscape
+    for mechanism in ls.weights:  # which mechanisms drive fitness, and how much
+        assert not _mentions(text, mechanism), mechanism
+    for w in ls.weights.values():
+        assert round(w, 2) not in _numbers(text)
+    assert ls.ss not in task.description or ls.ss == ls.pred_ss  # the prediction, not the truth
+    ctx = task.context
+    assert ctx["burial"] == ls.pred_burial and ctx["ss"] == ls.pred_ss
+    heldin = {v["sequence"] for v in task.heldin}
+    assert not heldin & {v["sequence"] for v in task._pools[1]}  # the test pool is unseen

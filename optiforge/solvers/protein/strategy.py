@@ -60,11 +60,12 @@ def score_pool(
             raw = [float(fn(v, ctx)) for v in pool]
             if not all(math.isfinite(x) for x in raw):
                 raise ValueError("returned a non-finite value")
-            blocks[name] = _z(raw)
+            blocks[name] = [round(z, 5) for z in _z(raw)]
         except Exception as e:  # noqa: BLE001 - any failure of untrusted code is reported
             errors[name] = f"{type(e).__name__}: {e}"[:300]
     scores = [
-        sum(weights.get(name, 1.0) * zs[i] for name, zs in blocks.items()) for i in range(len(pool))
+        round(sum(weights.get(name, 1.0) * zs[i] for name, zs in blocks.items()), 6)
+        for i in range(len(pool))
     ]
     return {"scores": scores, "blocks": blocks, "errors": errors}
 

@@ -31,6 +31,8 @@ from optiforge.evals.suites.protein.landscape import Landscape
 from optiforge.evals.suites.protein.metrics import ranking_metrics
 
 _RUNNER = "from optiforge.solvers.protein.strategy import run_request\nrun_request()\n"
+CHUNK = 6
+"""Strategies scored per sandbox run (its output is capped at 1 MiB)."""
 POOL = 600
 """Variants per landscape: the first half held in (measurable), the second the test pool."""
 
@@ -53,8 +55,8 @@ class ProteinTask:
     def description(self) -> str:
         ls = self.landscape
         return (f"Rank variants of a {ls.length}-residue protein (wild type {ls.wt}) by "
-                f"predicted {ls.property}. Predicted secondary structure (H helix, E strand, "
-                f"C coil): {ls.pred_ss}. Each variant carries 1-3 substitutions. Measurements "
+                f"predicted {ls.property}. Predicted secondary structure (DSSP-style letters "
+                f"H, E, C): {ls.pred_ss}. Each variant carries 1-3 substitutions. Measurements "
                 f"of held-in variants are budgeted ({self.budget}); the ranking is judged on "
                 "variants never measured.")  # fmt: skip
 
@@ -95,6 +97,9 @@ class ProteinTask:
 
         variants = self.heldin if pool == "heldin" else self._pools[1]
         sandbox = sandbox or get_sandbox("local")
+        if len(strategies) > CHUNK:  # a run's output is capped: a few strategies per run
+            return [out for k in range(0, len(strategies), CHUNK)
+                    for out in self.score_strategies(strategies[k:k + CHUNK], sandbox, pool=pool)]  # fmt: skip
         files: dict[str, str | bytes] = {}
         files |= package_files("optiforge.errors", "optiforge.solvers.protein")
         files["request.json"] = json.dumps({"strategies": strategies, "ctx": self.context,

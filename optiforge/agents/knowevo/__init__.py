@@ -1,0 +1,30 @@
+"""``knowevo``: evolve executable expertise blocks in strategy mutation trees (KnowEvo).
+
+Knowledge is the optimization target: a strategy is a weighted composition of expertise
+blocks (``blocks.py``: small programs, each stating the mechanism it encodes), edits are
+localized to one block (``edits.py``), and the strategies form a mutation tree
+(``tree.py``). A forward phase allocates measurements across the tree by a bandit; a
+backward phase turns rollout evidence into a tested localized edit (``agent.py``,
+``proposers.py``). Baselines: the initial heuristics, monolithic evolution and random
+mutation (``baselines.py``). Suite: ``protein``.
+"""
+
+from optiforge.agents.knowevo.agent import build
+from optiforge.agents.knowevo.baselines import BASELINES
+from optiforge.agents.knowevo.config import KnowEvoConfig
+from optiforge.agents.knowevo.report import summary_notes
+from optiforge.agents.spec import AgentSpec
+
+SPEC = AgentSpec(
+    name="knowevo",
+    description="Expertise blocks evolved in strategy mutation trees: bandit rollouts, evidence-guided block edits",
+    config_model=KnowEvoConfig,
+    build=build,
+    default_benchmark="protein",
+    baselines=BASELINES,
+    default_budget=120,
+    summary_notes=summary_notes,
+    artifact="strategy",
+)
+
+__all__ = ["SPEC", "KnowEvoConfig", "build"]
