@@ -7,7 +7,7 @@ fitness an agent may *measure* (``measure``, within its budget of measurements: 
 rollouts), and a test pool it never sees. A candidate is a strategy of expertise blocks
 (``optiforge.solvers.protein.strategy``); ``evaluate`` runs it in the sandbox on the test
 pool, ranks the pool and scores the ranking against the hidden fitness with the metrics
-of ``metrics.py`` (pass@10, MRR, MAP, NDCG@5; NDCG@5 is the task's value). Reports add
+of ``metrics.py`` (pass@5, MRR, MAP, NDCG@5; NDCG@5 is the task's value). Reports add
 each metric's mean and 95% interval over seeds per method, and, separately, the
 physicochemical proxies (instability index, GRAVY; Biopython) of each strategy's top 5
 against the wild type's.
@@ -195,7 +195,7 @@ class ProteinBenchmark(SuiteHooks):
         sm = summary.get("suite_metrics") or {}
         if not sm:
             return []
-        keys = ["pass@10", "mrr", "map", "ndcg@5"]
+        keys = ["pass@5", "mrr", "map", "ndcg@5"]
         lines = ["## Ranking metrics", "",
                  "Mean over tasks, ± the 95% t-interval over seeds (metrics: the suite docs).", "",
                  "| method | " + " | ".join(keys) + " | top-5 instability Δ | top-5 GRAVY Δ |",

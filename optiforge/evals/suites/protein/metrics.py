@@ -5,7 +5,7 @@ Definitions (``ranking``: pool indices best first; ``fitness``: true values, hig
 
 - **relevant set** R: the variants whose true fitness is in the pool's top decile
   (``fitness >= the 90th percentile``; at least one variant).
-- **pass@k**: 1 if any of the first ``k`` ranked variants is in R, else 0 (its mean over
+- **pass@k** (k = 5 in reports): 1 if any of the first ``k`` ranked variants is in R, else 0 (its mean over
   seeds is the pass rate).
 - **MRR**: ``1 / r`` for the rank ``r`` (1-based) of the first variant of R in the ranking.
 - **MAP**: average precision over the whole ranking,
@@ -61,7 +61,7 @@ def ndcg_at_k(ranking: list[int], fitness: list[float], k: int = 5) -> float:
     return dcg(ranking) / ideal if ideal > 0 else 0.0
 
 
-def ranking_metrics(ranking: list[int], fitness: list[float], k: int = 10) -> dict[str, float]:
+def ranking_metrics(ranking: list[int], fitness: list[float], k: int = 5) -> dict[str, float]:
     """Every metric of the suite for one ranking."""
     rel = relevant(fitness)
     return {
