@@ -26,6 +26,7 @@ from optiforge.agents.kit import RunContext
 from optiforge.config import RunSettings, build_config
 from optiforge.errors import ConfigError, OptiforgeError
 from optiforge.evals.registry import get_benchmark
+from optiforge.evals.stats import mean_ci95
 from optiforge.harness.best import write_best
 from optiforge.harness.context import build_context, close_context
 from optiforge.harness.status import eval_status, run_status
@@ -376,21 +377,6 @@ def _done_rows(path: Path) -> set[tuple[str, int, str]]:
 
 
 # ----------------------------------------------------------------------------- statistics
-
-
-def mean_ci95(values: list[float]) -> tuple[float, float | None]:
-    """Mean and half-width of the 95% Student-t interval (None for fewer than 2 values)."""
-    from scipy import stats
-
-    n = len(values)
-    if n == 0:
-        return math.nan, None
-    m = sum(values) / n
-    if n < 2:
-        return m, None
-    var = sum((v - m) ** 2 for v in values) / (n - 1)
-    half = float(stats.t.ppf(0.975, n - 1)) * math.sqrt(var / n)
-    return m, half
 
 
 def average_ranks(means: dict[str, dict[str, float]], higher: dict[str, bool]) -> dict[str, float]:

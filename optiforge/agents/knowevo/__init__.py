@@ -2,7 +2,7 @@
 
 Knowledge is the optimization target: a strategy is a weighted composition of expertise
 blocks (``blocks.py``: small programs, each stating the mechanism it encodes), edits are
-localized to one block (``edits.py``), and the strategies form a mutation tree
+localized to one block (``problem.py``), and the strategies form a mutation tree
 (``tree.py``). A forward phase allocates measurements across the tree by a bandit; a
 backward phase turns rollout evidence into a tested localized edit (``agent.py``,
 ``proposers.py``). Baselines: the initial heuristics, monolithic evolution and random

@@ -11,7 +11,7 @@ One ``step`` is a forward rollout and, every ``expand_every`` rollouts, an expan
 - **backward** (``backward=True``): the strategy the allocation just rolled out (so
   revisions follow the bandit's credit and the tree branches) is revised from the rollout
   evidence (``proposers.evidence``): offline, every localized rule edit
-  (``edits``: reweight, threshold shift, scale swap, an alternative mechanism swapped in),
+  (``problem``: reweight, threshold shift, scale swap, an alternative mechanism swapped in),
   with an LLM, rewrites of the block the evidence blames; all are run in the sandbox on
   the held-in pool in one batch and tested on the measured variants: the best on a
   selection split becomes a child only if it beats its parent by ``margin`` there and at
@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.knowevo.blocks import initial_strategy
 from optiforge.agents.knowevo.config import KnowEvoConfig
-from optiforge.agents.knowevo.edits import Edit, monolithic_rewrite, random_edit
+from optiforge.agents.knowevo.problem import Edit, monolithic_rewrite, random_edit
 from optiforge.agents.knowevo.proposers import evidence, guided_edits, llm_edits
 from optiforge.agents.knowevo.tree import Node, choose, render, spearman
 from optiforge.agents.spec import AgentOutcome

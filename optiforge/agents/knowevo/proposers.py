@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from optiforge.agents.kit import RunContext
-from optiforge.agents.knowevo.edits import Edit, additions, edits_of_block
+from optiforge.agents.knowevo.problem import Edit, additions, edits_of_block
 from optiforge.agents.knowevo.tree import Node, spearman
 from optiforge.errors import BudgetExceeded, LLMError
 from optiforge.llm.structured import CODE_STOP, extract_code_block

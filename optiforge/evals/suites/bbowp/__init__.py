@@ -484,7 +484,7 @@ class BBOWPBenchmark(SuiteHooks):
 def _seed_mean(values: list[tuple[Any, float]]) -> tuple[float | None, float | None]:
     """Mean over runs, and the 95% t-interval half-width over the seeds' means (None for one
     seed)."""
-    from optiforge.harness.runner import mean_ci95
+    from optiforge.evals.stats import mean_ci95
 
     if not values:
         return None, None

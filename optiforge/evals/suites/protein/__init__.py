@@ -172,7 +172,7 @@ class ProteinBenchmark(SuiteHooks):
     def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Per method: every ranking metric's mean and 95% interval over seeds (each seed's
         mean over tasks), and the proxies of the top 5 (reported apart from fitness)."""
-        from optiforge.harness.runner import mean_ci95
+        from optiforge.evals.stats import mean_ci95
 
         per: dict[str, dict[str, dict[Any, list[float]]]] = {}
         for r in rows:

@@ -1,5 +1,6 @@
-"""Localized edits of one expertise block (the offline proposer of the backward phase and
-of random mutation), and the monolithic rewrite baseline.
+"""The search problem: a strategy (weighted expertise blocks) and its localized edits, the
+offline proposer of the backward phase and of random mutation; and the monolithic
+rewrite (the baseline).
 
 An edit changes exactly one block: its weight (``reweight``: scale up, down, or off), one
 upper-case numeric constant (``shift``: a threshold or margin moved by a factor), its
