@@ -36,17 +36,28 @@ def llm_schema(knobs: list[str], max_variables: int) -> type[BaseModel]:
 
 
 def to_formulation(parsed: Any, knobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The LLM's reply as a formulation; ``ValueError`` naming what is wrong."""
-    variables = []
+    """The LLM's reply as a formulation; ``ValueError`` naming what is wrong.
+
+    Read against the system's public knob API: a numeric knob keeps the type the API
+    states (an int knob written as float is searched as int), an omitted bound is the
+    knob's valid bound (the prompt says so), an integer range with fractional bounds keeps
+    the integers in it, and a knob named twice keeps its first entry."""
+    variables, seen = [], set()
     for v in parsed.variables:
-        d: dict[str, Any] = {"kind": v.kind, "name": v.name}
-        if v.kind == "categorical":
-            d["choices"] = list(v.choices or knobs[v.name].get("choices") or [])
+        if v.name in seen:
+            continue
+        seen.add(v.name)
+        knob = knobs[v.name]
+        kind = knob["kind"] if v.kind != "categorical" and knob["kind"] != "categorical" else v.kind
+        d: dict[str, Any] = {"kind": kind, "name": v.name}
+        if kind == "categorical":
+            d["choices"] = list(v.choices or knob.get("choices") or [])
         else:
-            if v.low is None or v.high is None:
-                raise ValueError(f"{v.name}: a {v.kind} variable needs low and high")
-            low, high = v.low, v.high
-            if v.kind == "int":  # an integer range written with fractional bounds: the ints in it
+            low = v.low if v.low is not None else knob.get("low")
+            high = v.high if v.high is not None else knob.get("high")
+            if low is None or high is None:
+                raise ValueError(f"{v.name}: a {kind} variable needs low and high")
+            if kind == "int":  # an integer range written with fractional bounds: the ints in it
                 low, high = math.ceil(low - 1e-9), math.floor(high + 1e-9)
             d.update(low=low, high=high, log=v.log)
         variables.append(d)

@@ -26,7 +26,7 @@ def prompt(task: Any) -> list[dict[str, Any]]:
         {"role": "user", "content": f"{task.description}\n\nOptimizers: {options}. Reply as JSON "
          "with variables (name, kind float|int|categorical, low, high, log, choices), method and "
          "a short rationale. Search only the knobs that matter; a knob you leave out keeps its "
-         "default."},
+         "default; a bound you leave out is the knob's valid bound."},
     ]  # fmt: skip
 
 

@@ -68,7 +68,7 @@ def test_an_invalid_formulation_is_reasked_with_its_error(tmp_path: Path) -> Non
 
 
 def test_a_model_that_never_formulates_fails_the_run(tmp_path: Path) -> None:
-    broken = {**GOOD, "variables": [{"name": "radius", "kind": "float"}]}  # no range
+    broken = {**GOOD, "variables": [{"name": "radius", "kind": "float", "low": 60, "high": 40}]}
     s, _ = _run(tmp_path, [broken])
     assert s["status"] == "failed" and "no valid formulation" in s["status_reason"]
 
@@ -132,3 +132,19 @@ def test_integer_ranges_written_with_fractions_keep_the_integers_in_them() -> No
     form = to_formulation(schema.model_validate(reply), task.knobs)
     assert form["space"]["variables"][0]["low"] == 10
     assert form["space"]["variables"][0]["high"] == 18
+
+
+def test_a_reply_is_read_against_the_knob_api() -> None:
+    from optiforge.agents.formulator.problem import llm_schema, to_formulation
+
+    task = resolve_task(TASK)
+    knobs = task.knobs
+    schema = llm_schema(sorted(knobs), 12)
+    reply = {"variables": [{"name": "radius", "kind": "float"},  # no range: the valid range
+                           {"name": "shell_plates", "kind": "float", "low": 10, "high": 20},
+                           {"name": "radius", "kind": "float", "low": 1, "high": 2}],  # twice
+             "method": "gp"}  # fmt: skip
+    space = to_formulation(schema.model_validate(reply), knobs)["space"]["variables"]
+    assert [v["name"] for v in space] == ["radius", "shell_plates"]
+    assert (space[0]["low"], space[0]["high"]) == (knobs["radius"]["low"], knobs["radius"]["high"])
+    assert space[1]["kind"] == "int"  # the API says shell_plates is an integer knob
