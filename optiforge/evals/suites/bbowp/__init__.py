@@ -1,4 +1,4 @@
-"""BBOWP: black-box optimization word problems (a first cut of issue 17).
+"""BBOWP: black-box optimization word problems (23 instances in four domains).
 
 Each instance is a natural-language description of a black box (as a practitioner would
 write it: what the system is, what its knobs are called, what "better" means, the
