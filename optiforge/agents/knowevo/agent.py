@@ -54,6 +54,8 @@ class KnowEvoState(TypedDict, total=False):
     best_found: list[float]
     """Best measured fitness after each measurement."""
     errors: list[str]
+    llm: dict[str, int]
+    """LLM rewrites asked for, that ran (valid), and that became children."""
     done: bool
 
 
@@ -97,6 +99,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         nodes = [dict(n) for n in state.get("nodes", [])]
         measured = dict(state.get("measured", {}))
         errors = list(state.get("errors", []))
+        llm_counts = dict(state.get("llm") or {"asked": 0, "valid": 0, "accepted": 0})
         best_found = list(state.get("best_found", []))
         rollouts = int(state.get("rollouts", 0))
         if not nodes:
@@ -140,7 +143,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                 _monolithic(ctx, nodes, measured, rng, errors)
             elif config.backward:
                 if len(measured) >= config.min_measured:
-                    _backward(ctx, task, nodes, nodes[nid], measured, rng, errors)
+                    _backward(ctx, task, nodes, nodes[nid], measured, rng, errors, llm_counts)
             else:
                 parent = nodes[choose(nodes, config.allocation, config.ucb_c)]
                 new, block, what = random_edit(parent["strategy"], rng)
@@ -153,7 +156,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             best_rho = max((n["rho"] for n in nodes if n["rho"] is not None), default=None)
             ctx.progress({"evaluations": len(measured), "max_evaluations": total, "best": best_rho})
         return {"nodes": nodes, "measured": measured, "rollouts": rollouts, "errors": errors[-20:],
-                "best_found": best_found, "done": len(measured) >= total}  # fmt: skip
+                "best_found": best_found, "llm": llm_counts, "done": len(measured) >= total}  # fmt: skip
 
     def _add(ctx: RunContext, task: Any, nodes: list[Node], parent: Node, edit: Edit,
              out: dict[str, Any], by: str, measured: dict[str, float]) -> Node:  # fmt: skip
@@ -169,11 +172,13 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         return node
 
     def _backward(ctx: RunContext, task: Any, nodes: list[Node], target: Node,
-                  measured: dict[str, float], rng: np.random.Generator, errors: list[str]) -> None:  # fmt: skip
+                  measured: dict[str, float], rng: np.random.Generator, errors: list[str],
+                  llm_counts: dict[str, int]) -> None:  # fmt: skip
         ev = evidence(target, measured, task.heldin)
         if ctx.llm is not None:
             edits, errs = llm_edits(target["strategy"], ev, ctx, task, config.llm_edits)
             errors += errs
+            llm_counts["asked"] += len(edits) + len(errs)
             by = "llm"
         else:
             edits, by = guided_edits(target["strategy"], ev), "guided"
@@ -193,6 +198,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                 errors.append(f"{edit[2]}: {next(iter(out['errors'].values()))}"[:300])
                 continue
             ranked.append(((spearman(out["scores"], sel) or 0.0), edit, out))
+            llm_counts["valid"] += by == "llm"
         if not ranked:
             return
         ranked.sort(key=lambda r: -r[0])
@@ -204,6 +210,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                          chk=round(best_chk, 4), parent_chk=round(base_chk, 4), accepted=accepted)  # fmt: skip
         if accepted:
             _add(ctx, task, nodes, target, edit, out, by, measured)
+            llm_counts["accepted"] += by == "llm"
 
     def _monolithic(ctx: RunContext, nodes: list[Node], measured: dict[str, float],
                     rng: np.random.Generator, errors: list[str]) -> None:  # fmt: skip
@@ -239,6 +246,11 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             (ctx.run_dir / TREE).write_text(json.dumps({"nodes": slim}, indent=1) + "\n")
             (ctx.run_dir / "tree.txt").write_text(render(nodes) + "\n")
         measured = state.get("measured", {})
+        counts = state.get("llm") or {}
+        failure = None
+        if ctx.llm is not None and counts.get("asked") and not counts.get("valid"):
+            failure = (f"not one of the {counts['asked']} LLM block rewrites ran "
+                       f"({(state.get('errors') or ['?'])[-1]}); the strategy is the initial one")  # fmt: skip
         return AgentOutcome(
             best_candidate=final["strategy"], claimed_value=final["rho"],
             n_evaluations=len(measured), stop_reason="budget spent" if state.get("done") else "stopped",
@@ -246,7 +258,8 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                    "nodes": len(nodes), "final_node": final["id"], "final_rho": final["rho"],
                    "final_path": path[::-1], "rollouts": state.get("rollouts", 0),
                    "best_measured": (state.get("best_found") or [None])[-1],
-                   "errors": (state.get("errors") or [])[-5:], "tree": TREE},
+                   "errors": (state.get("errors") or [])[-5:], "tree": TREE, "llm": counts},
+            failure=failure,
         )  # fmt: skip
 
     return AgentRun(graph=g, outcome=outcome, what="a knowevo run",

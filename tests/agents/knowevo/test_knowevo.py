@@ -131,3 +131,9 @@ def test_tree_command_renders_the_tree(tmp_path: Path) -> None:
     assert "def score(variant, ctx)" in out.output
     bad = CliRunner().invoke(app, ["knowevo", "tree", str(tmp_path)])
     assert bad.exit_code != 0
+
+
+def test_a_model_that_never_writes_a_block_fails_the_run(tmp_path: Path) -> None:
+    s = _run(tmp_path / "f", budget=36, llm=FunctionLLM(lambda m, t, s: "I cannot help."))
+    assert s["status"] == "failed" and "not one of the" in s["status_reason"]
+    assert s["extra"]["llm"]["valid"] == 0 and s["extra"]["llm"]["asked"] > 0
