@@ -64,6 +64,11 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
         "Expertise blocks evolved in strategy mutation trees: bandit rollouts, evidence-guided "
         "block edits",
     ),
+    "epb": AgentInfo(
+        "optiforge.agents.epb:SPEC",
+        "nco",
+        "Distill a neural TSP policy into a program portfolio with a router (blocks I and II)",
+    ),
 }
 
 

@@ -16,6 +16,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "cbo": "optiforge.evals.suites.cbo:CBOBenchmark",
     "bbowp": "optiforge.evals.suites.bbowp:BBOWPBenchmark",
     "protein": "optiforge.evals.suites.protein:ProteinBenchmark",
+    "nco": "optiforge.evals.suites.nco:NCOBenchmark",
 }
 
 

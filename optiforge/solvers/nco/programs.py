@@ -89,16 +89,23 @@ def load(source: str, name: str) -> Callable[[dict[str, Any]], list[float]]:
     return fn  # type: ignore[no-any-return]
 
 
-def _dists(scores: list[float], visited: list[bool], beta: float) -> list[float]:
+def zscores(scores: list[float], visited: list[bool]) -> list[float | None]:
+    """A program's scores standardized over the unvisited cities (visited: None)."""
     idx = [j for j, v in enumerate(visited) if not v]
     s = np.asarray([float(scores[j]) for j in idx])
     if not np.all(np.isfinite(s)):
         raise ValueError("a score is not finite")
     z = (s - s.mean()) / (s.std() + 1e-9)
-    e = np.exp(beta * z - (beta * z).max())
-    p = np.zeros(len(visited))
-    p[idx] = e / e.sum()
-    return p.tolist()
+    out: list[float | None] = [None] * len(visited)
+    for j, v in zip(idx, z, strict=True):
+        out[j] = round(float(v), 4)
+    return out
+
+
+def _dists(scores: list[float], visited: list[bool], beta: float) -> np.ndarray:
+    z = np.asarray([-np.inf if v is None else beta * v for v in zscores(scores, visited)])
+    e = np.exp(z - z.max())
+    return e / e.sum()
 
 
 def _state(coords: np.ndarray, dist: list[list[float]], tour: list[int], n: int) -> dict[str, Any]:
@@ -109,22 +116,17 @@ def _state(coords: np.ndarray, dist: list[list[float]], tour: list[int], n: int)
             "current": tour[-1], "visited": visited, "step": len(tour)}  # fmt: skip
 
 
-def program_distributions(
-    programs: dict[str, str],
-    coords: np.ndarray,
-    tour: list[int],
-    beta: dict[str, float] | None = None,
-) -> dict[str, Any]:
-    """Along a given ``tour``: per step, every program's distribution and the features."""
+def program_scores(programs: dict[str, str], coords: np.ndarray, tour: list[int]) -> dict[str, Any]:
+    """Along a given ``tour``: per step the features and every program's z-scores."""
     n = len(coords)
     d = np.sqrt(((coords[:, None] - coords[None]) ** 2).sum(-1)).tolist()
     fns = {k: load(src, k) for k, src in programs.items()}
-    out: dict[str, Any] = {"features": [], "dists": {k: [] for k in programs}}
+    out: dict[str, Any] = {"features": [], "z": {k: [] for k in programs}}
     for t in range(1, n):
         st = _state(coords, d, tour[:t], n)
-        out["features"].append(features(st))
+        out["features"].append([round(f, 6) for f in features(st)])
         for k, fn in fns.items():
-            out["dists"][k].append(_dists(fn(st), st["visited"], (beta or {}).get(k, 1.0)))
+            out["z"][k].append(zscores(fn(st), st["visited"]))
     return out
 
 
@@ -142,7 +144,7 @@ def construct(portfolio: dict[str, Any], coords: np.ndarray, start: int = 0) -> 
         logits = W @ np.asarray(features(st))
         w = np.exp(logits - logits.max())
         w = w / w.sum()
-        mix = sum(w[i] * np.asarray(_dists(fns[k](st), st["visited"], beta.get(k, 1.0)))
+        mix = sum(w[i] * _dists(fns[k](st), st["visited"], beta.get(k, 1.0))
                   for i, k in enumerate(names))  # fmt: skip
         mix = np.where(st["visited"], -1.0, mix)
         tour.append(int(np.argmax(mix)))
@@ -150,20 +152,20 @@ def construct(portfolio: dict[str, Any], coords: np.ndarray, start: int = 0) -> 
     return {"tour": tour, "weights": weights}
 
 
-def run_request(path: str = "request.json") -> None:
-    """Sandbox entry: ``{"kind": "distributions" | "construct", ...}`` -> JSON on stdout."""
+def run_request(path: str = "request.json", out_path: str = "out.json") -> None:
+    """Sandbox entry: ``{"kind": "scores" | "construct", ...}`` -> JSON in ``out_path``
+    (collected by the caller: larger than a run's captured stdout)."""
     with open(path) as f:
         req = json.load(f)
     out: list[Any] = []
     for i, coords in enumerate(req["instances"]):
         c = np.asarray(coords)
         try:
-            if req["kind"] == "distributions":
-                out.append(
-                    program_distributions(req["programs"], c, req["tours"][i], req.get("beta"))
-                )
+            if req["kind"] == "scores":
+                out.append(program_scores(req["programs"], c, req["tours"][i]))
             else:
                 out.append(construct(req["portfolio"], c))
         except Exception as e:  # noqa: BLE001 - a failing program fails this instance
             out.append({"error": f"{type(e).__name__}: {e}"[:300]})
-    print(json.dumps(out))
+    with open(out_path, "w") as f:
+        json.dump(out, f, separators=(",", ":"))

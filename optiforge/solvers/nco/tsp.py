@@ -37,14 +37,14 @@ def tour_length(coords: np.ndarray, tour: list[int] | np.ndarray) -> float:
 
 def _two_opt(d: np.ndarray, tour: np.ndarray) -> np.ndarray:
     n = len(tour)
-    improved = True
-    while improved:
-        improved = False
+    improved, passes = True, 0
+    while improved and passes < 50 * n:  # each pass strictly shortens the tour; a cap all the same
+        improved, passes = False, passes + 1
         for i in range(n - 1):
             a, b = tour[i], tour[i + 1]
             c, e = tour[i + 2 : n], tour[np.r_[i + 3 : n, 0][: n - i - 2]]
             delta = d[a, c] + d[b, e] - d[a, b] - d[c, e]
-            if len(delta) and delta.min() < -1e-10:
+            if len(delta) and delta.min() < -1e-9:
                 j = i + 2 + int(delta.argmin())
                 tour[i + 1 : j + 1] = tour[i + 1 : j + 1][::-1]
                 improved = True
@@ -63,7 +63,7 @@ def _or_opt(d: np.ndarray, tour: np.ndarray) -> tuple[np.ndarray, bool]:
             for j in range(len(rest) - 1):
                 u, v = rest[j], rest[j + 1]
                 for a, b in ((s0, s1), (s1, s0)):
-                    if d[u, a] + d[b, v] - d[u, v] < gain - 1e-10:
+                    if d[u, a] + d[b, v] - d[u, v] < gain - 1e-9:
                         segment = (
                             [tour[k] for k in idx] if a == s0 else [tour[k] for k in idx][::-1]
                         )
@@ -74,6 +74,7 @@ def _or_opt(d: np.ndarray, tour: np.ndarray) -> tuple[np.ndarray, bool]:
 def local_search(coords: np.ndarray, restarts: int = 8, seed: int = 0) -> tuple[list[int], float]:
     """The best tour of 2-opt + Or-opt from a nearest-neighbour start and ``restarts - 1``
     random starts: ``(tour, length)``."""
+    coords = np.asarray(coords, dtype=np.float64)
     d = distances(coords)
     n = len(coords)
     rng = np.random.default_rng(seed)
@@ -88,10 +89,11 @@ def local_search(coords: np.ndarray, restarts: int = 8, seed: int = 0) -> tuple[
             t = np.array(tour)
         else:
             t = rng.permutation(n)
-        moved = True
-        while moved:
+        moved, rounds = True, 0
+        while moved and rounds < 20 * n:
             t = _two_opt(d, t)
             t, moved = _or_opt(d, t)
+            rounds += 1
         length = tour_length(coords, t)
         if length < best_len:
             best, best_len = t.tolist(), length

@@ -1,0 +1,281 @@
+"""EPB's graph: ``collect`` -> ``step`` (repeated, one block I round each, block II every
+``block2_every`` rounds) -> end.
+
+- **collect**: the teacher is queried on fresh training instances (its greedy tours and
+  per-step distributions: ``task.teacher_trajectories``), split into fitting and
+  validation trajectories; the seed bank's scores along them are computed in the sandbox
+  and the router is fitted (``problem.fit_router``).
+- **block I** (capacity fixed): the validation states where the mixture diverges most
+  name the program the router leans on there (the blame); it is replaced by an edit
+  (offline: blended with another program at a few weights, ``problem.blend``; with an
+  LLM: rewritten from the textual feedback) when the router refitted on the edited bank
+  diverges less on the validation states.
+- **block II** (capacity adapts): boosting adds the program (a seed or a blend) that
+  alone best fits the teacher on the worst-fit fitting states, if the refitted
+  portfolio diverges less; pruning drops the program whose removal costs least, if that
+  cost is under ``prune_tolerance``.
+
+Program code only ever runs in the sandbox (``task.program_scores``); the router is fitted
+here on the numbers it returned. The candidate is ``{"programs", "router", "beta"}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, TypedDict
+
+import numpy as np
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel
+
+from optiforge.agents.epb.config import EPBConfig
+from optiforge.agents.epb.problem import (
+    Data,
+    blend,
+    divergence,
+    fit_router,
+    router_weights,
+    stack,
+    subset,
+)
+from optiforge.agents.epb.proposers import feedback, llm_rewrites
+from optiforge.agents.kit import AgentRun, RunContext
+from optiforge.agents.spec import AgentOutcome
+
+BLOCK2_EVERY = 4
+
+
+class EPBState(TypedDict, total=False):
+    bank: dict[str, str]
+    fit: dict[str, Any]
+    val: float
+    rounds: int
+    history: list[dict[str, Any]]
+    errors: list[str]
+    tried: list[str]
+    """Programs (source hashes) whose edits all failed to help since the bank last changed."""
+    done: bool
+
+
+class _Scores:
+    """Program scores along the fitting and validation trajectories, computed in the sandbox
+    once per program source (a resumed run recomputes them: they are deterministic)."""
+
+    def __init__(self, task: Any, config: EPBConfig) -> None:
+        self.task, self.config = task, config
+        self.cache: dict[str, tuple[Data, Data]] = {}
+        self.traj: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+
+    def trajectories(self, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        if self.traj is None:
+            c = self.config
+            trajs = self.task.teacher_trajectories(c.train_tours + c.val_tours, seed)
+            self.traj = trajs[: c.train_tours], trajs[c.train_tours :]
+        return self.traj
+
+    def data(self, ctx: RunContext, bank: dict[str, str]) -> tuple[Data, Data, dict[str, str]]:
+        """``(fit data, validation data, errors)`` for ``bank``; a program that fails is
+        left out and named in ``errors``."""
+        train, val = self.trajectories(ctx.seed)
+        todo = {k: s for k, s in bank.items() if _key(s) not in self.cache}
+        errors: dict[str, str] = {}
+        if todo:
+            runs = self.task.program_scores(todo, train + val, ctx.sandbox)
+            bad = next((r["error"] for r in runs if "error" in r), None)
+            if bad is not None:  # find which program fails: one by one
+                for k, s in todo.items():
+                    one = self.task.program_scores({k: s}, train + val, ctx.sandbox)
+                    err = next((r["error"] for r in one if "error" in r), None)
+                    if err:
+                        errors[k] = err
+                    else:
+                        self._store(k, s, one, train, val)
+            else:
+                for k, s in todo.items():
+                    self._store(k, s, runs, train, val)
+        names = [k for k in bank if k not in errors]
+        if not names:
+            empty: Data = {"names": [], "z": np.zeros((0, 0, 0))}
+            return empty, empty, errors
+        tr = [self.cache[_key(bank[k])][0] for k in names]
+        va = [self.cache[_key(bank[k])][1] for k in names]
+        return _merge(names, tr), _merge(names, va), errors
+
+    def _store(
+        self, k: str, src: str, runs: list[dict[str, Any]], train: list[Any], val: list[Any]
+    ) -> None:
+        one = [{"features": r["features"], "z": {k: r["z"][k]}} for r in runs]
+        self.cache[_key(src)] = (
+            stack([k], one[: len(train)], train),
+            stack([k], one[len(train) :], val),
+        )
+
+
+def _key(src: str) -> str:
+    return hashlib.sha256(src.encode()).hexdigest()[:16]
+
+
+def _merge(names: list[str], parts: list[Data]) -> Data:
+    base = parts[0]
+    return {**base, "z": np.concatenate([p["z"] for p in parts], 0), "names": list(names)}
+
+
+def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
+    assert isinstance(config, EPBConfig)
+    rounds_max = int(budget or task.budget or 24)
+    scores = _Scores(task, config)
+
+    def refit(ctx: RunContext, bank: dict[str, str], init: dict[str, Any] | None,
+              steps: int) -> tuple[dict[str, Any] | None, float, dict[str, str]]:  # fmt: skip
+        tr, va, errors = scores.data(ctx, bank)
+        if not tr["names"]:
+            return None, float("inf"), errors
+        fit = fit_router(tr, steps, config.router_lr, init, seed=ctx.seed)
+        return fit, float(divergence(va, fit).mean()), errors
+
+    def collect(state: EPBState, runtime: Any) -> dict[str, Any]:
+        from optiforge.solvers.nco.programs import SEED_BANK
+
+        ctx: RunContext = runtime.context
+        bank = dict(SEED_BANK)
+        fit, val, errors = refit(ctx, bank, None, config.router_steps)
+        assert fit is not None, errors
+        ctx.tracer.event("epb_collect", programs=len(bank), val=round(val, 4))
+        return {"bank": bank, "fit": fit, "val": val, "rounds": 0, "history": [], "errors": [],
+                "done": rounds_max == 0}  # fmt: skip
+
+    def step(state: EPBState, runtime: Any) -> dict[str, Any]:
+        ctx: RunContext = runtime.context
+        bank, fit, val = dict(state["bank"]), dict(state["fit"]), float(state["val"])
+        history, errors = list(state.get("history", [])), list(state.get("errors", []))
+        rounds = int(state.get("rounds", 0)) + 1
+        tr, va, _ = scores.data(ctx, bank)
+        # ---- block I: replace the blamed program by an edit of it
+        per_state = divergence(va, fit)
+        worst = per_state >= np.quantile(per_state, 0.8)
+        weights = router_weights(va, fit)
+        tried = set(state.get("tried", []))
+        names = list(bank)
+        blame = weights[worst].mean(0)
+        untried = [i for i, k in enumerate(names) if _key(bank[k]) not in tried] or list(
+            range(len(names))
+        )
+        blamed = names[max(untried, key=lambda i: blame[i])]
+        if ctx.llm is not None:
+            text = feedback(blamed, bank, va, fit, worst, weights)
+            rewrites, errs = llm_rewrites(ctx, task, blamed, bank[blamed], text)
+            errors += errs
+            candidates = [
+                (f"{blamed}'{rounds}", src, f"rewrite {blamed} (LLM)") for src in rewrites
+            ]
+        else:
+            candidates = [(f"{blamed}~{other}@{w:g}", blend(blamed, bank[blamed], other, bank[other], w),
+                           f"blend {blamed} with {other} at {w:g}")
+                          for other in bank if other != blamed for w in config.blends]  # fmt: skip
+        if candidates:
+            scores.data(ctx, {name: src for name, src, _ in candidates})  # one sandbox batch
+        best = None
+        for name, src, what in candidates:
+            trial = {
+                (name if k == blamed else k): (src if k == blamed else s) for k, s in bank.items()
+            }
+            f2, v2, errs = refit(ctx, trial, fit, max(50, config.router_steps // 3))
+            if errs:
+                errors += [f"{what}: {e}"[:300] for e in errs.values()]
+                continue
+            if f2 is not None and v2 < val - 1e-6 and (best is None or v2 < best[1]):
+                best = (trial, v2, f2, what)
+        event: dict[str, Any] = {"round": rounds, "block": "I", "blamed": blamed,
+                                 "candidates": len(candidates), "val_before": round(val, 5)}  # fmt: skip
+        if best is not None:
+            bank, val, fit = best[0], best[1], best[2]
+            event |= {"accepted": best[3], "val_after": round(val, 5)}
+            tried = set()
+        else:
+            tried.add(_key(bank[blamed]))
+        history.append(event)
+        ctx.tracer.event("epb_round", **event)
+        # ---- block II: boost and prune
+        if config.boost and rounds % BLOCK2_EVERY == 0:
+            bank, fit, val = _block2(ctx, bank, fit, val, history, rounds)
+        if ctx.progress:
+            ctx.progress({"evaluations": rounds, "max_evaluations": rounds_max, "best": val})
+        return {"bank": bank, "fit": fit, "val": val, "rounds": rounds, "history": history,
+                "errors": errors[-20:], "tried": sorted(tried), "done": rounds >= rounds_max}  # fmt: skip
+
+    def _block2(ctx: RunContext, bank: dict[str, str], fit: dict[str, Any], val: float,
+                history: list[dict[str, Any]], rounds: int) -> tuple[dict[str, str], dict[str, Any], float]:  # fmt: skip
+        from optiforge.solvers.nco.programs import SEED_BANK
+
+        tr, _, _ = scores.data(ctx, bank)
+        per = divergence(tr, fit)
+        worst = per >= np.quantile(per, 0.8)
+        if len(bank) < config.max_programs:
+            pool = {k: s for k, s in SEED_BANK.items() if k not in bank}
+            names = list(bank)
+            for a in names:
+                for b in names:
+                    if a != b:
+                        pool[f"{a}~{b}@0.5"] = blend(a, bank[a], b, bank[b], 0.5)
+            pool = {k: s for k, s in pool.items() if k not in bank}
+            cand_tr, _, _ = scores.data(ctx, pool)  # one sandbox batch
+            alone = []
+            for i, k in enumerate(cand_tr["names"]):
+                one = subset(cand_tr, [k])
+                f1 = {"names": [k], "router": [[0.0] * tr["features"].shape[1]], "beta": {k: 2.0}}
+                alone.append((float(divergence(one, f1)[worst].mean()), k))
+            if alone:
+                _, k = min(alone)
+                trial = {**bank, k: pool[k]}
+                f2, v2, _ = refit(ctx, trial, fit, max(50, config.router_steps // 3))
+                ok = f2 is not None and v2 < val * (1 - config.prune_tolerance)
+                history.append({"round": rounds, "block": "II", "boost": k, "accepted": ok,
+                                "val_before": round(val, 5), "val_after": round(v2, 5)})  # fmt: skip
+                if ok and f2 is not None:
+                    bank, fit, val = trial, f2, v2
+        if len(bank) > 1:
+            costs = []
+            for k in bank:
+                trial = {j: s for j, s in bank.items() if j != k}
+                f2, v2, _ = refit(ctx, trial, fit, max(50, config.router_steps // 3))
+                if f2 is not None:
+                    costs.append((v2, k, trial, f2))
+            if costs:
+                v2, k, trial, f2 = min(costs, key=lambda c: c[0])
+                ok = v2 <= val * (1 + config.prune_tolerance)
+                history.append({"round": rounds, "block": "II", "prune": k, "accepted": ok,
+                                "val_before": round(val, 5), "val_after": round(v2, 5)})  # fmt: skip
+                if ok:
+                    bank, fit, val = trial, f2, v2
+        return bank, fit, val
+
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(EPBState, context_schema=RunContext)
+    g.add_node("collect", collect)  # type: ignore[call-overload]
+    g.add_node("step", step)  # type: ignore[call-overload]
+    g.add_edge(START, "collect")
+    g.add_conditional_edges("collect", lambda s: END if s.get("done") else "step")
+    g.add_conditional_edges("step", lambda s: END if s.get("done") else "step")
+
+    def outcome(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
+        bank, fit = state.get("bank"), state.get("fit")
+        if not bank or not fit:
+            return AgentOutcome(stop_reason="no portfolio", failure="the run made no portfolio")
+        history = state.get("history") or []
+        accepted = [h for h in history if h.get("accepted")]
+        failure = None
+        if ctx.llm is not None and not any(h.get("accepted") and h.get("block") == "I" for h in history) \
+                and state.get("errors"):  # fmt: skip
+            failure = f"no LLM program edit was accepted ({state['errors'][-1]})"
+        return AgentOutcome(
+            best_candidate={"programs": bank, "router": fit["router"], "beta": fit["beta"]},
+            claimed_value=state.get("val"), n_evaluations=int(state.get("rounds", 0)),
+            stop_reason="rounds spent" if state.get("done") else "stopped", failure=failure,
+            extra={"portfolio": list(bank), "val_divergence": state.get("val"),
+                   "accepted": [h.get("accepted") if h.get("block") == "I" else
+                                f"{'boost' if 'boost' in h else 'prune'} {h.get('boost') or h.get('prune')}"
+                                for h in accepted],
+                   "history": history[-40:], "errors": (state.get("errors") or [])[-5:]},
+        )  # fmt: skip
+
+    return AgentRun(graph=g, outcome=outcome, what="an epb run", recursion_limit=2 * rounds_max + 20,
+                    checkpoints="epb_checkpoints.sqlite")  # fmt: skip

@@ -1,0 +1,27 @@
+"""``epb``'s options."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EPBConfig(BaseModel):
+    """Options of the ``epb`` agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    train_tours: int = Field(default=48, ge=4, le=1000)
+    """Teacher trajectories (training instances) the router and the edits are fitted on."""
+    val_tours: int = Field(default=16, ge=2, le=1000)
+    """Teacher trajectories held out: edits, boosts and prunes are judged on them."""
+    router_steps: int = Field(default=300, ge=10)
+    """Adam steps per router fit (warm-started after the first)."""
+    router_lr: float = Field(default=0.05, gt=0)
+    blends: list[float] = Field(default_factory=lambda: [0.25, 0.5, -0.25])
+    """Offline edit: the blamed program blended with another program at these weights."""
+    boost: bool = True
+    """Block II: add a program aimed at the worst-fit states when it helps."""
+    prune_tolerance: float = Field(default=0.005, ge=0)
+    """Block II: drop a program whose removal raises the validation divergence by less than
+    this share (0.5%)."""
+    max_programs: int = Field(default=8, ge=1, le=32)

@@ -1,0 +1,226 @@
+"""``nco``: distill a black-box neural TSP policy into a readable program portfolio (EPB).
+
+Each task is a fixed, seeded set of TSP instances (uniform, or clustered as a
+distribution shift) of one size. The teacher is the shipped POMO-style attention policy
+(``optiforge.solvers.nco.policy``, trained on uniform TSP-20 by
+``benchmarks/train_tsp_teacher.py``): an agent may query it as a black box on training
+instances of its own (``teacher_trajectories``: its greedy tours and per-step
+distributions). A candidate is a portfolio ``{"programs": {name: source}, "router":
+K x F weights, "beta": {name: sharpness}}`` (``optiforge.solvers.nco.programs``);
+``evaluate`` builds a tour per test instance with it *in the sandbox* (greedy from city 0)
+and scores the mean optimality gap in percent against the reference (2-opt + Or-opt from
+8 starts, ``solvers.nco.tsp.local_search``: best known, not proven optimal). Metrics:
+the gap, the gap to the teacher's greedy tour from the same start, top-1 agreement with
+the teacher along the teacher's tours, router accuracy (the router's heaviest program
+agrees with the teacher), portfolio size and total program lines, and per stage (early,
+middle, late thirds of the tour) the router's mean weight on each program.
+
+CVRP and TSPLIB instances are not included (no CVRP teacher yet; TSPLIB's licence is not
+stated as permissive).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from optiforge.errors import ConfigError
+from optiforge.evals.protocol import Score, SuiteHooks
+
+_RUNNER = "from optiforge.solvers.nco.programs import run_request\nrun_request()\n"
+STAGES = ("early", "middle", "late")
+
+
+@dataclass
+class NCOTask:
+    """One instance set (see the module doc)."""
+
+    name: str
+    split: str
+    n: int
+    distribution: str
+    count: int = 16
+    seed: int = 0
+    suite: str = "nco"
+    metric: str = "gap_pct"
+    higher_is_better: bool = False
+    budget: int | None = 24
+    """Edit rounds an agent may spend (block I steps)."""
+    timeout_s: float = 300.0
+
+    @property
+    def description(self) -> str:
+        return (f"Distill a TSP construction policy (a black-box teacher) into a portfolio of "
+                f"readable next-city heuristics mixed by a router; judged on {self.count} "
+                f"{self.distribution} instances with {self.n} cities.")  # fmt: skip
+
+    @cached_property
+    def instances(self) -> np.ndarray:
+        from optiforge.solvers.nco.tsp import clustered_instances, uniform_instances
+
+        make = uniform_instances if self.distribution == "uniform" else clustered_instances
+        return make(self.n, self.count, self.seed)
+
+    @cached_property
+    def reference(self) -> list[float]:
+        from optiforge.solvers.nco.tsp import local_search
+
+        return [local_search(x, 8, seed=i)[1] for i, x in enumerate(self.instances)]
+
+    @cached_property
+    def teacher_tours(self) -> list[list[int]]:
+        return _teacher_greedy(self.instances)
+
+    def teacher_trajectories(self, count: int, seed: int) -> list[dict[str, Any]]:
+        """The teacher queried on ``count`` fresh training instances (uniform, this task's
+        size; never the test instances): coords, its greedy tour from city 0, and its
+        next-city distribution at every step."""
+        from optiforge.solvers.nco.policy import load_teacher, teacher_step_probs
+        from optiforge.solvers.nco.tsp import uniform_instances
+
+        xs = uniform_instances(self.n, count, 10_000 + seed)
+        model = load_teacher()
+        tours = _teacher_greedy(xs)
+        return [{"coords": x, "tour": t, "probs": teacher_step_probs(model, x, t)}
+                for x, t in zip(xs, tours, strict=True)]  # fmt: skip
+
+    def program_scores(self, programs: dict[str, str], trajectories: list[dict[str, Any]],
+                       sandbox: Any | None = None) -> list[dict[str, Any]]:  # fmt: skip
+        """Per trajectory, along its tour: the router features and every program's
+        standardized scores (``z``; visited cities NaN), computed in the sandbox."""
+        return self._run({"kind": "scores", "programs": programs,
+                          "instances": [t["coords"].tolist() for t in trajectories],
+                          "tours": [list(t["tour"]) for t in trajectories]}, sandbox)  # fmt: skip
+
+    def _run(self, request: dict[str, Any], sandbox: Any | None) -> list[dict[str, Any]]:
+        from optiforge.sandboxes import get_sandbox
+        from optiforge.sandboxes.payload import package_files
+
+        sandbox = sandbox or get_sandbox("local")
+        files: dict[str, str | bytes] = {}
+        files |= package_files("optiforge.errors", "optiforge.solvers.nco")
+        files["request.json"] = json.dumps(request)
+        files["run.py"] = _RUNNER
+        python = str(getattr(sandbox, "python", None) or "python3")
+        res = sandbox.run([python, "run.py"], files=files, timeout_s=self.timeout_s,
+                          memory_mb=2048, env={"OMP_NUM_THREADS": "1"}, collect=["out.json"])  # fmt: skip
+        if res.timed_out or res.returncode != 0 or "out.json" not in res.files:
+            why = "timed out" if res.timed_out else f"exit {res.returncode}: {res.stderr[-400:]}"
+            raise RuntimeError(f"program run failed: {why}")
+        out = res.files["out.json"]
+        return list(json.loads(out if isinstance(out, str) else out.decode()))
+
+    def evaluate(self, candidate: Any, sandbox: Any | None = None) -> Score:
+        """Build every test tour with the portfolio in the sandbox; score the mean gap."""
+        pf = candidate if isinstance(candidate, dict) else json.loads(str(candidate))
+        programs = pf.get("programs") if isinstance(pf, dict) else None
+        W = np.asarray(pf.get("router") or [], dtype=float) if isinstance(pf, dict) else None
+        if not programs or W is None or W.shape != (len(programs), len(_features())):
+            return Score(value=math.inf, passed=False, details={
+                "reason": f"a portfolio needs programs and a {len(programs or {})} x "
+                          f"{len(_features())} router"})  # fmt: skip
+        from optiforge.solvers.nco.tsp import tour_length
+
+        try:
+            built = self._run({"kind": "construct", "portfolio": pf,
+                               "instances": self.instances.tolist()}, sandbox)  # fmt: skip
+            along = self._run({"kind": "scores", "programs": programs,
+                               "instances": self.instances.tolist(), "tours": self.teacher_tours}, sandbox)  # fmt: skip
+        except RuntimeError as e:
+            return Score(value=math.inf, passed=False, details={"reason": str(e)[:500]})
+        bad = next((b for b in built + along if "error" in b), None)
+        if bad is not None:
+            return Score(value=math.inf, passed=False, details={"reason": bad["error"]})
+        gaps, tgaps, stage_w = [], [], {s: np.zeros(len(programs)) for s in STAGES}
+        for x, b, ref, tt in zip(
+            self.instances, built, self.reference, self.teacher_tours, strict=True
+        ):
+            tour = b["tour"]
+            if sorted(tour) != list(range(self.n)):
+                return Score(value=math.inf, passed=False, details={"reason": "not a tour"})
+            length = tour_length(x, tour)
+            gaps.append(100 * (length / ref - 1))
+            tgaps.append(100 * (length / tour_length(x, tt) - 1))
+            for t, w in enumerate(b["weights"]):
+                stage_w[STAGES[min(2, 3 * t // (self.n - 1))]] += np.asarray(w)
+        agree, router_ok, steps = 0, 0, 0
+        beta = pf.get("beta") or {}
+        names = list(programs)
+        for a, tt in zip(along, self.teacher_tours, strict=True):
+            for t in range(self.n - 1):
+                z = {
+                    k: np.asarray([np.nan if v is None else v for v in a["z"][k][t]]) for k in names
+                }
+                w = _softmax(W @ np.asarray(a["features"][t]))
+                dists = {k: _masked_softmax(beta.get(k, 1.0) * z[k]) for k in names}
+                mix = sum(w[i] * dists[k] for i, k in enumerate(names))
+                agree += int(np.argmax(mix) == tt[t + 1])
+                router_ok += int(np.argmax(dists[names[int(np.argmax(w))]]) == tt[t + 1])
+                steps += 1
+        metrics = {"gap_pct": float(np.mean(gaps)), "gap_to_teacher_pct": float(np.mean(tgaps)),
+                   "agreement": agree / steps, "router_accuracy": router_ok / steps,
+                   "portfolio_size": float(len(programs)),
+                   "program_lines": float(sum(len(s.strip().splitlines()) for s in programs.values()))}  # fmt: skip
+        stages = {s: {k: round(float(v[i] / max(v.sum(), 1e-12)), 4) for i, k in enumerate(names)}
+                  for s, v in stage_w.items()}  # fmt: skip
+        return Score(value=metrics["gap_pct"], passed=True, metrics=metrics,
+                     details={"stages": stages})  # fmt: skip
+
+
+def _features() -> tuple[str, ...]:
+    from optiforge.solvers.nco.programs import FEATURES
+
+    return FEATURES
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def _masked_softmax(z: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(z, dtype=float)
+    ok = np.isfinite(z)
+    out[ok] = _softmax(z[ok])
+    return out
+
+
+def _teacher_greedy(xs: np.ndarray) -> list[list[int]]:
+    import torch
+
+    from optiforge.solvers.nco.policy import load_teacher
+
+    model = load_teacher()
+    with torch.no_grad():
+        tours, _ = model.rollout(
+            torch.tensor(np.asarray(xs), dtype=torch.float32), greedy=True, starts=1
+        )
+    return [[int(c) for c in t[0]] for t in tours]
+
+
+_SPECS = [  # name, split, n, distribution, seed
+    ("tsp20", "dev", 20, "uniform", 1),
+    ("tsp20-heldout", "heldout", 20, "uniform", 2),
+    ("tsp50", "heldout", 50, "uniform", 3),
+    ("tsp20-clustered", "heldout", 20, "clustered", 4),
+    ("tsp50-clustered", "heldout", 50, "clustered", 5),
+]
+
+
+class NCOBenchmark(SuiteHooks):
+    """The ``nco`` suite (see the module doc)."""
+
+    name = "nco"
+    description = "Distill a neural TSP policy into a program portfolio with a router (EPB)"
+    splits = ("dev", "heldout")
+
+    def tasks(self, split: str = "dev") -> list[NCOTask]:
+        if split not in self.splits:
+            raise ConfigError(f"nco has no split {split!r} (splits: {', '.join(self.splits)})")
+        return [NCOTask(name=a, split=s, n=n, distribution=d, seed=seed)
+                for a, s, n, d, seed in _SPECS if s == split]  # fmt: skip
