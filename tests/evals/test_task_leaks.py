@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+import numpy as np
 import pytest
 from _hidden_facts import hdbo_hidden_phrases
 
@@ -46,6 +47,7 @@ def test_every_registered_suite_is_checked() -> None:
         "cbo",
         "bbowp",
         "protein",
+        "nco",
     }, "a new suite needs its hidden facts listed in this file"
 
 
@@ -199,3 +201,15 @@ def test_protein_hides_the_mechanisms_and_the_truth(task: Any) -> None:
     assert ctx["burial"] == ls.pred_burial and ctx["ss"] == ls.pred_ss
     heldin = {v["sequence"] for v in task.heldin}
     assert not heldin & {v["sequence"] for v in task._pools[1]}  # the test pool is unseen
+
+
+# --- nco: the test instances, their reference tours --------------------------------
+
+
+@pytest.mark.parametrize("task", _tasks("nco"), ids=_ids)
+def test_nco_hides_the_test_instances(task: Any) -> None:
+    assert _numbers(task.description) <= {float(task.count), float(task.n)}
+    from optiforge.solvers.nco.tsp import uniform_instances
+
+    train = uniform_instances(20, 4, 10_000)  # what teacher_trajectories(4, 0) draws
+    assert not any(np.allclose(x, y) for x in train for y in task.instances if len(x) == len(y))

@@ -32,6 +32,8 @@ from optiforge.agents.epb.config import EPBConfig
 from optiforge.agents.epb.problem import (
     Data,
     blend,
+    combo_source,
+    describe,
     divergence,
     fit_router,
     router_weights,
@@ -46,6 +48,10 @@ BLOCK2_EVERY = 4
 
 
 class EPBState(TypedDict, total=False):
+    atoms: dict[str, str]
+    """Heuristic sources programs are built from: the seed bank and LLM-written programs."""
+    coefs: dict[str, dict[str, float]]
+    """Each program of the portfolio: its weights over atoms' standardized scores."""
     bank: dict[str, str]
     fit: dict[str, Any]
     val: float
@@ -139,14 +145,18 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         ctx: RunContext = runtime.context
         bank = dict(SEED_BANK)
         fit, val, errors = refit(ctx, bank, None, config.router_steps)
-        assert fit is not None, errors
+        if fit is None:
+            raise RuntimeError(f"the seed bank does not run: {errors}")
         ctx.tracer.event("epb_collect", programs=len(bank), val=round(val, 4))
-        return {"bank": bank, "fit": fit, "val": val, "rounds": 0, "history": [], "errors": [],
+        return {"atoms": dict(SEED_BANK), "coefs": {k: {k: 1.0} for k in SEED_BANK}, "bank": bank,
+                "fit": fit, "val": val, "rounds": 0, "history": [], "errors": [],
                 "done": rounds_max == 0}  # fmt: skip
 
     def step(state: EPBState, runtime: Any) -> dict[str, Any]:
         ctx: RunContext = runtime.context
         bank, fit, val = dict(state["bank"]), dict(state["fit"]), float(state["val"])
+        atoms = dict(state["atoms"])
+        coefs = {k: dict(v) for k, v in state["coefs"].items()}
         history, errors = list(state.get("history", [])), list(state.get("errors", []))
         rounds = int(state.get("rounds", 0)) + 1
         tr, va, _ = scores.data(ctx, bank)
@@ -161,17 +171,27 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             range(len(names))
         )
         blamed = names[max(untried, key=lambda i: blame[i])]
+        new_coefs: dict[str, dict[str, float]] = {}
+        candidates: list[tuple[str, str, str]] = []
         if ctx.llm is not None:
             text = feedback(blamed, bank, va, fit, worst, weights)
-            rewrites, errs = llm_rewrites(ctx, task, blamed, bank[blamed], text)
-            errors += errs
-            candidates = [
-                (f"{blamed}'{rounds}", src, f"rewrite {blamed} (LLM)") for src in rewrites
-            ]
+            rewrites, llm_errors = llm_rewrites(ctx, task, blamed, bank[blamed], text)
+            errors += llm_errors
+            for i, src in enumerate(rewrites):
+                atom = f"llm{rounds}_{i}"
+                atoms[atom] = src
+                new_coefs[atom] = {atom: 1.0}
+                candidates.append((atom, src, f"rewrite {blamed} (LLM)"))
         else:
-            candidates = [(f"{blamed}~{other}@{w:g}", blend(blamed, bank[blamed], other, bank[other], w),
-                           f"blend {blamed} with {other} at {w:g}")
-                          for other in bank if other != blamed for w in config.blends]  # fmt: skip
+            for other in bank:
+                for w in config.blends if other != blamed else []:
+                    c = blend(coefs[blamed], coefs[other], w)
+                    name = describe(c)
+                    if name in bank or name in new_coefs:
+                        continue
+                    new_coefs[name] = c
+                    doc = f"{blamed} blended with {other} at {w:g}"
+                    candidates.append((name, combo_source(c, atoms, doc), f"blend {doc}"))
         if candidates:
             scores.data(ctx, {name: src for name, src, _ in candidates})  # one sandbox batch
         best = None
@@ -191,48 +211,53 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             bank, val, fit = best[0], best[1], best[2]
             event |= {"accepted": best[3], "val_after": round(val, 5)}
             tried = set()
+            coefs = {k: coefs.get(k) or new_coefs[k] for k in bank}
         else:
             tried.add(_key(bank[blamed]))
         history.append(event)
         ctx.tracer.event("epb_round", **event)
         # ---- block II: boost and prune
         if config.boost and rounds % BLOCK2_EVERY == 0:
-            bank, fit, val = _block2(ctx, bank, fit, val, history, rounds)
+            bank, fit, val, coefs = _block2(ctx, bank, coefs, atoms, fit, val, history, rounds)
         if ctx.progress:
             ctx.progress({"evaluations": rounds, "max_evaluations": rounds_max, "best": val})
-        return {"bank": bank, "fit": fit, "val": val, "rounds": rounds, "history": history,
-                "errors": errors[-20:], "tried": sorted(tried), "done": rounds >= rounds_max}  # fmt: skip
+        atoms = {a: src for a, src in atoms.items() if any(a in c for c in coefs.values())
+                 or a in state["atoms"]}  # fmt: skip
+        return {"atoms": atoms, "coefs": coefs, "bank": bank, "fit": fit, "val": val, "rounds": rounds,
+                "history": history, "errors": errors[-20:], "tried": sorted(tried),
+                "done": rounds >= rounds_max}  # fmt: skip
 
-    def _block2(ctx: RunContext, bank: dict[str, str], fit: dict[str, Any], val: float,
-                history: list[dict[str, Any]], rounds: int) -> tuple[dict[str, str], dict[str, Any], float]:  # fmt: skip
-        from optiforge.solvers.nco.programs import SEED_BANK
-
+    def _block2(ctx: RunContext, bank: dict[str, str], coefs: dict[str, dict[str, float]],
+                atoms: dict[str, str], fit: dict[str, Any], val: float, history: list[dict[str, Any]],
+                rounds: int) -> tuple[dict[str, str], dict[str, Any], float, dict[str, dict[str, float]]]:  # fmt: skip
         tr, _, _ = scores.data(ctx, bank)
         per = divergence(tr, fit)
         worst = per >= np.quantile(per, 0.8)
         if len(bank) < config.max_programs:
-            pool = {k: s for k, s in SEED_BANK.items() if k not in bank}
-            names = list(bank)
-            for a in names:
-                for b in names:
+            pool: dict[str, dict[str, float]] = {a: {a: 1.0} for a in atoms}
+            for a in bank:
+                for b in bank:
                     if a != b:
-                        pool[f"{a}~{b}@0.5"] = blend(a, bank[a], b, bank[b], 0.5)
-            pool = {k: s for k, s in pool.items() if k not in bank}
-            cand_tr, _, _ = scores.data(ctx, pool)  # one sandbox batch
+                        c = blend(coefs[a], coefs[b], 0.5)
+                        pool[describe(c)] = c
+            pool = {k: c for k, c in pool.items() if k not in bank}
+            srcs = {k: combo_source(c, atoms, f"boost: {k}") for k, c in pool.items()}
+            cand_tr, _, _ = scores.data(ctx, srcs)  # one sandbox batch
             alone = []
-            for i, k in enumerate(cand_tr["names"]):
+            for k in cand_tr["names"]:
                 one = subset(cand_tr, [k])
                 f1 = {"names": [k], "router": [[0.0] * tr["features"].shape[1]], "beta": {k: 2.0}}
                 alone.append((float(divergence(one, f1)[worst].mean()), k))
             if alone:
                 _, k = min(alone)
-                trial = {**bank, k: pool[k]}
+                trial = {**bank, k: srcs[k]}
                 f2, v2, _ = refit(ctx, trial, fit, max(50, config.router_steps // 3))
                 ok = f2 is not None and v2 < val * (1 - config.prune_tolerance)
                 history.append({"round": rounds, "block": "II", "boost": k, "accepted": ok,
                                 "val_before": round(val, 5), "val_after": round(v2, 5)})  # fmt: skip
                 if ok and f2 is not None:
                     bank, fit, val = trial, f2, v2
+                    coefs = {**coefs, k: pool[k]}
         if len(bank) > 1:
             costs = []
             for k in bank:
@@ -247,7 +272,8 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                                 "val_before": round(val, 5), "val_after": round(v2, 5)})  # fmt: skip
                 if ok:
                     bank, fit, val = trial, f2, v2
-        return bank, fit, val
+                    coefs = {j: c for j, c in coefs.items() if j != k}
+        return bank, fit, val, coefs
 
     g: StateGraph[Any, Any, Any, Any] = StateGraph(EPBState, context_schema=RunContext)
     g.add_node("collect", collect)  # type: ignore[call-overload]

@@ -12,7 +12,7 @@ from optiforge.agents.epb.agent import _Scores
 from optiforge.agents.epb.config import EPBConfig
 from optiforge.agents.epb.problem import divergence, fit_router, subset
 from optiforge.agents.kit import RunContext
-from optiforge.agents.spec import AgentOutcome
+from optiforge.agents.spec import AgentOutcome, Baseline
 
 
 def best_single(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
@@ -43,4 +43,4 @@ def seed_portfolio(
                         extra={"portfolio": list(SEED_BANK)})  # fmt: skip
 
 
-BASELINES = {"best-single": best_single, "seed-portfolio": seed_portfolio}
+BASELINES: dict[str, Baseline] = {"best-single": best_single, "seed-portfolio": seed_portfolio}

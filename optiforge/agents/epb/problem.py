@@ -106,25 +106,42 @@ def subset(data: Data, names: list[str]) -> Data:
     return {**data, "z": data["z"][idx], "names": list(names)}
 
 
-def blend(name_a: str, src_a: str, name_b: str, src_b: str, weight: float) -> str:
-    """A readable program: ``a``'s scores plus ``weight`` times ``b``'s (both standardized).
-    Each part keeps its own source inside a function of its own (so blends of blends nest
-    without their helper names colliding)."""
-
-    def part(src: str, fn: str) -> str:
-        body = textwrap.indent(src.strip(), "    ")
-        return f"def {fn}(state):\n{body}\n    return scores(state)\n"
-
+def combo_source(coefs: dict[str, float], atoms: dict[str, str], doc: str) -> str:
+    """A readable program: the weighted sum of the named atoms' standardized scores. Each
+    atom (a seed heuristic, or a program an LLM wrote) keeps its source inside a function
+    of its own; a blend of blends stays one flat sum over atoms."""
+    names = sorted(coefs, key=lambda k: -abs(coefs[k]))
+    if len(names) == 1 and abs(coefs[names[0]] - 1.0) < 1e-12:
+        return atoms[names[0]]
+    parts = []
+    for i, k in enumerate(names):
+        body = textwrap.indent(atoms[k].strip(), "    ")
+        parts.append(f"def _{i}(state):  # {k}\n{body}\n    return scores(state)\n")
+    terms = ", ".join(f"({coefs[k]:g}, z(_{i}(state)))" for i, k in enumerate(names))
     return (
-        f"{part(src_a, '_a')}\n\n{part(src_b, '_b')}\n\n"
+        "\n\n".join(parts) + "\n\n"
         f"def scores(state):\n"
-        f'    """{name_a}, blended with {name_b} at weight {weight:g}."""\n'
-        f"    a, b = _a(state), _b(state)\n"
+        f'    """{doc}"""\n'
         f"    left = [j for j in range(state['n']) if not state['visited'][j]]\n"
         f"    def z(s):\n"
         f"        m = sum(s[j] for j in left) / len(left)\n"
         f"        sd = (sum((s[j] - m) ** 2 for j in left) / len(left)) ** 0.5 + 1e-9\n"
         f"        return [(v - m) / sd for v in s]\n"
-        f"    za, zb = z(a), z(b)\n"
-        f"    return [x + {weight:g} * y for x, y in zip(za, zb)]\n"
+        f"    parts = [{terms}]\n"
+        f"    return [sum(c * s[j] for c, s in parts) for j in range(state['n'])]\n"
     )
+
+
+def blend(a: dict[str, float], b: dict[str, float], weight: float) -> dict[str, float]:
+    """The coefficients of ``a + weight * b`` (over atoms); near-zero terms dropped."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = round(out.get(k, 0.0) + weight * v, 4)
+    return {k: v for k, v in out.items() if abs(v) > 1e-6} or dict(a)
+
+
+def describe(coefs: dict[str, float]) -> str:
+    """A program's name from its coefficients, e.g. ``nearest-0.25insertion``."""
+    names = sorted(coefs, key=lambda k: -abs(coefs[k]))
+    head = names[0] if abs(coefs[names[0]] - 1) < 1e-12 else f"{coefs[names[0]]:g}{names[0]}"
+    return head + "".join(f"{coefs[k]:+g}{k}" for k in names[1:])

@@ -34,6 +34,8 @@ from optiforge.evals.protocol import Score, SuiteHooks
 
 _RUNNER = "from optiforge.solvers.nco.programs import run_request\nrun_request()\n"
 STAGES = ("early", "middle", "late")
+TRAIN_N = 20
+"""Cities of the instances an agent may query the teacher on."""
 
 
 @dataclass
@@ -77,13 +79,14 @@ class NCOTask:
         return _teacher_greedy(self.instances)
 
     def teacher_trajectories(self, count: int, seed: int) -> list[dict[str, Any]]:
-        """The teacher queried on ``count`` fresh training instances (uniform, this task's
-        size; never the test instances): coords, its greedy tour from city 0, and its
-        next-city distribution at every step."""
+        """The teacher queried on ``count`` fresh training instances (uniform TSP-20, the
+        teacher's own training distribution, whatever the task: larger and clustered tasks
+        are shifts the portfolio never saw; never the test instances): coords, its greedy
+        tour from city 0, and its next-city distribution at every step."""
         from optiforge.solvers.nco.policy import load_teacher, teacher_step_probs
         from optiforge.solvers.nco.tsp import uniform_instances
 
-        xs = uniform_instances(self.n, count, 10_000 + seed)
+        xs = uniform_instances(TRAIN_N, count, 10_000 + seed)
         model = load_teacher()
         tours = _teacher_greedy(xs)
         return [{"coords": x, "tour": t, "probs": teacher_step_probs(model, x, t)}

@@ -1,0 +1,71 @@
+"""The nco suite: reference search, the shipped teacher, portfolios built in the sandbox."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from optiforge.evals.registry import get_benchmark, resolve_task
+from optiforge.solvers.nco.programs import FEATURES, SEED_BANK
+from optiforge.solvers.nco.tsp import local_search, tour_length, uniform_instances
+
+
+def _portfolio(names: list[str]) -> dict:
+    return {"programs": {k: SEED_BANK[k] for k in names},
+            "router": np.zeros((len(names), len(FEATURES))).tolist()}  # fmt: skip
+
+
+def test_local_search_finds_the_optimum_of_a_square_and_improves_nearest_neighbour() -> None:
+    square = np.array([[0, 0], [1, 1], [1, 0], [0, 1]], dtype=float)
+    tour, length = local_search(square, 2)
+    assert length == pytest.approx(4.0) and sorted(tour) == [0, 1, 2, 3]
+    x = uniform_instances(20, 1, 7)[0]
+    _, best = local_search(x, 4)
+    nn = _portfolio(["nearest"])
+    from optiforge.solvers.nco.programs import construct
+
+    assert best <= tour_length(x, construct(nn, x)["tour"]) + 1e-9
+
+
+def test_the_shipped_teacher_is_a_real_policy() -> None:
+    task = resolve_task("nco/tsp20@dev")
+    ref = np.mean(task.reference)
+    teacher = np.mean(
+        [tour_length(x, t) for x, t in zip(task.instances, task.teacher_tours, strict=True)]
+    )
+    assert all(sorted(t) == list(range(20)) for t in task.teacher_tours)
+    assert teacher < 1.15 * ref  # single start, greedy: within 15% of the best known
+    traj = task.teacher_trajectories(2, 0)
+    assert traj[0]["probs"].shape == (19, 20)
+    np.testing.assert_allclose(traj[0]["probs"].sum(-1), 1.0, atol=1e-5)
+    for t, step in enumerate(traj[0]["probs"]):  # visited cities get no mass
+        assert step[traj[0]["tour"][: t + 1]].sum() < 1e-6
+
+
+def test_a_portfolio_is_built_and_scored_in_the_sandbox() -> None:
+    task = resolve_task("nco/tsp20@dev")
+    nn = task.evaluate(_portfolio(["nearest"]))
+    assert nn.passed and 0 < nn.value < 30
+    assert set(nn.metrics) >= {"gap_pct", "gap_to_teacher_pct", "agreement", "router_accuracy",
+                               "portfolio_size", "program_lines"}  # fmt: skip
+    assert nn.details["stages"]["late"] == {"nearest": 1.0}
+    far = task.evaluate(_portfolio(["farthest"]))
+    assert far.value > nn.value and far.metrics["agreement"] < nn.metrics["agreement"]
+
+
+def test_bad_portfolios_fail_with_a_reason() -> None:
+    task = resolve_task("nco/tsp20@dev")
+    crash = {
+        "programs": {"x": "def scores(state):\n    return 1 / 0\n"},
+        "router": [[0.0] * len(FEATURES)],
+    }
+    bad = task.evaluate(crash)
+    assert not bad.passed and "ZeroDivisionError" in bad.details["reason"]
+    shape = task.evaluate({"programs": {"nearest": SEED_BANK["nearest"]}, "router": [[0.0]]})
+    assert not shape.passed and "router" in shape.details["reason"]
+
+
+def test_splits_hold_the_shifts() -> None:
+    bench = get_benchmark("nco")
+    held = bench.tasks("heldout")
+    assert {(t.n, t.distribution) for t in held} >= {(50, "uniform"), (20, "clustered")}
