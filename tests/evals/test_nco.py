@@ -69,3 +69,19 @@ def test_splits_hold_the_shifts() -> None:
     bench = get_benchmark("nco")
     held = bench.tasks("heldout")
     assert {(t.n, t.distribution) for t in held} >= {(50, "uniform"), (20, "clustered")}
+
+
+def test_stage_analysis_in_reports(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bench = get_benchmark("nco")
+    rows = [{"method": "epb", "seed": s, "verification": {
+        "metrics": {"gap_pct": 10.0 + s, "agreement": 0.7},
+        "details": {"stages": {"early": {"0.75nearest-0.25insertion": 0.8, "homeward": 0.2},
+                               "middle": {"0.75nearest-0.25insertion": 1.0, "homeward": 0.0},
+                               "late": {"0.75nearest-0.25insertion": 0.3, "homeward": 0.7}}}}}
+            for s in (0, 1)]  # fmt: skip
+    sm = bench.suite_metrics(rows)
+    assert sm["epb"]["gap_pct"]["mean"] == pytest.approx(10.5)
+    assert sm["epb"]["stages"]["late"] == {"nearest": pytest.approx(0.3), "homeward": pytest.approx(0.7)}
+    text = "\n".join(bench.report_sections({"suite_metrics": sm}))
+    assert "| epb | late | homeward 0.70, nearest 0.30 |" in text
+    assert bench.report_plots({"suite_metrics": sm}, rows, tmp_path)[0].is_file()

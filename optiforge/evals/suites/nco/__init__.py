@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -227,3 +229,111 @@ class NCOBenchmark(SuiteHooks):
             raise ConfigError(f"nco has no split {split!r} (splits: {', '.join(self.splits)})")
         return [NCOTask(name=a, split=s, n=n, distribution=d, seed=seed)
                 for a, s, n, d, seed in _SPECS if s == split]  # fmt: skip
+
+    def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Per method: every metric's mean and 95% interval over seeds, and the stage
+        analysis: the router's mean weight per heuristic family (a program's leading
+        heuristic) in the early, middle and late thirds of the tour."""
+        from optiforge.evals.stats import mean_ci95
+
+        per: dict[str, dict[str, dict[Any, list[float]]]] = {}
+        stages: dict[str, dict[str, dict[str, list[float]]]] = {}
+        for r in rows:
+            ver = r.get("verification") or {}
+            method = str(r.get("method"))
+            for k, v in (ver.get("metrics") or {}).items():
+                if isinstance(v, int | float) and math.isfinite(v) and k != "sandbox_s":
+                    per.setdefault(method, {}).setdefault(k, {}).setdefault(
+                        r.get("seed"), []
+                    ).append(float(v))
+            for stage, weights in ((ver.get("details") or {}).get("stages") or {}).items():
+                fam: dict[str, float] = {}
+                for prog, w in weights.items():
+                    fam[family(prog)] = fam.get(family(prog), 0.0) + float(w)
+                for f, w in fam.items():
+                    stages.setdefault(method, {}).setdefault(stage, {}).setdefault(f, []).append(w)
+        if not per:
+            return None
+        out: dict[str, Any] = {}
+        for method, m in sorted(per.items()):
+            out[method] = {k: dict(zip(("mean", "ci95"), mean_ci95([sum(v) / len(v) for v in by.values()]),
+                                       strict=True)) for k, by in m.items()}  # fmt: skip
+            runs = max(
+                (len(v) for st in stages.get(method, {}).values() for v in st.values()), default=1
+            )
+            out[method]["stages"] = {st: {f: sum(v) / runs for f, v in fams.items()}
+                                     for st, fams in stages.get(method, {}).items()}  # fmt: skip
+        return out
+
+    def report_sections(self, summary: dict[str, Any]) -> list[str]:
+        sm = summary.get("suite_metrics") or {}
+        if not sm:
+            return []
+        keys = [
+            "gap_pct",
+            "gap_to_teacher_pct",
+            "agreement",
+            "router_accuracy",
+            "portfolio_size",
+            "program_lines",
+        ]
+        lines = ["## Distillation", "", "Mean over tasks ± the 95% t-interval over seeds.", "",
+                 "| method | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]  # fmt: skip
+        for method, m in sm.items():
+            cells = []
+            for k in keys:
+                d = m.get(k) or {}
+                mean, ci = d.get("mean"), d.get("ci95")
+                cells.append(
+                    "-" if mean is None else f"{mean:.3g}" + ("" if ci is None else f" ± {ci:.2g}")
+                )
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines += ["", "Stage analysis: the router's mean weight per heuristic family "
+                  "(see stages.png).", "", "| method | stage | weights |", "|---|---|---|"]  # fmt: skip
+        for method, m in sm.items():
+            for stage in STAGES:
+                fams = (m.get("stages") or {}).get(stage) or {}
+                top = ", ".join(
+                    f"{f} {w:.2f}" for f, w in sorted(fams.items(), key=lambda x: -x[1])
+                )
+                lines.append(f"| {method} | {stage} | {top or '-'} |")
+        return ["\n".join(lines), "![stages](stages.png)"]
+
+    def report_plots(
+        self, summary: dict[str, Any], rows: list[dict[str, Any]], out: Path
+    ) -> list[Path]:
+        """``stages.png``: per method, the router's weight per heuristic family by stage."""
+        sm = summary.get("suite_metrics") or {}
+        methods = [m for m, v in sm.items() if v.get("stages")]
+        if not methods:
+            return []
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fams = sorted({f for m in methods for st in sm[m]["stages"].values() for f in st})
+        fig, axes = plt.subplots(1, len(methods), figsize=(3.2 * len(methods), 3.2), squeeze=False)
+        for ax, method in zip(axes[0], methods, strict=True):
+            bottom = np.zeros(len(STAGES))
+            for f in fams:
+                ys = np.array([sm[method]["stages"].get(st, {}).get(f, 0.0) for st in STAGES])
+                ax.bar(STAGES, ys, bottom=bottom, label=f)
+                bottom += ys
+            ax.set_title(method, fontsize=9)
+            ax.set_ylim(0, 1.05)
+        axes[0][0].set_ylabel("router weight")
+        axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
+        fig.tight_layout()
+        path = out / "stages.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return [path]
+
+
+def family(program: str) -> str:
+    """A program's heuristic family: its leading heuristic (``0.75nearest-0.25insertion`` ->
+    ``nearest``; an LLM-written one -> ``llm``)."""
+    m = re.match(r"^[-+]?[\d.]*([A-Za-z_]+)", program)
+    name = m.group(1) if m else program
+    return "llm" if name.startswith("llm") else name
