@@ -81,7 +81,10 @@ def test_stage_analysis_in_reports(tmp_path) -> None:  # type: ignore[no-untyped
             for s in (0, 1)]  # fmt: skip
     sm = bench.suite_metrics(rows)
     assert sm["epb"]["gap_pct"]["mean"] == pytest.approx(10.5)
-    assert sm["epb"]["stages"]["late"] == {"nearest": pytest.approx(0.3), "homeward": pytest.approx(0.7)}
+    assert sm["epb"]["stages"]["late"] == {
+        "nearest": pytest.approx(0.3),
+        "homeward": pytest.approx(0.7),
+    }
     text = "\n".join(bench.report_sections({"suite_metrics": sm}))
     assert "| epb | late | homeward 0.70, nearest 0.30 |" in text
     assert bench.report_plots({"suite_metrics": sm}, rows, tmp_path)[0].is_file()
