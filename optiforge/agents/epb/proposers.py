@@ -43,7 +43,7 @@ def llm_rewrites(ctx: RunContext, task: Any, blamed: str, source: str, text: str
     prompt = (f"{task.description}\n\n{text}\n\nRewrite `{blamed}` so it scores the next city the "
               f"way the teacher does in those states. Current program:\n```python\n{source.strip()}\n```\n"
               "Keep `def scores(state)` returning one float per city (higher = better next city). "
-              "state has n, coords, dist (n x n), first, current, visited (booleans), step; `math` "
+              "state has n, coords, dist (n x n), first, current, previous, visited (booleans), step; `math` "
               "is available, no imports. Reply with one python code block.")  # fmt: skip
     out, errors = [], []
     for i in range(n):

@@ -3,8 +3,9 @@
 
 A program is Python source defining ``scores(state) -> list[float]``: one score per city
 (higher: a better next city; visited cities are masked by the caller). ``state``:
-``{"n", "coords" (n x 2), "dist" (n x n), "first", "current", "visited" (n booleans),
-"step" (cities placed so far, 1..n-1)}``; ``math`` is available.
+``{"n", "coords" (n x 2), "dist" (n x n), "first", "current", "previous" (the city
+before the current one; the first city at the start), "visited" (n booleans), "step"
+(cities placed so far, 1..n-1)}``; ``math`` is available.
 
 A portfolio mixes the programs' distributions: program k's distribution is
 ``softmax(beta_k * z(scores_k))`` over the unvisited cities (``z``: standardized over
@@ -50,6 +51,32 @@ def scores(state):
     for j in range(n):
         near = sorted(d[j][k] for k in range(n) if not vis[k] and k != j)
         out.append(near[1] - near[0] if len(near) > 1 else 0.0)
+    return out
+''',
+    "direction": '''
+def scores(state):
+    """Keep going: prefer the city that continues the direction of the last move (a tour
+    without zig-zags)."""
+    c, xy = state["current"], state["coords"]
+    prev = state["previous"]
+    dx, dy = xy[c][0] - xy[prev][0], xy[c][1] - xy[prev][1]
+    norm = (dx * dx + dy * dy) ** 0.5 + 1e-9
+    out = []
+    for j in range(state["n"]):
+        ex, ey = xy[j][0] - xy[c][0], xy[j][1] - xy[c][1]
+        out.append((dx * ex + dy * ey) / (norm * ((ex * ex + ey * ey) ** 0.5 + 1e-9)))
+    return out
+''',
+    "stranding": '''
+def scores(state):
+    """Do not strand a city: prefer cities whose nearest other unvisited city is far (left
+    for later they cost a long detour), less the hop to reach them."""
+    d, vis, n, c = state["dist"], state["visited"], state["n"], state["current"]
+    left = [k for k in range(n) if not vis[k]]
+    out = []
+    for j in range(n):
+        near = min((d[j][k] for k in left if k != j), default=0.0)
+        out.append(near - d[c][j])
     return out
 ''',
     "homeward": '''
@@ -113,7 +140,8 @@ def _state(coords: np.ndarray, dist: list[list[float]], tour: list[int], n: int)
     for j in tour:
         visited[j] = True
     return {"n": n, "coords": coords.tolist(), "dist": dist, "first": tour[0],
-            "current": tour[-1], "visited": visited, "step": len(tour)}  # fmt: skip
+            "current": tour[-1], "previous": tour[-2] if len(tour) > 1 else tour[0],
+            "visited": visited, "step": len(tour)}  # fmt: skip
 
 
 def program_scores(programs: dict[str, str], coords: np.ndarray, tour: list[int]) -> dict[str, Any]:
