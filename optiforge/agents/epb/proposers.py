@@ -11,8 +11,7 @@ import numpy as np
 
 from optiforge.agents.epb.problem import Data
 from optiforge.agents.kit import RunContext
-from optiforge.errors import BudgetExceeded, LLMError
-from optiforge.llm.structured import CODE_STOP, extract_code_block
+from optiforge.agents.kit.ask import code_rewrites
 
 STAGE_NAMES = ("early", "middle", "late")
 
@@ -45,17 +44,4 @@ def llm_rewrites(ctx: RunContext, task: Any, blamed: str, source: str, text: str
               "Keep `def scores(state)` returning one float per city (higher = better next city). "
               "state has n, coords, dist (n x n), first, current, previous, visited (booleans), step; `math` "
               "is available, no imports. Reply with one python code block.")  # fmt: skip
-    out, errors = [], []
-    for i in range(n):
-        try:
-            reply = ctx.llm.complete([{"role": "user", "content": prompt}], stop=CODE_STOP,
-                                     temperature=0.7 if i else 0.2)  # fmt: skip
-        except (LLMError, BudgetExceeded) as e:
-            errors.append(f"{type(e).__name__}: {e}"[:200])
-            break
-        code = extract_code_block(reply.text)
-        if "def scores" not in code:
-            errors.append("the reply defines no scores(state)")
-            continue
-        out.append(code.strip() + "\n")
-    return out, errors
+    return code_rewrites(ctx, prompt, n, "scores(state)")

@@ -83,3 +83,28 @@ def _one_by_one(
                 raise
             break  # replies already paid for are evaluated, not thrown away
     return out
+
+
+def code_rewrites(ctx: Any, prompt: str, n: int, defines: str) -> tuple[list[str], list[str]]:
+    """``n`` code replies to one prompt (the first at temperature 0.2, the others 0.7): the
+    code of each reply that defines ``defines`` (e.g. ``score(variant, ctx)``), and why the
+    others were refused. Stops at the first provider error or spending cap."""
+    from optiforge.errors import BudgetExceeded, LLMError
+    from optiforge.llm.structured import CODE_STOP, extract_code_block
+
+    name = defines.split("(")[0]
+    codes: list[str] = []
+    errors: list[str] = []
+    for k in range(n):
+        try:
+            reply = ctx.llm.complete([{"role": "user", "content": prompt}], stop=CODE_STOP,
+                                     temperature=0.7 if k else 0.2)  # fmt: skip
+        except (LLMError, BudgetExceeded) as e:
+            errors.append(f"{type(e).__name__}: {e}"[:200])
+            break
+        code = extract_code_block(reply.text)
+        if f"def {name}(" not in code:
+            errors.append(f"the reply defines no {defines}")
+            continue
+        codes.append(code.strip() + "\n")
+    return codes, errors

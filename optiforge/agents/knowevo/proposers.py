@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from optiforge.agents.kit import RunContext
+from optiforge.agents.kit.ask import code_rewrites
 from optiforge.agents.knowevo.problem import Edit, additions, edits_of_block
 from optiforge.agents.knowevo.tree import Node, spearman
-from optiforge.errors import BudgetExceeded, LLMError
-from optiforge.llm.structured import CODE_STOP, extract_code_block
 
 
 def evidence(
@@ -83,20 +82,10 @@ def llm_edits(
         "helix, sheet, charge, volume; hydrophobic(aa, scale); blosum62()) and `math` are "
         "available; no imports. Reply with one python code block."
     )
+    codes, errors = code_rewrites(ctx, prompt, n, "score(variant, ctx)")
     edits: list[Edit] = []
-    errors: list[str] = []
-    for k in range(n):
-        try:
-            reply = ctx.llm.complete([{"role": "user", "content": prompt}], stop=CODE_STOP,
-                                     temperature=0.7 if k else 0.2)  # fmt: skip
-        except (LLMError, BudgetExceeded) as e:
-            errors.append(f"{type(e).__name__}: {e}"[:200])
-            break
-        code = extract_code_block(reply.text)
-        if "def score" not in code:
-            errors.append("the reply defines no score(variant, ctx)")
-            continue
-        new = {**strategy, "blocks": {**strategy["blocks"], block: code.strip() + "\n"},
+    for code in codes:
+        new = {**strategy, "blocks": {**strategy["blocks"], block: code},
                "weights": dict(strategy["weights"])}  # fmt: skip
         edits.append((new, block, f"rewrite {block} (LLM)"))
     return edits, errors
