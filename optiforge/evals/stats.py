@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 def mean_ci95(values: list[float]) -> tuple[float, float | None]:
@@ -18,3 +19,23 @@ def mean_ci95(values: list[float]) -> tuple[float, float | None]:
     var = sum((v - m) ** 2 for v in values) / (n - 1)
     half = float(stats.t.ppf(0.975, n - 1)) * math.sqrt(var / n)
     return m, half
+
+
+def metrics_over_seeds(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per method, every numeric metric of the harness's re-measurements (``verification``)
+    as ``{"mean", "ci95", "seeds"}``: each seed's mean over tasks, then the mean and the 95%
+    t-interval half-width over seeds (``sandbox_s`` and non-finite values left out)."""
+    per: dict[str, dict[str, dict[Any, list[float]]]] = {}
+    for r in rows:
+        metrics = (r.get("verification") or {}).get("metrics") or {}
+        for k, v in metrics.items():
+            if isinstance(v, int | float) and math.isfinite(v) and k != "sandbox_s":
+                by_seed = per.setdefault(str(r.get("method")), {}).setdefault(k, {})
+                by_seed.setdefault(r.get("seed"), []).append(float(v))
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for method, m in sorted(per.items()):
+        out[method] = {}
+        for k, by_seed in m.items():
+            mean, half = mean_ci95([sum(v) / len(v) for v in by_seed.values()])
+            out[method][k] = {"mean": mean, "ci95": half, "seeds": len(by_seed)}
+    return out

@@ -234,30 +234,22 @@ class NCOBenchmark(SuiteHooks):
         """Per method: every metric's mean and 95% interval over seeds, and the stage
         analysis: the router's mean weight per heuristic family (a program's leading
         heuristic) in the early, middle and late thirds of the tour."""
-        from optiforge.evals.stats import mean_ci95
+        from optiforge.evals.stats import metrics_over_seeds
 
-        per: dict[str, dict[str, dict[Any, list[float]]]] = {}
+        out: dict[str, Any] = metrics_over_seeds(rows)
         stages: dict[str, dict[str, dict[str, list[float]]]] = {}
         for r in rows:
             ver = r.get("verification") or {}
             method = str(r.get("method"))
-            for k, v in (ver.get("metrics") or {}).items():
-                if isinstance(v, int | float) and math.isfinite(v) and k != "sandbox_s":
-                    per.setdefault(method, {}).setdefault(k, {}).setdefault(
-                        r.get("seed"), []
-                    ).append(float(v))
             for stage, weights in ((ver.get("details") or {}).get("stages") or {}).items():
                 fam: dict[str, float] = {}
                 for prog, w in weights.items():
                     fam[family(prog)] = fam.get(family(prog), 0.0) + float(w)
                 for f, w in fam.items():
                     stages.setdefault(method, {}).setdefault(stage, {}).setdefault(f, []).append(w)
-        if not per:
+        if not out:
             return None
-        out: dict[str, Any] = {}
-        for method, m in sorted(per.items()):
-            out[method] = {k: dict(zip(("mean", "ci95"), mean_ci95([sum(v) / len(v) for v in by.values()]),
-                                       strict=True)) for k, by in m.items()}  # fmt: skip
+        for method in out:
             runs = max(
                 (len(v) for st in stages.get(method, {}).values() for v in st.values()), default=1
             )

@@ -20,7 +20,6 @@ fitness tables (see ``landscape.py``), so none is included.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -172,23 +171,9 @@ class ProteinBenchmark(SuiteHooks):
     def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Per method: every ranking metric's mean and 95% interval over seeds (each seed's
         mean over tasks), and the proxies of the top 5 (reported apart from fitness)."""
-        from optiforge.evals.stats import mean_ci95
+        from optiforge.evals.stats import metrics_over_seeds
 
-        per: dict[str, dict[str, dict[Any, list[float]]]] = {}
-        for r in rows:
-            metrics = (r.get("verification") or {}).get("metrics") or {}
-            if not metrics:
-                continue
-            m = per.setdefault(str(r.get("method")), {})
-            for k, v in metrics.items():
-                if isinstance(v, int | float) and math.isfinite(v) and k != "sandbox_s":
-                    m.setdefault(k, {}).setdefault(r.get("seed"), []).append(float(v))
-        out: dict[str, Any] = {}
-        for method, m in sorted(per.items()):
-            out[method] = {}
-            for k, by_seed in m.items():
-                mean, half = mean_ci95([sum(v) / len(v) for v in by_seed.values()])
-                out[method][k] = {"mean": mean, "ci95": half, "seeds": len(by_seed)}
+        out = metrics_over_seeds(rows)
         return out or None
 
     def report_sections(self, summary: dict[str, Any]) -> list[str]:
