@@ -68,7 +68,16 @@ def test_bad_portfolios_fail_with_a_reason() -> None:
 def test_splits_hold_the_shifts() -> None:
     bench = get_benchmark("nco")
     held = bench.tasks("heldout")
-    assert {(t.n, t.distribution) for t in held} >= {(50, "uniform"), (20, "clustered")}
+    assert {(t.n, t.distribution) for t in held} >= {(50, "uniform"), (100, "uniform"),
+                                                     (20, "clustered"), (50, "clustered")}  # fmt: skip
+    task = held[0]
+    practice = task.practice_instances(4, seed=0)
+    taught = np.stack([t["coords"] for t in task.teacher_trajectories(4, seed=0)])
+    assert practice.shape == (4, 20, 2) and not np.allclose(practice, taught)
+    assert not any(np.allclose(p, x) for p in practice for t in held for x in t.instances[:4]
+                   if t.n == 20)  # fmt: skip
+    tours = task.construct(_portfolio(["nearest"]), list(practice))
+    assert all(sorted(t) == list(range(20)) for t in tours if t is not None) and None not in tours
 
 
 def test_stage_analysis_in_reports(tmp_path) -> None:  # type: ignore[no-untyped-def]

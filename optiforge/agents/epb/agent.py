@@ -5,15 +5,20 @@
   per-step distributions: ``task.teacher_trajectories``), split into fitting and
   validation trajectories; the seed bank's scores along them are computed in the sandbox
   and the router is fitted (``problem.fit_router``).
-- **block I** (capacity fixed): the validation states where the mixture diverges most
-  name the program the router leans on there (the blame); it is replaced by an edit
-  (offline: blended with another program at a few weights, ``problem.blend``; with an
-  LLM: rewritten from the textual feedback) when the router refitted on the edited bank
-  diverges less on the validation states.
+- **block I** (capacity fixed), a hybrid numerical / textual descent. Numerical half: a
+  few Adam steps on the router (kept when the validation divergence falls). Textual half:
+  in the validation states where the mixture diverges most, the loss gradient names the
+  program carrying the most loss (``problem.blame``); it is replaced by an edit (offline:
+  blended with another program at a few weights, ``problem.blend``; with an LLM:
+  rewritten from feedback that states that signal and shows concrete states, the
+  teacher's move beside the program's) when the router refitted on the edited bank
+  diverges less on the validation states *and* the portfolio's greedy tours on fresh
+  practice instances of the teacher's distribution get no longer on average (``tour_guard``: a lower divergence alone
+  can still make worse tours).
 - **block II** (capacity adapts): boosting adds the program (a seed or a blend) that
   alone best fits the teacher on the worst-fit fitting states, if the refitted
   portfolio diverges less; pruning drops the program whose removal costs least, if that
-  cost is under ``prune_tolerance``.
+  cost is under ``prune_tolerance``; both pass the same tour guard.
 
 Program code only ever runs in the sandbox (``task.program_scores``); the router is fitted
 here on the numbers it returned. The candidate is ``{"programs", "router", "beta"}``.
@@ -31,6 +36,7 @@ from pydantic import BaseModel
 from optiforge.agents.epb.config import EPBConfig
 from optiforge.agents.epb.problem import (
     Data,
+    blame,
     blend,
     combo_source,
     describe,
@@ -55,6 +61,8 @@ class EPBState(TypedDict, total=False):
     bank: dict[str, str]
     fit: dict[str, Any]
     val: float
+    tour: float
+    """Mean greedy tour length of the portfolio on the practice instances (the guard)."""
     rounds: int
     history: list[dict[str, Any]]
     errors: list[str]
@@ -139,6 +147,38 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         fit = fit_router(tr, steps, config.router_lr, init, seed=ctx.seed)
         return fit, float(divergence(va, fit).mean()), errors
 
+    def tour_length_of(ctx: RunContext, bank: dict[str, str], fit: dict[str, Any]) -> float:
+        """Mean greedy tour length of the portfolio on ``guard_tours`` practice instances
+        (fresh, of the teacher's distribution, not the test), built in the sandbox (``inf``
+        when a tour fails); 0 with the guard off."""
+        if not config.tour_guard:
+            return 0.0
+        from optiforge.solvers.nco.tsp import tour_length
+
+        pf = {"programs": {k: bank[k] for k in fit["names"]}, "router": fit["router"],
+              "beta": fit["beta"]}  # fmt: skip
+        xs = list(task.practice_instances(config.guard_tours, ctx.seed))
+        try:
+            built = task.construct(pf, xs, ctx.sandbox)
+        except RuntimeError:
+            return float("inf")
+        if any(b is None for b in built):
+            return float("inf")
+        return float(np.mean([tour_length(x, b) for x, b in zip(xs, built, strict=True)]))
+
+    def guarded(ctx: RunContext, ranked: list[tuple[Any, ...]], tour: float,
+                tries: int = 3) -> tuple[tuple[Any, ...] | None, float, int]:  # fmt: skip
+        """The first of ``ranked`` (``(bank, val, fit, ...)``, best divergence first) whose
+        tours are no longer than ``tour`` (within ``tour_tolerance``): ``(it, its tour,
+        how many the guard rejected)``."""
+        rejected = 0
+        for cand in ranked[:tries]:
+            length = tour_length_of(ctx, cand[0], cand[2])
+            if length <= tour * (1 + config.tour_tolerance):
+                return cand, length, rejected
+            rejected += 1
+        return None, tour, rejected
+
     def collect(state: EPBState, runtime: Any) -> dict[str, Any]:
         from optiforge.solvers.nco.programs import SEED_BANK
 
@@ -147,34 +187,47 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         fit, val, errors = refit(ctx, bank, None, config.router_steps)
         if fit is None:
             raise RuntimeError(f"the seed bank does not run: {errors}")
-        ctx.tracer.event("epb_collect", programs=len(bank), val=round(val, 4))
+        tour = tour_length_of(ctx, bank, fit)
+        ctx.tracer.event("epb_collect", programs=len(bank), val=round(val, 4), tour=round(tour, 4))
         return {"atoms": dict(SEED_BANK), "coefs": {k: {k: 1.0} for k in SEED_BANK}, "bank": bank,
-                "fit": fit, "val": val, "rounds": 0, "history": [], "errors": [],
+                "fit": fit, "val": val, "tour": tour, "rounds": 0, "history": [], "errors": [],
                 "done": rounds_max == 0}  # fmt: skip
 
     def step(state: EPBState, runtime: Any) -> dict[str, Any]:
         ctx: RunContext = runtime.context
         bank, fit, val = dict(state["bank"]), dict(state["fit"]), float(state["val"])
+        tour = float(state["tour"]) if "tour" in state else tour_length_of(ctx, bank, fit)
         atoms = dict(state["atoms"])
         coefs = {k: dict(v) for k, v in state["coefs"].items()}
         history, errors = list(state.get("history", [])), list(state.get("errors", []))
         rounds = int(state.get("rounds", 0)) + 1
         tr, va, _ = scores.data(ctx, bank)
-        # ---- block I: replace the blamed program by an edit of it
+        # ---- block I, numerical half: router gradient steps on the current bank
+        f1 = fit_router(tr, max(50, config.router_steps // 3), config.router_lr, fit, seed=ctx.seed)
+        v1 = float(divergence(va, f1).mean())
+        router_moved = False
+        if v1 < val - 1e-6:
+            t1 = tour_length_of(ctx, bank, f1)
+            if t1 <= tour * (1 + config.tour_tolerance):
+                fit, val, tour, router_moved = f1, v1, t1, True
+        # ---- block I, textual half: replace the program the gradient blames by an edit
         per_state = divergence(va, fit)
         worst = per_state >= np.quantile(per_state, 0.8)
         weights = router_weights(va, fit)
+        blames = blame(va, fit)
         tried = set(state.get("tried", []))
-        names = list(bank)
-        blame = weights[worst].mean(0)
+        names = list(va["names"])
+        share = blames[worst].mean(0)
         untried = [i for i, k in enumerate(names) if _key(bank[k]) not in tried] or list(
             range(len(names))
         )
-        blamed = names[max(untried, key=lambda i: blame[i])]
+        blamed = names[max(untried, key=lambda i: share[i])]
         new_coefs: dict[str, dict[str, float]] = {}
         candidates: list[tuple[str, str, str]] = []
         if ctx.llm is not None:
-            text = feedback(blamed, bank, va, fit, worst, weights)
+            text = feedback(
+                blamed, bank, va, blames, worst, weights, scores.trajectories(ctx.seed)[1]
+            )
             rewrites, llm_errors = llm_rewrites(ctx, task, blamed, bank[blamed], text)
             errors += llm_errors
             for i, src in enumerate(rewrites):
@@ -194,7 +247,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                     candidates.append((name, combo_source(c, atoms, doc), f"blend {doc}"))
         if candidates:
             scores.data(ctx, {name: src for name, src, _ in candidates})  # one sandbox batch
-        best = None
+        improving: list[tuple[dict[str, str], float, dict[str, Any], str]] = []
         for name, src, what in candidates:
             trial = {
                 (name if k == blamed else k): (src if k == blamed else s) for k, s in bank.items()
@@ -203,13 +256,17 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             if errs:
                 errors += [f"{what}: {e}"[:300] for e in errs.values()]
                 continue
-            if f2 is not None and v2 < val - 1e-6 and (best is None or v2 < best[1]):
-                best = (trial, v2, f2, what)
+            if f2 is not None and v2 < val - 1e-6:
+                improving.append((trial, v2, f2, what))
+        improving.sort(key=lambda c: c[1])
+        best, new_tour, rejected = guarded(ctx, improving, tour)
         event: dict[str, Any] = {"round": rounds, "block": "I", "blamed": blamed,
-                                 "candidates": len(candidates), "val_before": round(val, 5)}  # fmt: skip
+                                 "router_step": router_moved, "candidates": len(candidates),
+                                 "improving": len(improving), "guard_rejected": rejected,
+                                 "val_before": round(val, 5), "tour_before": round(tour, 4)}  # fmt: skip
         if best is not None:
-            bank, val, fit = best[0], best[1], best[2]
-            event |= {"accepted": best[3], "val_after": round(val, 5)}
+            bank, val, fit, tour = best[0], best[1], best[2], new_tour
+            event |= {"accepted": best[3], "val_after": round(val, 5), "tour_after": round(tour, 4)}
             tried = set()
             coefs = {k: coefs.get(k) or new_coefs[k] for k in bank}
         else:
@@ -218,18 +275,21 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         ctx.tracer.event("epb_round", **event)
         # ---- block II: boost and prune
         if config.boost and rounds % BLOCK2_EVERY == 0:
-            bank, fit, val, coefs = _block2(ctx, bank, coefs, atoms, fit, val, history, rounds)
+            bank, fit, val, coefs, tour = _block2(ctx, bank, coefs, atoms, fit, val, tour, history,
+                                                  rounds)  # fmt: skip
         if ctx.progress:
             ctx.progress({"evaluations": rounds, "max_evaluations": rounds_max, "best": val})
         atoms = {a: src for a, src in atoms.items() if any(a in c for c in coefs.values())
                  or a in state["atoms"]}  # fmt: skip
-        return {"atoms": atoms, "coefs": coefs, "bank": bank, "fit": fit, "val": val, "rounds": rounds,
+        return {"atoms": atoms, "coefs": coefs, "bank": bank, "fit": fit, "val": val, "tour": tour,
+                "rounds": rounds,
                 "history": history, "errors": errors[-20:], "tried": sorted(tried),
                 "done": rounds >= rounds_max}  # fmt: skip
 
     def _block2(ctx: RunContext, bank: dict[str, str], coefs: dict[str, dict[str, float]],
-                atoms: dict[str, str], fit: dict[str, Any], val: float, history: list[dict[str, Any]],
-                rounds: int) -> tuple[dict[str, str], dict[str, Any], float, dict[str, dict[str, float]]]:  # fmt: skip
+                atoms: dict[str, str], fit: dict[str, Any], val: float, tour: float,
+                history: list[dict[str, Any]], rounds: int,
+                ) -> tuple[dict[str, str], dict[str, Any], float, dict[str, dict[str, float]], float]:  # fmt: skip
         tr, _, _ = scores.data(ctx, bank)
         per = divergence(tr, fit)
         worst = per >= np.quantile(per, 0.8)
@@ -253,10 +313,13 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                 trial = {**bank, k: srcs[k]}
                 f2, v2, _ = refit(ctx, trial, fit, max(50, config.router_steps // 3))
                 ok = f2 is not None and v2 < val * (1 - config.prune_tolerance)
-                history.append({"round": rounds, "block": "II", "boost": k, "accepted": ok,
+                t2 = tour_length_of(ctx, trial, f2) if ok and f2 is not None else tour
+                guard_ok = t2 <= tour * (1 + config.tour_tolerance)
+                history.append({"round": rounds, "block": "II", "boost": k, "accepted": ok and guard_ok,
+                                "guard_rejected": int(ok and not guard_ok),
                                 "val_before": round(val, 5), "val_after": round(v2, 5)})  # fmt: skip
-                if ok and f2 is not None:
-                    bank, fit, val = trial, f2, v2
+                if ok and guard_ok and f2 is not None:
+                    bank, fit, val, tour = trial, f2, v2, t2
                     coefs = {**coefs, k: pool[k]}
         if len(bank) > 1:
             costs = []
@@ -268,12 +331,15 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             if costs:
                 v2, k, trial, f2 = min(costs, key=lambda c: c[0])
                 ok = v2 <= val * (1 + config.prune_tolerance)
-                history.append({"round": rounds, "block": "II", "prune": k, "accepted": ok,
+                t2 = tour_length_of(ctx, trial, f2) if ok else tour
+                guard_ok = t2 <= tour * (1 + config.tour_tolerance)
+                history.append({"round": rounds, "block": "II", "prune": k, "accepted": ok and guard_ok,
+                                "guard_rejected": int(ok and not guard_ok),
                                 "val_before": round(val, 5), "val_after": round(v2, 5)})  # fmt: skip
-                if ok:
-                    bank, fit, val = trial, f2, v2
+                if ok and guard_ok:
+                    bank, fit, val, tour = trial, f2, v2, t2
                     coefs = {j: c for j, c in coefs.items() if j != k}
-        return bank, fit, val, coefs
+        return bank, fit, val, coefs, tour
 
     g: StateGraph[Any, Any, Any, Any] = StateGraph(EPBState, context_schema=RunContext)
     g.add_node("collect", collect)  # type: ignore[call-overload]

@@ -24,4 +24,11 @@ class EPBConfig(BaseModel):
     prune_tolerance: float = Field(default=0.005, ge=0)
     """Block II: drop a program whose removal raises the validation divergence by less than
     this share (0.5%)."""
+    tour_guard: bool = True
+    """Accept an edit, boost or prune only if the portfolio's greedy tours on
+    ``guard_tours`` fresh practice instances get no longer on average (built in the
+    sandbox; off: divergence alone)."""
+    guard_tours: int = Field(default=64, ge=4, le=1000)
+    tour_tolerance: float = Field(default=0.0, ge=0)
+    """The guard's slack: a mean validation tour up to this share longer still passes."""
     max_programs: int = Field(default=8, ge=1, le=32)

@@ -18,21 +18,24 @@ import torch
 
 Data = dict[str, Any]
 """Stacked states: ``z`` (K x S x n, NaN where visited), ``features`` (S x F), ``teacher``
-(S x n), ``names`` (K), ``stage`` (S, 0..1 tour progress)."""
+(S x n), ``names`` (K), ``stage`` (S, 0..1 tour progress), ``where`` (S x 2: trajectory
+index and step)."""
 
 
 def stack(names: list[str], runs: list[dict[str, Any]], trajectories: list[dict[str, Any]]) -> Data:
     """Program scores along the teacher's tours (``task.program_scores``) as arrays."""
-    zs, feats, teach, stage = [], [], [], []
-    for run, traj in zip(runs, trajectories, strict=True):
+    zs, feats, teach, stage, where = [], [], [], [], []
+    for i, (run, traj) in enumerate(zip(runs, trajectories, strict=True)):
         n = len(traj["tour"])
         for t in range(n - 1):
             zs.append([[np.nan if v is None else v for v in run["z"][k][t]] for k in names])
             feats.append(run["features"][t])
             teach.append(traj["probs"][t])
             stage.append(t / (n - 1))
+            where.append((i, t))
     return {"z": np.asarray(zs).transpose(1, 0, 2), "features": np.asarray(feats),
-            "teacher": np.asarray(teach), "names": list(names), "stage": np.asarray(stage)}  # fmt: skip
+            "teacher": np.asarray(teach), "names": list(names), "stage": np.asarray(stage),
+            "where": np.asarray(where)}  # fmt: skip
 
 
 def _mixture(
@@ -92,6 +95,28 @@ def divergence(data: Data, fit: dict[str, Any]) -> np.ndarray:
             [np.log(fit["beta"][k]) for k in data["names"]], dtype=torch.float32
         )
         return loss(data, W, log_beta).numpy()
+
+
+def blame(data: Data, fit: dict[str, Any]) -> np.ndarray:
+    """Each program's share of the loss per state (S x K), from the loss gradient: with
+    mixture ``q``, router weights ``w`` and program distributions ``d_k``, moving router
+    mass towards program k changes the state's cross-entropy by
+    ``1 - sum_j p_j d_kj / q_j`` (the gradient along the simplex), so its blame is
+    ``w_k (1 - sum_j p_j d_kj / q_j)``: positive when k pulls probability away from the
+    teacher's choices in a state where the router leans on it. Blames sum to 0 per state."""
+    with torch.no_grad():
+        W = torch.tensor(fit["router"], dtype=torch.float32)
+        log_beta = torch.tensor(
+            [np.log(fit["beta"][k]) for k in data["names"]], dtype=torch.float32
+        )
+        z = torch.tensor(np.nan_to_num(data["z"], nan=0.0), dtype=torch.float32)
+        mask = torch.tensor(np.isnan(data["z"][0]))
+        logits = (log_beta.exp()[:, None, None] * z).masked_fill(mask[None], float("-inf"))
+        dists = torch.softmax(logits, -1)  # K S n
+        q, w = _mixture(data, W, log_beta)
+        p = torch.tensor(data["teacher"], dtype=torch.float32)
+        ratio = (p[None] * dists / q.clamp_min(1e-9)[None]).sum(-1)  # K S
+        return (w.T * (1 - ratio)).T.numpy()
 
 
 def router_weights(data: Data, fit: dict[str, Any]) -> np.ndarray:

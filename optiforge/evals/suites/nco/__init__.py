@@ -94,6 +94,14 @@ class NCOTask:
         return [{"coords": x, "tour": t, "probs": teacher_step_probs(model, x, t)}
                 for x, t in zip(xs, tours, strict=True)]  # fmt: skip
 
+    def practice_instances(self, count: int, seed: int) -> np.ndarray:
+        """Fresh instances of the teacher's training distribution (uniform TSP-20), never
+        the test instances and not those ``teacher_trajectories`` returns: an agent may
+        build tours on them to check its portfolio (no teacher query needed)."""
+        from optiforge.solvers.nco.tsp import uniform_instances
+
+        return uniform_instances(TRAIN_N, count, 20_000 + seed)
+
     def program_scores(self, programs: dict[str, str], trajectories: list[dict[str, Any]],
                        sandbox: Any | None = None) -> list[dict[str, Any]]:  # fmt: skip
         """Per trajectory, along its tour: the router features and every program's
@@ -101,6 +109,20 @@ class NCOTask:
         return self._run({"kind": "scores", "programs": programs,
                           "instances": [t["coords"].tolist() for t in trajectories],
                           "tours": [list(t["tour"]) for t in trajectories]}, sandbox)  # fmt: skip
+
+    def construct(self, portfolio: dict[str, Any], instances: list[np.ndarray],
+                  sandbox: Any | None = None) -> list[list[int] | None]:  # fmt: skip
+        """Greedy tours (from city 0) built by ``portfolio`` on an agent's own instances
+        (e.g. its validation instances), in the sandbox; ``None`` where it failed or did
+        not return a tour."""
+        built = self._run({"kind": "construct", "portfolio": portfolio,
+                           "instances": [np.asarray(x).tolist() for x in instances]}, sandbox)  # fmt: skip
+        out: list[list[int] | None] = []
+        for x, b in zip(instances, built, strict=True):
+            tour = b.get("tour") if isinstance(b, dict) else None
+            ok = isinstance(tour, list) and sorted(tour) == list(range(len(x)))
+            out.append([int(c) for c in tour] if ok and tour is not None else None)
+        return out
 
     def _run(self, request: dict[str, Any], sandbox: Any | None) -> list[dict[str, Any]]:
         from optiforge.sandboxes import get_sandbox
@@ -208,10 +230,12 @@ def _teacher_greedy(xs: np.ndarray) -> list[list[int]]:
     return [[int(c) for c in t[0]] for t in tours]
 
 
-_SPECS = [  # name, split, n, distribution, seed
+_SPECS = [  # name, split, n, distribution, seed; TSP-100 has 8 instances (its reference
+    # costs about 2 s an instance)
     ("tsp20", "dev", 20, "uniform", 1),
     ("tsp20-heldout", "heldout", 20, "uniform", 2),
     ("tsp50", "heldout", 50, "uniform", 3),
+    ("tsp100", "heldout", 100, "uniform", 6),
     ("tsp20-clustered", "heldout", 20, "clustered", 4),
     ("tsp50-clustered", "heldout", 50, "clustered", 5),
 ]
@@ -227,7 +251,7 @@ class NCOBenchmark(SuiteHooks):
     def tasks(self, split: str = "dev") -> list[NCOTask]:
         if split not in self.splits:
             raise ConfigError(f"nco has no split {split!r} (splits: {', '.join(self.splits)})")
-        return [NCOTask(name=a, split=s, n=n, distribution=d, seed=seed)
+        return [NCOTask(name=a, split=s, n=n, distribution=d, seed=seed, count=16 if n < 100 else 8)
                 for a, s, n, d, seed in _SPECS if s == split]  # fmt: skip
 
     def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
