@@ -19,6 +19,7 @@ LAYER_RULES: list[tuple[str, str]] = [
     # of optiforge.testing: they are built from the agents' own types.
     ("optiforge.testing.cbo", "agents"),
     ("optiforge.testing.toy_search", "agents"),
+    ("optiforge.testing.smith", "agents"),
     ("optiforge.cli", "cli"),
     ("optiforge.harness", "harness"),
     ("optiforge.agents", "agents"),

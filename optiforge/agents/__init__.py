@@ -69,6 +69,11 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
         "nco",
         "Distill a neural TSP policy into a program portfolio with a router (blocks I and II)",
     ),
+    "smith": AgentInfo(
+        "optiforge.agents.smith:SPEC",
+        "procedural",
+        "Build tools from examples and use them by function calling (schema/code/outcome rewards)",
+    ),
 }
 
 

@@ -902,6 +902,9 @@ def _mount_optional() -> None:
     from optiforge.cli.knowevo import app as knowevo_app
 
     app.add_typer(knowevo_app, name="knowevo")
+    from optiforge.cli.smith import app as smith_app
+
+    app.add_typer(smith_app, name="smith")
 
 
 _mount_optional()

@@ -17,6 +17,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "bbowp": "optiforge.evals.suites.bbowp:BBOWPBenchmark",
     "protein": "optiforge.evals.suites.protein:ProteinBenchmark",
     "nco": "optiforge.evals.suites.nco:NCOBenchmark",
+    "procedural": "optiforge.evals.suites.procedural:ProceduralBenchmark",
 }
 
 

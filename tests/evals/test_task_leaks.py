@@ -48,6 +48,7 @@ def test_every_registered_suite_is_checked() -> None:
         "bbowp",
         "protein",
         "nco",
+        "procedural",
     }, "a new suite needs its hidden facts listed in this file"
 
 
@@ -213,3 +214,25 @@ def test_nco_hides_the_test_instances(task: Any) -> None:
 
     train = uniform_instances(20, 4, 10_000)  # what teacher_trajectories(4, 0) draws
     assert not any(np.allclose(x, y) for x in train for y in task.instances if len(x) == len(y))
+
+
+# --- procedural: the use questions' answers, the families' names and the check instances
+
+
+@pytest.mark.parametrize("task", _tasks("procedural"), ids=_ids)
+def test_procedural_hides_answers_and_families(task: Any) -> None:
+    from optiforge.evals.suites.procedural import _CHECK, N_CHECK
+    from optiforge.evals.suites.procedural.families import instances
+
+    shown = json.dumps({"d": task.description, "b": task.build_tasks, "q": task.use_questions})
+    assert all(set(q) == {"id", "question"} for q in task.use_questions)  # no answer field
+    for fam in task.families:  # neither the family's name nor its summary is told
+        assert fam.name not in shown and fam.summary not in shown
+    check = {
+        json.dumps(i["args"])
+        for f in task.families
+        for i in instances(f, _CHECK + task.seed, N_CHECK)
+    }
+    examples = {json.dumps(e["question"]) for b in task.build_tasks for e in b["examples"]}
+    assert all(q["question"] not in examples for q in task.use_questions)  # use != build examples
+    assert check and not any(c in shown for c in check if len(c) > 12)  # harness instances unseen

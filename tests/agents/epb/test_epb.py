@@ -87,7 +87,9 @@ def test_blame_is_the_loss_gradient_along_the_simplex() -> None:
     beta = torch.tensor([1.0, 2.0, 0.5])
     d = torch.softmax((beta[:, None, None] * zt).masked_fill(mask[None], float("-inf")), -1)
     q = (torch.softmax(logits, -1).T[..., None] * d).sum(0)
-    ce = -(torch.tensor(data["teacher"], dtype=torch.float32) * torch.log(q.clamp_min(1e-9))).sum(-1)
+    ce = -(torch.tensor(data["teacher"], dtype=torch.float32) * torch.log(q.clamp_min(1e-9))).sum(
+        -1
+    )
     ce.sum().backward()
     assert logits.grad is not None
     np.testing.assert_allclose(logits.grad.numpy(), b, atol=1e-5)

@@ -1,0 +1,47 @@
+"""SMITH's baselines: the template library alone (the no-learning baseline, whatever the
+model) and answering without tools (the model answers each question directly; offline,
+nothing answers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optiforge.agents.kit import RunContext
+from optiforge.agents.smith.proposers import llm_answer, offline_build, offline_call
+from optiforge.agents.spec import AgentOutcome, Baseline
+
+
+def templates(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
+    """Template tools matched by signature, offline use policy; no validation, no LLM."""
+    pool = []
+    for b in task.build_tasks:
+        tool, _ = offline_build(b["examples"])
+        if tool is not None:
+            pool.append({"build": b["id"], **tool})
+    calls = {}
+    for q in task.use_questions:
+        call = offline_call(q["question"], pool)
+        calls[q["id"]] = [call] if call else []
+    return AgentOutcome(best_candidate={"tools": pool, "calls": calls}, stop_reason="baseline",
+                        extra={"pool": [t["name"] for t in pool], "built": len(pool),
+                               "build_tasks": len(task.build_tasks)})  # fmt: skip
+
+
+def no_tools(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
+    """Every question answered directly by the model (offline: no answers)."""
+    calls: dict[str, list[dict[str, Any]]] = {}
+    errors = []
+    for q in task.use_questions:
+        if ctx.llm is None:
+            calls[q["id"]] = []
+            continue
+        value, why = llm_answer(ctx, q["question"])
+        calls[q["id"]] = [{"answer": value}] if not why else []
+        if why:
+            errors.append(why)
+    return AgentOutcome(best_candidate={"tools": [], "calls": calls}, stop_reason="baseline",
+                        extra={"pool": [], "built": 0, "build_tasks": len(task.build_tasks),
+                               "errors": errors[-5:]})  # fmt: skip
+
+
+BASELINES: dict[str, Baseline] = {"templates": templates, "no-tools": no_tools}

@@ -1,0 +1,58 @@
+"""What a SMITH tool is, and how a model's reply becomes one.
+
+A tool is ``{"name", "description", "parameters" (JSON Schema of an object), "code"}``;
+the three reward axes that judge it are the suite's (``procedural.rewards``). A reply
+gives the tool as a JSON object (in a ```json block or bare) and the code in its
+``code`` field or a ```python block. Tools in one pool have distinct names: a clash is
+renamed (``name_2``) in the code too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+
+def parse_tool(text: str) -> tuple[dict[str, Any] | None, str]:
+    """A tool from a reply: a JSON object (in a ```json block or bare) and the code (its
+    ``code`` field or the first ```python block). ``(None, why)`` when there is none."""
+    blocks = re.findall(r"```(\w*)\s*\n(.*?)```", text, re.S)
+    spec: Any = None
+    for lang, body in blocks:
+        if lang.lower() in ("json", ""):
+            try:
+                spec = json.loads(body)
+                break
+            except json.JSONDecodeError:
+                continue
+    if spec is None:
+        start, end = text.find("{"), text.rfind("}")
+        if start >= 0 and end > start:
+            try:
+                spec = json.loads(text[start : end + 1])
+            except json.JSONDecodeError:
+                spec = None
+    if not isinstance(spec, dict):
+        return None, "the reply holds no JSON object for the tool"
+    code = spec.get("code")
+    if not isinstance(code, str) or not code.strip():
+        code = next((body for lang, body in blocks if lang.lower() in ("python", "py")), None)
+    if not code:
+        return None, "the reply holds no code"
+    return {"name": spec.get("name"), "description": str(spec.get("description") or ""),
+            "parameters": spec.get("parameters"), "code": code.strip() + "\n"}, ""  # fmt: skip
+
+
+def unique_name(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    k = 2
+    while f"{name}_{k}" in taken:
+        k += 1
+    return f"{name}_{k}"
+
+
+def renamed(tool: dict[str, Any], new: str) -> dict[str, Any]:
+    old = str(tool["name"])
+    return {**tool, "name": new, "code": re.sub(rf"\b{re.escape(old)}\b", new, str(tool["code"]))}
