@@ -32,7 +32,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optiforge.agents.smith.proposers import FORMAT, build_prompt, parse_tool, tool_specs
+from optiforge.agents.smith.proposers import (
+    FORMAT,
+    build_prompt,
+    call_prompt,
+    parse_tool,
+    tool_specs,
+)
 from optiforge.agents.smith.templates import TEMPLATES
 from optiforge.errors import ConfigError
 
@@ -57,12 +63,7 @@ def template_pool() -> list[dict[str, Any]]:
 def use_prompt(question: str, pool: list[dict[str, Any]]) -> str:
     """Ask for one function call as JSON (the wording of ``proposers.llm_call`` for a
     model without function calling)."""
-    listing = "\n".join(json.dumps(s["function"]) for s in tool_specs(pool))
-    return (
-        "Answer the question by calling exactly one of the tools, with the values the question "
-        f"states as its arguments.\n\nQuestion: {question}\n\nTools:\n{listing}\n\nReply with "
-        'one JSON object {"name": tool name, "arguments": {...}} and nothing else.'
-    )
+    return call_prompt(question, pool)
 
 
 def rollout_dataset(task: Any, episodes: int, seed: int) -> list[dict[str, Any]]:

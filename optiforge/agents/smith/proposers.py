@@ -114,6 +114,17 @@ def tool_specs(pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                               "parameters": t["parameters"]}} for t in pool]  # fmt: skip
 
 
+def call_prompt(question: str, pool: list[dict[str, Any]] | None = None) -> str:
+    """The use prompt; with ``pool`` (a model without function calling) the tools are listed
+    as JSON and the call is asked for as one JSON object."""
+    ask = ("Answer the question by calling exactly one of the tools, with the values the question "
+           f"states as its arguments.\n\nQuestion: {question}")  # fmt: skip
+    if pool is None:
+        return ask
+    listing = "\n".join(json.dumps(s["function"]) for s in tool_specs(pool))
+    return f'{ask}\n\nTools:\n{listing}\n\nReply with one JSON object {{"name": tool name, "arguments": {{...}}}} and nothing else.'
+
+
 def llm_call(
     ctx: RunContext, question: str, pool: list[dict[str, Any]], attempt: int
 ) -> tuple[dict[str, Any] | None, str]:
@@ -122,8 +133,7 @@ def llm_call(
     from optiforge.errors import BudgetExceeded, LLMError
 
     assert ctx.llm is not None
-    ask = ("Answer the question by calling exactly one of the tools, with the values the question "
-           f"states as its arguments.\n\nQuestion: {question}")  # fmt: skip
+    ask = call_prompt(question)
     temperature = 0.0 if attempt == 0 else 0.7
     try:
         if supports_tools(ctx.llm) and pool:
@@ -135,9 +145,7 @@ def llm_call(
                 return {"name": c.name, "arguments": c.arguments if valid else c.raw_arguments}, ""
             text = reply.text
         else:
-            listing = "\n".join(json.dumps(s["function"]) for s in tool_specs(pool))
-            reply = ctx.llm.complete([{"role": "user", "content": f"{ask}\n\nTools:\n{listing}\n\nReply with "
-                                       'one JSON object {"name": tool name, "arguments": {...}} and nothing else.'}],
+            reply = ctx.llm.complete([{"role": "user", "content": call_prompt(question, pool)}],
                                      temperature=temperature)  # fmt: skip
             text = reply.text
     except (LLMError, BudgetExceeded) as e:
