@@ -24,6 +24,26 @@ from typing import Any
 MAX_RESULT_CHARS = 100_000
 
 
+def json_kind(value: Any) -> str | None:
+    """The JSON Schema type of a Python value (``"integer"``, ``"array"``...; a bool is a
+    ``"boolean"``, a tuple an ``"array"``); None for a value JSON has no type for."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return None
+
+
 class _CallTimeout(Exception):
     pass
 

@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from optiforge.solvers.tools import json_kind
+
 _DEC = json.JSONDecoder()
 
 
@@ -99,19 +101,7 @@ def _schema_kind(schema: dict[str, Any]) -> str:
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
+    return json_kind(value) or "null"
 
 
 def literals(question: str) -> list[Any]:

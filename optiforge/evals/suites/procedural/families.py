@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from optiforge.solvers.tools import json_kind
+
 DOMAINS: tuple[str, ...] = ("train", "heldout", "ood")
 LEVELS: tuple[int, ...] = (1, 2, 3)
 
@@ -939,30 +941,12 @@ def instances(
 # ------------------------------------------------------------------------- verifier
 
 
-def _json_kind(value: Any) -> str | None:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return None
-
-
 def verify(answer: Any, expected: Any) -> bool:
     """Strict exact check: the same JSON type at every depth (a bool is not an int, an int is
     not a float, ``"3"`` is not ``3``), equal values, lists in order, dicts with equal key
     sets. No substring or numeric-tolerance credit: ``verify(6.0, 6)`` is False."""
-    kind = _json_kind(expected)
-    if kind is None or _json_kind(answer) != kind:
+    kind = json_kind(expected)
+    if kind is None or json_kind(answer) != kind:
         return False
     if kind == "array":
         return len(answer) == len(expected) and all(
