@@ -122,3 +122,21 @@ def test_baselines(tmp_path: Path) -> None:
 def test_the_budget_caps_validations(tmp_path: Path, budget: int) -> None:
     s = _run(tmp_path / "b", "heldout-families", llm=smith_llm(buggy_first=True), budget=budget)
     assert s["n_evaluations"] == budget
+
+
+def test_parent_side_smith_code_never_runs_tool_code() -> None:
+    """The agent, the suite and the training hook read tools with ``ast`` only; tool code
+    runs in ``optiforge.solvers.tools`` inside the sandbox."""
+    import ast
+
+    import optiforge.agents.smith as agent_pkg
+    import optiforge.evals.suites.procedural as suite_pkg
+
+    banned = {"exec", "eval", "compile", "__import__"}
+    for pkg in (Path(agent_pkg.__file__).parent, Path(suite_pkg.__file__).parent):
+        for path in pkg.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
+                    assert name not in banned, f"{path}:{node.lineno} calls {name}"
