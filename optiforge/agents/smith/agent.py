@@ -143,6 +143,9 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         for q in questions[first : first + USE_CHUNK]:
             made: list[dict[str, Any]] = []
             for k in range(config.calls_per_question if ctx.llm is not None else 1):
+                if not pool:
+                    errors.append(f"{q['id']}: the pool is empty (no tool to call)")
+                    break
                 if ctx.llm is not None:
                     call, why = llm_call(ctx, q["question"], pool, k)
                 else:
