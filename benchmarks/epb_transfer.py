@@ -97,6 +97,7 @@ def main() -> None:
     ap.add_argument("--methods", default="epb,epb-noguard,best-single,seed-portfolio")
     ap.add_argument("--model", default="offline", choices=["offline", "scripted", "local"])
     ap.add_argument("--out", default="runs/epb-transfer")
+    ap.add_argument("--table-only", action="store_true", help="print the table from stored rows")
     args = ap.parse_args()
 
     from optiforge.evals.stats import mean_ci95
@@ -115,6 +116,8 @@ def main() -> None:
     for m in methods:
         label = args.model if m in VARIANTS else "offline"
         jobs += [(m, s) for s in range(args.seeds) if (m, s, label, args.budget) not in done]
+    if args.table_only:
+        jobs = []
     print(f"{len(jobs)} runs to do ({len(rows)} stored in {rows_path})", flush=True)
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         futures = [pool.submit(_one, m, s, args.budget, args.model) for m, s in jobs]
@@ -127,10 +130,8 @@ def main() -> None:
             print(f"{row['method']} seed {row['seed']} ({row['wall_s']:.0f} s): {gaps}", flush=True)
     teacher = _teacher()
     tasks = list(teacher)
-    labels = []
-    for m in methods:
-        label = args.model if m in VARIANTS else "offline"
-        labels.append((m, label))
+    labels = sorted({(r["method"], r["model"]) for r in rows if r["budget"] == args.budget
+                     and r["method"] in methods}, key=lambda ml: (methods.index(ml[0]), ml[1]))  # fmt: skip
     head = " | ".join(f"{m}" + (f" ({lab})" if lab != "offline" else "") for m, lab in labels)
     print(f"\nMean gap to the reference (%) ± 95% t-interval over seeds, budget {args.budget}\n")
     print(f"| task | {head} | teacher (greedy, 1 start) |")

@@ -77,8 +77,10 @@ REFERENCE: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 ]  # fmt: skip
 
 
-def _reply(tool: dict[str, Any], code: str) -> str:
+def _reply(tool: dict[str, Any], code: str, structured: bool = False) -> str:
     spec = {k: tool[k] for k in ("name", "description", "parameters")}
+    if structured:
+        return json.dumps({**spec, "code": code})
     return f"```json\n{json.dumps(spec)}\n```\n```python\n{code}```\n"
 
 
@@ -86,7 +88,7 @@ def _examples(prompt: str) -> list[dict[str, Any]]:
     return [{"question": line[3:]} for line in prompt.splitlines() if line.startswith("Q: ")]
 
 
-def write_tool(prompt: str, buggy_first: bool = False) -> str:
+def write_tool(prompt: str, buggy_first: bool = False, structured: bool = False) -> str:
     """The reply to a build prompt (see the module doc); a refusal for an unknown family."""
     examples = _examples(prompt)
     text = " ".join(e["question"].lower() for e in examples)
@@ -99,7 +101,7 @@ def write_tool(prompt: str, buggy_first: bool = False) -> str:
     code = tool["code"]
     if buggy_first and "failed validation" not in prompt:
         code = _stringify_last(code)
-    return _reply(tool, code)
+    return _reply(tool, code, structured)
 
 
 def _stringify_last(code: str) -> str:
@@ -121,7 +123,7 @@ def smith_llm(buggy_first: bool = False) -> Any:
     def reply(messages: list[dict[str, Any]], tools: Any, schema: Any) -> Any:
         prompt = str(messages[-1]["content"])
         if prompt.startswith("Write a Python tool"):
-            return write_tool(prompt, buggy_first)
+            return write_tool(prompt, buggy_first, structured=schema is not None)
         question = prompt.split("Question: ", 1)[-1].split("\n\nTools:")[0]
         pool = [t["function"] for t in tools or []]
         if not pool and "\n\nTools:\n" in prompt:

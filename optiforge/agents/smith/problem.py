@@ -13,6 +13,27 @@ import json
 import re
 from typing import Any
 
+from pydantic import BaseModel, Field
+
+
+class ToolReply(BaseModel):
+    """A tool as structured output (a model that is asked for JSON: with ``--model local``
+    the schema is a grammar the model cannot leave)."""
+
+    name: str = Field(description="snake_case function name")
+    description: str = Field(description="one line: what the tool computes")
+    parameters: dict[str, Any] = Field(
+        description='JSON Schema of the arguments: {"type": "object", "properties": {...}, "required": [...]}'
+    )
+    code: str = Field(description="Python source defining the function")
+
+
+class CallReply(BaseModel):
+    """One function call as structured output (a model without function calling)."""
+
+    name: str = Field(description="the tool's name")
+    arguments: dict[str, Any] = Field(description="the tool's arguments")
+
 
 def parse_tool(text: str) -> tuple[dict[str, Any] | None, str]:
     """A tool from a reply: a JSON object (in a ```json block or bare) and the code (its

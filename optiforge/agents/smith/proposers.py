@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from optiforge.agents.kit import RunContext
-from optiforge.agents.smith.problem import parse_tool
+from optiforge.agents.smith.problem import CallReply, ToolReply, parse_tool
 from optiforge.agents.smith.templates import fill, match
 
 _WORD = re.compile(r"[a-z]+")
@@ -36,9 +36,23 @@ FORMAT = (
 )
 
 
-def build_prompt(examples: list[dict[str, Any]], feedback: str | None = None) -> str:
+RULES = (
+    "The function's parameters are the values the question states, in the order they appear, "
+    "named and ordered exactly as the schema's properties; it returns the answer with exactly "
+    'the JSON type of the examples\' answers (an int stays an int: not "6", not 6.0); standard '
+    "library only; no input, files or network; fast (under half a second)."
+)
+
+
+def build_prompt(
+    examples: list[dict[str, Any]], feedback: str | None = None, structured: bool = False
+) -> str:
+    """The build prompt: the examples, then the reply format (``structured``: the fields of
+    ``ToolReply``, the schema itself being sent with the request) and the rules."""
     shown = "\n".join(f"Q: {e['question']}\nA: {json.dumps(e['answer'])}" for e in examples)
-    out = f"Write a Python tool that answers questions like these solved examples:\n\n{shown}\n\n{FORMAT}"
+    how = (f"Give the tool as name, description, parameters (a JSON Schema object) and code. {RULES}"
+           if structured else FORMAT)  # fmt: skip
+    out = f"Write a Python tool that answers questions like these solved examples:\n\n{shown}\n\n{how}"
     if feedback:
         out += f"\n\nYour previous tool failed validation: {feedback}\nFix it."
     return out
@@ -71,11 +85,12 @@ def llm_build(
 
     assert ctx.llm is not None
     try:
-        reply = ctx.llm.complete(
-            [{"role": "user", "content": build_prompt(examples, feedback)}], temperature=0.2
-        )
+        reply = ctx.llm.complete([{"role": "user", "content": build_prompt(examples, feedback, structured=True)}],
+                                 schema=ToolReply, temperature=0.2)  # fmt: skip
     except (LLMError, BudgetExceeded) as e:
         return None, f"{type(e).__name__}: {e}"[:300]
+    if isinstance(reply.parsed, ToolReply):
+        return reply.parsed.model_dump(), ""
     return parse_tool(reply.text)
 
 
@@ -146,7 +161,9 @@ def llm_call(
             text = reply.text
         else:
             reply = ctx.llm.complete([{"role": "user", "content": call_prompt(question, pool)}],
-                                     temperature=temperature)  # fmt: skip
+                                     schema=CallReply, temperature=temperature)  # fmt: skip
+            if isinstance(reply.parsed, CallReply):
+                return reply.parsed.model_dump(), ""
             text = reply.text
     except (LLMError, BudgetExceeded) as e:
         return None, f"{type(e).__name__}: {e}"[:300]
