@@ -60,3 +60,8 @@ def train_cmd(
                    seed=seed, num_generations=num_generations,
                    max_completion_length=max_completion_length, on_step=show)  # fmt: skip
     typer.echo(f"{result['steps']} steps; log {out / 'log.jsonl'}; model {result['model_dir']}")
+    rewarded = [e for e in result["log"] if any((e.get(k) or 0) > 0 for k in LOG_KEYS.values())]
+    if not rewarded:
+        typer.echo("note: every reward was 0, so every group's advantage was 0 and nothing was learned "
+                   "(a random tiny model writes no parseable tool or call); train a real model with "
+                   "--model DIR", err=True)  # fmt: skip

@@ -41,7 +41,12 @@ work dir. Where a test runs code the agent wrote (a script task), ``checklib.ver
 first deletes the hidden folder and makes the test non-dumpable, and kills every process
 of the run but its own ancestors before writing the result (inside a PID namespace only;
 the driver is told by ``sandbox.protections()``), so that code can neither read the
-expected answers nor outlive the check to overwrite ``reward.txt``.
+expected answers nor outlive the check to overwrite ``reward.txt``. The driver's report is
+its last stdout line, after a random mark it gets in its environment (not argv), and
+counts only when the driver exits 0. These properties rest on an isolating sandbox: the
+local sandbox's mode ``none`` shows the whole disk (the packaged tests included) and has
+no PID namespace; it reports those clauses unmet and ``get_sandbox`` refuses it for
+agent code unless ``--unsafe-sandbox`` is given.
 
 What crosses between runs and between steps is the work dir's regular files only: file
 modes (an executable bit), symlinks, empty folders and ``tmp/`` (the local sandbox's
@@ -284,9 +289,9 @@ class SaddleTask:
             except SandboxError as e:
                 return _failed(f"replay failed: {e}", len(cmds), 0), {}
             details["replay_seconds"] = round(seconds, 3)
-            if report is None:
+            if isinstance(report, str):  # no report: verify the files as they were left
                 failures = len(cmds)
-                details["replay_note"] = "the replay runner did not report (killed at its timeout)"
+                details["replay_note"] = report
             else:
                 bad = [
                     {"index": i, **r}
@@ -305,30 +310,37 @@ class SaddleTask:
         if reason is not None:
             return _failed(reason, len(cmds), failures, details), files
         reward = float(str(verdict["reward"]).strip())
-        metrics = {"reward": reward, "commands": float(len(cmds)), "replay_failures": float(failures)}
+        metrics = {
+            "reward": reward,
+            "commands": float(len(cmds)),
+            "replay_failures": float(failures),
+        }
         return Score(value=reward, passed=True, metrics=metrics, details=details), files
 
     def _replay(
         self, cmds: list[str], files: dict[str, bytes], sandbox: Any
-    ) -> tuple[dict[str, bytes], list[dict[str, Any]] | None, float]:
+    ) -> tuple[dict[str, bytes], list[dict[str, Any]] | str, float]:
+        """The final files, the per-command report (or why there is none), the seconds."""
         mark = "@@saddle-replay-" + secrets.token_hex(8) + "@@"
         per = min(COMMAND_TIMEOUT_S, float(self.timeout_s))
         argv = [_python(sandbox), "-I", "-c", _source("replay_runner.py"), json.dumps(cmds)]
-        argv += [str(per), str(float(self.timeout_s)), mark]
+        argv += [str(per), str(float(self.timeout_s))]
         t0 = time.perf_counter()
         res = sandbox.run(
             argv,
             files=dict(files),
             timeout_s=float(self.timeout_s) + 15.0,
             memory_mb=MEMORY_MB,
-            env=dict(ENV),
+            env={**ENV, "SADDLE_MARK": mark},
             collect=["**"],
         )
         report = _last_report(res.stdout, mark)
         if not isinstance(report, list) or len(report) != len(cmds):
-            report = None
-            if not res.timed_out and not res.files:
-                raise SandboxError(f"the replay runner failed: {res.stderr.strip()[-400:]}")
+            # killed at the run's timeout, or by a command (the runner is the candidate's
+            # uid): the commands' effects so far still count
+            why = "timed out" if res.timed_out else f"exit {res.returncode}"
+            tail = res.stderr.strip()[-300:]
+            report = f"the replay runner did not report ({why}){': ' + tail if tail else ''}"
         return _work_files(res.files), report, time.perf_counter() - t0
 
     def _verify(self, files: dict[str, bytes], sandbox: Any) -> tuple[Any, float]:
@@ -350,17 +362,19 @@ class SaddleTask:
             "contain": _contains(sandbox),
         }
         mark = "@@saddle-verify-" + secrets.token_hex(8) + "@@"
-        argv = [_python(sandbox), "-I", "-c", _source("verify_runner.py"), json.dumps(cfg), mark]
+        argv = [_python(sandbox), "-I", "-c", _source("verify_runner.py"), json.dumps(cfg)]
         t0 = time.perf_counter()
         res = sandbox.run(
             argv,
             files=run_files,
             timeout_s=VERIFY_TIMEOUT_S + 15.0,
             memory_mb=MEMORY_MB,
-            env=dict(ENV),
+            env={**ENV, "SADDLE_MARK": mark},
         )
         verdict = _last_report(res.stdout, mark)
-        if not isinstance(verdict, dict):
+        if not isinstance(verdict, dict) or res.returncode != 0 or res.timed_out:
+            # the driver's report is its last act before exit 0: a driver that was killed
+            # (by code the test ran) has no report that counts
             why = "timed out" if res.timed_out else f"exit {res.returncode}"
             verdict = {"error": f"the verifier did not report ({why}): {res.stderr.strip()[-400:]}"}
         return verdict, time.perf_counter() - t0

@@ -22,6 +22,7 @@ so a planted ``json.py`` there could never shadow the standard library) and call
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -141,9 +142,7 @@ def close(a: str, b: float, tol: float = 1e-6) -> bool:
     return x is not None and abs(x - b) <= tol
 
 
-def run(
-    argv: list[str], stdin: str = "", timeout: float = 10.0
-) -> tuple[int, str, str] | None:
+def run(argv: list[str], stdin: str = "", timeout: float = 10.0) -> tuple[int, str, str] | None:
     """Run candidate code (returncode, stdout, stderr), or None when it timed out."""
     try:
         proc = subprocess.Popen(
@@ -158,10 +157,8 @@ def run(
     try:
         out, err = proc.communicate(stdin.encode(), timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         proc.kill()
         proc.communicate()
         return None
@@ -212,10 +209,8 @@ def contain(rounds: int = 50) -> bool:
         if not pids:
             return True
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         time.sleep(0.01)
     return not _others(keep)
 

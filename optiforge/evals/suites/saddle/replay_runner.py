@@ -1,18 +1,20 @@
 """The replay runner: runs a candidate's shell commands in order, inside the sandbox.
 
 Never imported by optiforge at run time: ``SaddleTask`` passes this file's source as
-``python -I -c SOURCE COMMANDS_JSON PER_COMMAND_S BUDGET_S MARK`` (standard library only;
+``python -I -c SOURCE COMMANDS_JSON PER_COMMAND_S BUDGET_S`` (``SADDLE_MARK`` in the
+environment, kept from the commands; standard library only;
 ``-I``: the work dir's files cannot shadow a module). Each command runs as
 ``/bin/sh -c COMMAND`` in the work dir, in its own session, with its own timeout (its
 process group is killed at it), stdin from ``/dev/null``; a failing command does not stop
 the replay; once the total budget is spent the rest are skipped. When ``python3`` is not
 on ``PATH`` a ``python3`` link to this interpreter is put first on it (in ``/tmp``, never
 the work dir). The report (per command: returncode, timed_out, skipped, stderr's tail) is
-the last stdout line, after ``MARK``.
+the last stdout line, after the mark.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -50,7 +52,9 @@ def _nondumpable() -> None:
         pass
 
 
-def run_one(command: str, env: dict[str, str], cwd: str, timeout: float, log: Any) -> dict[str, Any]:
+def run_one(
+    command: str, env: dict[str, str], cwd: str, timeout: float, log: Any
+) -> dict[str, Any]:
     log.seek(0)
     log.truncate()
     try:
@@ -70,10 +74,8 @@ def run_one(command: str, env: dict[str, str], cwd: str, timeout: float, log: An
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         rc = proc.wait()
     log.seek(0, os.SEEK_END)
     size = log.tell()
@@ -84,7 +86,8 @@ def run_one(command: str, env: dict[str, str], cwd: str, timeout: float, log: An
 
 def main() -> None:
     commands = json.loads(sys.argv[1])
-    per_command, budget, mark = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+    per_command, budget = float(sys.argv[2]), float(sys.argv[3])
+    mark = os.environ.pop("SADDLE_MARK", "")
     _nondumpable()
     env = command_env()
     cwd = os.getcwd()

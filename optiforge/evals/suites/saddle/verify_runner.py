@@ -1,14 +1,17 @@
 """The verifier driver: runs a task's hidden test in the final work dir, inside the sandbox.
 
 Never imported by optiforge at run time: ``SaddleTask`` passes this file's source as
-``python -I -c SOURCE CONFIG_JSON MARK`` in a fresh sandbox run whose work dir holds the
-candidate's final files plus the hidden tests in ``CONFIG["dir"]`` (``.verify-<random>``).
+``python -I -c SOURCE CONFIG_JSON`` (``SADDLE_MARK`` in the environment) in a fresh
+sandbox run whose work dir holds the candidate's final files plus the hidden tests in
+``CONFIG["dir"]`` (``.verify-<random>``).
 It removes any ``reward.txt``, checks every hidden file's sha256 against the packaged one
 (right before running it), imports ``checklib`` from there, makes itself non-dumpable,
 runs the test (``/bin/sh test.sh``, or ``python -I test.py``) with a timeout, then kills
 whatever the test left running (``checklib.contain``: only inside a PID namespace), reads
 ``reward.txt`` (a regular file, no link) and prints its report as the last stdout line,
-after ``MARK``: ``{"returncode", "reward", "stderr"}`` or ``{"error"}``.
+after the mark: ``{"returncode", "reward", "stderr"}`` or ``{"error"}``. The mark comes in
+the environment, not argv (``/proc/PID/cmdline`` is readable by the candidate's code that a
+test runs; ``environ`` is not, once this process is non-dumpable), and is kept from the test.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ def read_reward() -> str | None:
 
 
 def main() -> None:
-    cfg, mark = json.loads(sys.argv[1]), sys.argv[2]
+    cfg = json.loads(sys.argv[1])
+    mark = os.environ.pop("SADDLE_MARK", "")
     folder: str = cfg["dir"]
     remove(REWARD)
     for rel, want in sorted(cfg["sha256"].items()):

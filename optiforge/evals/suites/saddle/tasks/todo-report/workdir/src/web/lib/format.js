@@ -1,0 +1,3 @@
+export function fmt(n) {
+  return n.toFixed(2); // TODO(carol): locale
+}
