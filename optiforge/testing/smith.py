@@ -80,7 +80,18 @@ REFERENCE: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 def _reply(tool: dict[str, Any], code: str, structured: bool = False) -> str:
     spec = {k: tool[k] for k in ("name", "description", "parameters")}
     if structured:
-        return json.dumps({**spec, "code": code})
+        params = []
+        for k, v in tool["parameters"]["properties"].items():
+            item = (v.get("items") or {}).get("type")
+            params.append({"name": k, "type": v["type"], **({"items": item} if item else {})})
+        return json.dumps(
+            {
+                "name": tool["name"],
+                "description": tool["description"],
+                "params": params,
+                "code": code,
+            }
+        )
     return f"```json\n{json.dumps(spec)}\n```\n```python\n{code}```\n"
 
 

@@ -347,7 +347,7 @@ def test_step_carries_state() -> None:
 
 def test_step_reports_a_timeout() -> None:
     task = BY_NAME["normalize-names"]
-    files, info = task.step({"a.txt": b"1\n"}, "echo 2 >> a.txt; sleep 20", SB, timeout_s=1.0)
+    files, info = task.step({"a.txt": b"1\n"}, "echo 2 >> a.txt; sleep 30", SB, timeout_s=3.0)
     assert info["timed_out"]
     assert info["seconds"] < 10
     assert files["a.txt"] == b"1\n2\n"

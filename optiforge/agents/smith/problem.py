@@ -11,21 +11,37 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+JsonType = Literal["integer", "string", "boolean", "array", "object"]
+
+
+class Param(BaseModel):
+    name: str = Field(description="the parameter's name, as in the function")
+    type: JsonType
+    items: JsonType | None = Field(default=None, description="for an array: its items' type")
+
 
 class ToolReply(BaseModel):
-    """A tool as structured output (a model that is asked for JSON: with ``--model local``
-    the schema is a grammar the model cannot leave)."""
+    """A tool as structured output (with ``--model local`` the schema is a grammar the
+    model cannot leave). The parameters are a flat typed list, a small grammar even for a
+    135M model; ``tool()`` turns them into the tool's JSON Schema."""
 
     name: str = Field(description="snake_case function name")
     description: str = Field(description="one line: what the tool computes")
-    parameters: dict[str, Any] = Field(
-        description='JSON Schema of the arguments: {"type": "object", "properties": {...}, "required": [...]}'
-    )
+    params: list[Param] = Field(description="the function's parameters, in order")
     code: str = Field(description="Python source defining the function")
+
+    def tool(self) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        for p in self.params:
+            props[p.name] = {"type": p.type} | (
+                {"items": {"type": p.items}} if p.type == "array" and p.items else {}
+            )
+        return {"name": self.name, "description": self.description, "code": self.code,
+                "parameters": {"type": "object", "properties": props, "required": list(props)}}  # fmt: skip
 
 
 class CallReply(BaseModel):

@@ -50,7 +50,7 @@ def build_prompt(
     """The build prompt: the examples, then the reply format (``structured``: the fields of
     ``ToolReply``, the schema itself being sent with the request) and the rules."""
     shown = "\n".join(f"Q: {e['question']}\nA: {json.dumps(e['answer'])}" for e in examples)
-    how = (f"Give the tool as name, description, parameters (a JSON Schema object) and code. {RULES}"
+    how = (f"Give the tool as name, description, params (each parameter's name and JSON type) and code. {RULES}"
            if structured else FORMAT)  # fmt: skip
     out = f"Write a Python tool that answers questions like these solved examples:\n\n{shown}\n\n{how}"
     if feedback:
@@ -90,7 +90,7 @@ def llm_build(
     except (LLMError, BudgetExceeded) as e:
         return None, f"{type(e).__name__}: {e}"[:300]
     if isinstance(reply.parsed, ToolReply):
-        return reply.parsed.model_dump(), ""
+        return reply.parsed.tool(), ""
     return parse_tool(reply.text)
 
 

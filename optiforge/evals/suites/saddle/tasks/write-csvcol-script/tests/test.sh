@@ -1,6 +1,6 @@
 #!/bin/sh
 # Hidden test of write-csvcol-script: runs in the final work dir, writes 1 or 0 to reward.txt.
-exec python3 -I - "$(dirname "$0")" <<'PY'
+exec python3 -I - "${0%/*}" <<'PY'
 import sys
 
 sys.path.append(sys.argv[1])
