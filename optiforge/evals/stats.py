@@ -39,3 +39,19 @@ def metrics_over_seeds(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[s
             mean, half = mean_ci95([sum(v) / len(v) for v in by_seed.values()])
             out[method][k] = {"mean": mean, "ci95": half, "seeds": len(by_seed)}
     return out
+
+
+def metrics_table(per_method: dict[str, dict[str, Any]], keys: list[str]) -> list[str]:
+    """Markdown rows ``| method | k1 | ... |`` of ``metrics_over_seeds`` output: each cell
+    the mean ± the 95% interval half-width (``-`` where a method lacks the metric)."""
+    lines = ["| method | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    for method, m in per_method.items():
+        cells = []
+        for k in keys:
+            d = m.get(k) or {}
+            mean, ci = d.get("mean"), d.get("ci95")
+            cells.append(
+                "-" if mean is None else f"{mean:.3g}" + ("" if ci is None else f" ± {ci:.2g}")
+            )
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines

@@ -293,17 +293,10 @@ class NCOBenchmark(SuiteHooks):
             "portfolio_size",
             "program_lines",
         ]
+        from optiforge.evals.stats import metrics_table
+
         lines = ["## Distillation", "", "Mean over tasks ± the 95% t-interval over seeds.", "",
-                 "| method | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]  # fmt: skip
-        for method, m in sm.items():
-            cells = []
-            for k in keys:
-                d = m.get(k) or {}
-                mean, ci = d.get("mean"), d.get("ci95")
-                cells.append(
-                    "-" if mean is None else f"{mean:.3g}" + ("" if ci is None else f" ± {ci:.2g}")
-                )
-            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+                 *metrics_table(sm, keys)]  # fmt: skip
         lines += ["", "Stage analysis: the router's mean weight per heuristic family "
                   "(see stages.png).", "", "| method | stage | weights |", "|---|---|---|"]  # fmt: skip
         for method, m in sm.items():

@@ -287,6 +287,25 @@ class ProceduralBenchmark(SuiteHooks):
     )
     splits = ("dev", "heldout")
 
+    def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Per method: every metric's mean and 95% interval over seeds (each seed's mean
+        over the split's tasks)."""
+        from optiforge.evals.stats import metrics_over_seeds
+
+        return metrics_over_seeds(rows) or None
+
+    def report_sections(self, summary: dict[str, Any]) -> list[str]:
+        from optiforge.evals.stats import metrics_table
+
+        sm = summary.get("suite_metrics") or {}
+        if not sm:
+            return []
+        return ["## Build and use", "", "Mean over tasks ± the 95% t-interval over seeds; the axes are the "
+                "means over build rollouts (the best tool per build task, on the harness's instances) and "
+                "over use rollouts (the first call per question).", "",
+                *metrics_table(sm, ["accuracy", f"pass@{PASS_K}", "build_pass_rate", "reuse_rate", "pool_size"]),
+                "", *metrics_table(sm, [f"{kind}_{ax}" for kind in ("build", "use") for ax in AXES])]  # fmt: skip
+
     def tasks(self, split: str = "dev") -> list[ProceduralTask]:
         from optiforge.evals.suites.procedural.families import by_domain
 
