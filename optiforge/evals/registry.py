@@ -18,6 +18,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "protein": "optiforge.evals.suites.protein:ProteinBenchmark",
     "nco": "optiforge.evals.suites.nco:NCOBenchmark",
     "procedural": "optiforge.evals.suites.procedural:ProceduralBenchmark",
+    "saddle": "optiforge.evals.suites.saddle:SaddleBenchmark",
 }
 
 

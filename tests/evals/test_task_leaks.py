@@ -49,6 +49,7 @@ def test_every_registered_suite_is_checked() -> None:
         "protein",
         "nco",
         "procedural",
+        "saddle",
     }, "a new suite needs its hidden facts listed in this file"
 
 
@@ -236,3 +237,22 @@ def test_procedural_hides_answers_and_families(task: Any) -> None:
     examples = {json.dumps(e["question"]) for b in task.build_tasks for e in b["examples"]}
     assert all(q["question"] not in examples for q in task.use_questions)  # use != build examples
     assert check and not any(c in shown for c in check if len(c) > 12)  # harness instances unseen
+
+
+# --- saddle: the hidden tests and the reference solution ---------------------------
+
+
+@pytest.mark.parametrize("task", _tasks("saddle"), ids=_ids)
+def test_saddle_hides_tests_and_solution(task: Any) -> None:
+    from pathlib import Path
+
+    import optiforge.evals.suites.saddle as saddle
+
+    folder = Path(saddle.__file__).parent / "tasks" / task.name
+    shown = task.description + "\n".join(task.initial_files())
+    for secret in (folder / "tests" / "test.sh", folder / "solution.sh"):
+        for line in secret.read_text().splitlines():
+            line = line.strip()
+            if len(line) > 24 and not line.startswith("#"):
+                assert line not in shown, f"{secret.name}: {line!r}"
+    assert not any(p.startswith(("tests/", "solution")) for p in task.initial_files())
