@@ -1,0 +1,152 @@
+"""An agent's harness as code: a typed, versioned object plus files, changed only by patches.
+
+A harness is what surrounds an agent's LLM: the system prompt, the instance template
+(``{instruction}`` is the task), the tool set and its usage examples, the step and LLM-call
+limits, the retry policy (re-asks after a reply with no usable action), output truncation
+(how much of a command's output the model sees: head and tail), history summarization
+(turns kept verbatim; older ones shrink to one line each) and control-logic hooks (a
+closed set: ``list_files_first``, ``verify_before_submit``, ``reread_instruction``).
+
+It lives as files (``files()``/``from_files``, ``save``/``load``): ``harness.json`` for the
+typed settings and one Markdown file per prompt, so a change is a diff. A change is a
+``Patch``: one target part, an operation (``set``, ``append`` to a list or a prompt,
+``remove`` from a list) and the reason (the diagnosis it answers). ``apply`` validates the
+result (a patch that breaks a limit or names no part is a ``ConfigError``); ``version`` is
+a hash of the content, so a run records exactly which harness it ran. AutoSaddler (issue
+21) tunes harnesses with these patches; the task agent that reads one is built next.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from optiforge.errors import ConfigError
+
+Hook = Literal["list_files_first", "verify_before_submit", "reread_instruction"]
+HOOKS: tuple[str, ...] = ("list_files_first", "verify_before_submit", "reread_instruction")
+_PROMPTS = {"system_prompt": "system_prompt.md", "instance_template": "instance_template.md"}
+
+
+class Harness(BaseModel):
+    """See the module doc."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "terminal"
+    system_prompt: str = Field(min_length=1)
+    instance_template: str = Field(min_length=1)
+    """The first user message; ``{instruction}`` is replaced by the task's instruction."""
+    tools: list[str] = Field(default_factory=lambda: ["shell", "submit"], min_length=1)
+    tool_examples: list[str] = Field(default_factory=list)
+    """Usage examples shown with the tools (one string each)."""
+    max_steps: int = Field(default=12, ge=1, le=200)
+    max_llm_calls: int | None = Field(default=None, ge=1)
+    retries: int = Field(default=0, ge=0, le=5)
+    """Re-asks after a reply that holds no usable action."""
+    output_chars: int = Field(default=1500, ge=100, le=100_000)
+    """Characters of a command's output shown to the model (head and tail)."""
+    keep_turns: int = Field(default=6, ge=1, le=200)
+    """Turns kept verbatim; older turns are summarized to one line each."""
+    hooks: list[Hook] = Field(default_factory=list)
+
+    def model_post_init(self, __context: Any) -> None:
+        if "{instruction}" not in self.instance_template:
+            raise ValueError("instance_template must contain {instruction}")
+
+    @property
+    def version(self) -> str:
+        """A hash of the content (12 hex characters)."""
+        blob = json.dumps(self.model_dump(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+    def files(self) -> dict[str, str]:
+        """``harness.json`` (typed settings) and one Markdown file per prompt."""
+        settings = self.model_dump(exclude=set(_PROMPTS))
+        out = {"harness.json": json.dumps(settings, indent=2, sort_keys=True) + "\n"}
+        for part, fname in _PROMPTS.items():
+            out[fname] = str(getattr(self, part)).rstrip("\n") + "\n"
+        return out
+
+    @classmethod
+    def from_files(cls, files: dict[str, str]) -> Harness:
+        try:
+            data = json.loads(files["harness.json"])
+            for part, fname in _PROMPTS.items():
+                data[part] = files[fname].rstrip("\n")
+            return cls(**data)
+        except (KeyError, json.JSONDecodeError, ValidationError, ValueError) as e:
+            raise ConfigError(f"not a harness: {str(e).splitlines()[0]}") from e
+
+    def save(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in self.files().items():
+            (folder / name).write_text(text)
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Harness:
+        folder = Path(folder)
+        names = ["harness.json", *_PROMPTS.values()]
+        missing = [n for n in names if not (folder / n).is_file()]
+        if missing:
+            raise ConfigError(f"{folder} is not a harness folder (missing {', '.join(missing)})")
+        return cls.from_files({n: (folder / n).read_text() for n in names})
+
+    def apply(self, patch: Patch) -> Harness:
+        """The harness with ``patch`` applied (validated; a ``ConfigError`` otherwise)."""
+        data = self.model_dump()
+        cur = data[patch.target]
+        if patch.op == "set":
+            data[patch.target] = patch.value
+        elif patch.op == "append":
+            if isinstance(cur, list):
+                data[patch.target] = [*cur, patch.value]
+            elif isinstance(cur, str):
+                data[patch.target] = cur.rstrip("\n") + "\n" + str(patch.value)
+            else:
+                raise ConfigError(f"cannot append to {patch.target} (a {type(cur).__name__})")
+        else:  # remove
+            if not isinstance(cur, list) or patch.value not in cur:
+                raise ConfigError(f"cannot remove {patch.value!r} from {patch.target}")
+            data[patch.target] = [v for v in cur if v != patch.value]
+        try:
+            return Harness(**data)
+        except (ValidationError, ValueError) as e:
+            raise ConfigError(
+                f"patch to {patch.target} gives an invalid harness: {str(e).splitlines()[-1]}"
+            ) from e
+
+    def diff(self, other: Harness) -> str:
+        """A unified diff from this harness's files to ``other``'s."""
+        a, b = self.files(), other.files()
+        out: list[str] = []
+        for name in sorted(set(a) | set(b)):
+            out += difflib.unified_diff(a.get(name, "").splitlines(keepends=True),
+                                        b.get(name, "").splitlines(keepends=True),
+                                        f"a/{name}", f"b/{name}")  # fmt: skip
+        return "".join(out)
+
+
+PARTS: tuple[str, ...] = tuple(Harness.model_fields)
+
+
+class Patch(BaseModel):
+    """One structured change to one harness part, with the reason for it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target: Literal[
+        "system_prompt", "instance_template", "tools", "tool_examples", "max_steps",
+        "max_llm_calls", "retries", "output_chars", "keep_turns", "hooks",
+    ]  # fmt: skip
+    op: Literal["set", "append", "remove"] = "set"
+    value: Any
+    why: str = Field(min_length=1)
+    """The diagnosis this patch answers."""
