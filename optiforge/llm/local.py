@@ -201,6 +201,10 @@ def close_local_servers() -> None:
         server.close()
 
 
+LOCAL_TIMEOUT_S = 600.0
+"""Per-request timeout of the embedded model (``LiteLLM``'s default is 60 s)."""
+
+
 class LocalLLM(LiteLLM):
     """The embedded model behind the ``LLM`` contract (``--model local[/file]``).
 
@@ -219,6 +223,9 @@ class LocalLLM(LiteLLM):
         self.settings = settings or LocalModelSettings()
         _, name = model_file(self.local_model, self.settings)  # a missing file fails now
         kw.pop("api_base", None)
+        # a schema-held reply of schema_max_tokens on one CPU thread beside a busy run takes
+        # minutes, not a hosted API's seconds: 60 s timed out and was retried 5 times
+        kw.setdefault("timeout_s", LOCAL_TIMEOUT_S)
         super().__init__(f"openai/{name}", api_base=None, api_key="sk-local", **kw)
         self.json_mode = True
         self.response_schema = True
