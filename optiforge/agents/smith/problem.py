@@ -19,7 +19,8 @@ JsonType = Literal["integer", "string", "boolean", "array", "object"]
 
 
 class Param(BaseModel):
-    name: str = Field(description="the parameter's name, as in the function")
+    name: str = Field(description="the parameter's name, as in the function", max_length=32,
+                      pattern=r"^[a-z_][a-z0-9_]*$")  # fmt: skip
     type: JsonType
     items: JsonType | None = Field(default=None, description="for an array: its items' type")
 
@@ -29,9 +30,13 @@ class ToolReply(BaseModel):
     model cannot leave). The parameters are a flat typed list, a small grammar even for a
     135M model; ``tool()`` turns them into the tool's JSON Schema."""
 
-    name: str = Field(description="snake_case function name")
-    description: str = Field(description="one line: what the tool computes")
-    params: list[Param] = Field(description="the function's parameters, in order")
+    # bounded: a small model held to a grammar otherwise fills a string field to the reply's
+    # length limit (SmolLM2 wrote a 1000-token tool name) and never reaches the code
+    name: str = Field(
+        description="snake_case function name", max_length=40, pattern=r"^[a-z_][a-z0-9_]*$"
+    )
+    description: str = Field(description="one line: what the tool computes", max_length=160)
+    params: list[Param] = Field(description="the function's parameters, in order", max_length=8)
     code: str = Field(description="Python source defining the function")
 
     def tool(self) -> dict[str, Any]:
