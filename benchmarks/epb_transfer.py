@@ -72,6 +72,7 @@ def _one(method: str, seed: int, budget: int, model: str) -> dict[str, Any]:
         row["gaps"][task.name] = score.value if score is not None and score.passed else math.inf
         if score is not None and score.passed:
             row.setdefault("teacher_gap", {})[task.name] = score.metrics["gap_to_teacher_pct"]
+            row.setdefault("stages", {})[task.name] = score.details.get("stages")
     return row
 
 

@@ -20,7 +20,7 @@ JsonType = Literal["integer", "string", "boolean", "array", "object"]
 
 class Param(BaseModel):
     name: str = Field(description="the parameter's name, as in the function", max_length=32,
-                      pattern=r"^[a-z_][a-z0-9_]*$")  # fmt: skip
+                      pattern=r"^[a-z_][a-z0-9_]{0,31}$")  # fmt: skip
     type: JsonType
     items: JsonType | None = Field(default=None, description="for an array: its items' type")
 
@@ -33,7 +33,7 @@ class ToolReply(BaseModel):
     # bounded: a small model held to a grammar otherwise fills a string field to the reply's
     # length limit (SmolLM2 wrote a 1000-token tool name) and never reaches the code
     name: str = Field(
-        description="snake_case function name", max_length=40, pattern=r"^[a-z_][a-z0-9_]*$"
+        description="snake_case function name", max_length=40, pattern=r"^[a-z_][a-z0-9_]{0,39}$"
     )
     description: str = Field(description="one line: what the tool computes", max_length=160)
     params: list[Param] = Field(description="the function's parameters, in order", max_length=8)
