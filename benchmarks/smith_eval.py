@@ -10,8 +10,8 @@ model, the harness's re-measurement: pass@1 accuracy, the build pass rate and th
 axes' means over use rollouts. The seed changes the agent's validation instances and its
 LLM sampling, not the episode. ``--student local``: the scripted writer builds each task's
 tools into a fresh memory, then the embedded SmolLM2 (``--model local``) runs the task
-with that memory: it may build its own tools too, and it must call the pooled ones with
-the right arguments. Writes ``rows.jsonl`` and prints markdown tables.
+with that memory and ``build=False``: it only has to call the pooled tools with the right
+arguments. Writes ``rows.jsonl`` and prints markdown tables.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _student(task_name: str, student: str, seed: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         memory = f"sqlite:///{Path(tmp) / 'pool.db'}"
         writer = _run(task_name, "smith", "scripted", seed, memory)
-        row = _run(task_name, "smith", student, seed, memory)
+        row = _run(task_name, "smith", student, seed, memory, agent={"build": False})
     row["method"] = f"smith (tools by scripted writer, used by {student})"
     row["writer_accuracy"] = writer["accuracy"]
     return row
@@ -67,6 +67,7 @@ def main() -> None:
         "--tasks", default="train-families,heldout-families,table-questions,scene-graphs"
     )
     ap.add_argument("--student", default="")
+    ap.add_argument("--student-only", action="store_true", help="only the student experiment")
     ap.add_argument("--out", default="runs/smith-eval")
     args = ap.parse_args()
     out = Path(args.out)
@@ -74,7 +75,7 @@ def main() -> None:
     rows = []
     with (out / "rows.jsonl").open("a") as f:
         for task in args.tasks.split(","):
-            for model in args.models.split(","):
+            for model in [] if args.student_only else args.models.split(","):
                 for method in args.methods.split(","):
                     if method == "templates" and model != "offline":
                         continue  # the no-learning baseline uses no model

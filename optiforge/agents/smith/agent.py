@@ -169,7 +169,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
     g.add_node("build", build_step)  # type: ignore[call-overload]
     g.add_node("use", use_step)  # type: ignore[call-overload]
     g.add_edge(START, "start")
-    g.add_conditional_edges("start", lambda s: "build" if builds else "use")
+    g.add_conditional_edges("start", lambda s: "build" if builds and config.build else "use")
     g.add_conditional_edges("build", lambda s: "build" if s["builds"] < len(builds) else "use")
     g.add_conditional_edges("use", lambda s: END if s.get("done") or not questions else "use")
 
@@ -180,7 +180,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         log = state.get("log") or []
         built = [t for t in pool if t.get("build")]
         failure = None
-        if ctx.llm is not None and not built and log:
+        if ctx.llm is not None and not built and log and config.build:
             failure = (
                 f"no tool the model wrote passed validation ({(state.get('errors') or ['?'])[-1]})"
             )

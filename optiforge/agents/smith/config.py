@@ -10,6 +10,9 @@ class SmithConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    build: bool = True
+    """Write tools for the build tasks (False: only use the pool, e.g. a student model using
+    tools a stronger model wrote into memory)."""
     build_attempts: int = Field(default=3, ge=1, le=10)
     """Tools written per build task (each validated; the next is told why the last failed)."""
     calls_per_question: int = Field(default=1, ge=1, le=3)

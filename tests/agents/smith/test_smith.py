@@ -141,3 +141,15 @@ def test_parent_side_smith_code_never_runs_tool_code() -> None:
                     name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
                     on_re = isinstance(f, ast.Attribute) and getattr(f.value, "id", "") == "re"
                     assert name not in banned or on_re, f"{path}:{node.lineno} calls {name}"
+
+
+def test_a_student_only_uses_the_pool(tmp_path: Path) -> None:
+    db = tmp_path / "mem.db"
+    _run(tmp_path / "w", "scene-graphs", llm=smith_llm(), memory=f"sqlite:///{db}")
+    student = _run(tmp_path / "s", "scene-graphs", llm=smith_llm_calls_only(), memory=f"sqlite:///{db}",
+                   agent={"build": False})  # fmt: skip
+    assert (
+        student["n_evaluations"] == 0
+        and student["status"] == "finished"
+        and student["best_score"] == 1.0
+    )
