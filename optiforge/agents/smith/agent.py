@@ -99,6 +99,8 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             spent += 1
             entry = {"build": b["id"], "attempt": attempt + 1, "name": tool.get("name"),
                      **{ax: check[ax] for ax in AXES}, "passed": check["passed"]}  # fmt: skip
+            if not check["passed"]:
+                entry["why"] = check.get("schema_error") or check.get("limits") or "wrong answers"
             log.append(entry)
             ctx.tracer.event("smith_build", **entry)
             if check["passed"]:
@@ -181,9 +183,10 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         built = [t for t in pool if t.get("build")]
         failure = None
         if ctx.llm is not None and not built and log and config.build:
-            failure = (
-                f"no tool the model wrote passed validation ({(state.get('errors') or ['?'])[-1]})"
-            )
+            last = log[-1]
+            why = last.get("why") or (f"schema {last['schema']:.0f}, code {last['code']:.2f}, "
+                                      f"outcome {last['outcome']:.2f}")  # fmt: skip
+            failure = f"no tool the model wrote passed validation (last attempt: {why})"
         means = {f"build_{ax}": sum(r[ax] for r in log) / len(log) for ax in AXES} if log else {}
         return AgentOutcome(
             best_candidate={"tools": pool, "calls": state.get("calls") or {}},
