@@ -25,7 +25,12 @@ from typing import Any
 
 
 def _run(
-    task_name: str, method: str, model: str, seed: int, memory: str = "none"
+    task_name: str,
+    method: str,
+    model: str,
+    seed: int,
+    memory: str = "none",
+    agent: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     from optiforge.config import RunSettings
     from optiforge.evals.registry import resolve_task
@@ -34,7 +39,10 @@ def _run(
 
     llm = smith_llm(buggy_first=True) if model == "scripted" else None
     settings = RunSettings(
-        seed=seed, memory=memory, model="scripted" if model == "scripted" else model
+        seed=seed,
+        memory=memory,
+        model="scripted" if model == "scripted" else model,
+        agent=agent or {},
     )
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
