@@ -88,6 +88,15 @@ class SuiteHooks:
     """The report hooks the eval runner calls on every suite; a suite subclasses this
     and overrides the ones it has (the defaults add nothing)."""
 
+    def check_split(self, split: str) -> None:
+        """Raise ``ConfigError`` naming the suite's splits unless ``split`` is one of them."""
+        splits = tuple(getattr(self, "splits", ()))
+        if split not in splits:
+            from optiforge.errors import ConfigError
+
+            name = getattr(self, "name", type(self).__name__)
+            raise ConfigError(f"{name} has no split {split!r} (splits: {', '.join(splits)})")
+
     def notes(self, split: str, settings: Any = None) -> list[str]:
         """Lines printed under the results table (e.g. what the metric means on CPU)."""
         return []

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Score, SuiteHooks
 
 _RUNNER = r"""
@@ -397,8 +396,7 @@ class BBOWPBenchmark(SuiteHooks):
     splits = ("dev", "heldout")
 
     def tasks(self, split: str = "dev") -> list[BBOWPTask]:
-        if split not in self.splits:
-            raise ConfigError(f"bbowp has no split {split!r} (splits: {', '.join(self.splits)})")
+        self.check_split(split)
         return [t for t in _tasks() if t.split == split]
 
     def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Score, SuiteHooks
 
 _RUNNER = "from optiforge.solvers.nco.programs import run_request\nrun_request()\n"
@@ -249,8 +248,7 @@ class NCOBenchmark(SuiteHooks):
     splits = ("dev", "heldout")
 
     def tasks(self, split: str = "dev") -> list[NCOTask]:
-        if split not in self.splits:
-            raise ConfigError(f"nco has no split {split!r} (splits: {', '.join(self.splits)})")
+        self.check_split(split)
         return [NCOTask(name=a, split=s, n=n, distribution=d, seed=seed, count=16 if n < 100 else 8)
                 for a, s, n, d, seed in _SPECS if s == split]  # fmt: skip
 

@@ -309,10 +309,7 @@ class ProceduralBenchmark(SuiteHooks):
     def tasks(self, split: str = "dev") -> list[ProceduralTask]:
         from optiforge.evals.suites.procedural.families import by_domain
 
-        if split not in self.splits:
-            raise ConfigError(
-                f"procedural has no split {split!r} (splits: {', '.join(self.splits)})"
-            )
+        self.check_split(split)
         out = []
         for name, what in _SPLITS[split]:
             fams = [f.name for f in by_domain(what)] if what in ("train", "heldout") else [what]

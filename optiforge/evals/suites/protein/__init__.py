@@ -163,8 +163,7 @@ class ProteinBenchmark(SuiteHooks):
     splits = ("dev", "heldout")
 
     def tasks(self, split: str = "dev") -> list[ProteinTask]:
-        if split not in self.splits:
-            raise ConfigError(f"protein has no split {split!r} (splits: {', '.join(self.splits)})")
+        self.check_split(split)
         return [ProteinTask(name=n, split=s, landscape=Landscape(n, prop, seed, length, eps))
                 for n, s, prop, seed, length, eps in _SPECS if s == split]  # fmt: skip
 

@@ -435,8 +435,7 @@ class SaddleBenchmark(SuiteHooks):
     splits = ("dev", "heldout")
 
     def tasks(self, split: str = "dev") -> list[SaddleTask]:
-        if split not in self.splits:
-            raise ConfigError(f"saddle has no split {split!r} (splits: {', '.join(self.splits)})")
+        self.check_split(split)
         return [
             SaddleTask(
                 name=name,
