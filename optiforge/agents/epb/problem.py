@@ -40,7 +40,9 @@ def stack(names: list[str], runs: list[dict[str, Any]], trajectories: list[dict[
 
 def _mixture(
     data: Data, W: torch.Tensor, log_beta: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The mixture ``q`` (S x n), the router weights (S x K) and the programs'
+    distributions (K x S x n)."""
     z = torch.tensor(np.nan_to_num(data["z"], nan=0.0), dtype=torch.float32)  # K S n
     mask = torch.tensor(np.isnan(data["z"][0]))  # S n
     f = torch.tensor(data["features"], dtype=torch.float32)
@@ -48,12 +50,12 @@ def _mixture(
     logits = (log_beta.exp()[:, None, None] * z).masked_fill(mask[None], float("-inf"))
     dists = torch.softmax(logits, -1)  # K S n
     q = (w.T[..., None] * dists).sum(0)  # S n
-    return q, w
+    return q, w, dists
 
 
 def loss(data: Data, W: torch.Tensor, log_beta: torch.Tensor) -> torch.Tensor:
     """Per-state cross-entropy of the mixture against the teacher (S)."""
-    q, _ = _mixture(data, W, log_beta)
+    q, _, _ = _mixture(data, W, log_beta)
     p = torch.tensor(data["teacher"], dtype=torch.float32)
     return -(p * torch.log(q.clamp_min(1e-9))).sum(-1)
 
@@ -109,11 +111,7 @@ def blame(data: Data, fit: dict[str, Any]) -> np.ndarray:
         log_beta = torch.tensor(
             [np.log(fit["beta"][k]) for k in data["names"]], dtype=torch.float32
         )
-        z = torch.tensor(np.nan_to_num(data["z"], nan=0.0), dtype=torch.float32)
-        mask = torch.tensor(np.isnan(data["z"][0]))
-        logits = (log_beta.exp()[:, None, None] * z).masked_fill(mask[None], float("-inf"))
-        dists = torch.softmax(logits, -1)  # K S n
-        q, w = _mixture(data, W, log_beta)
+        q, w, dists = _mixture(data, W, log_beta)
         p = torch.tensor(data["teacher"], dtype=torch.float32)
         ratio = (p[None] * dists / q.clamp_min(1e-9)[None]).sum(-1)  # K S
         return (w.T * (1 - ratio)).T.numpy()
