@@ -20,6 +20,7 @@ LAYER_RULES: list[tuple[str, str]] = [
     ("optiforge.testing.cbo", "agents"),
     ("optiforge.testing.toy_search", "agents"),
     ("optiforge.testing.smith", "agents"),
+    ("optiforge.testing.saddle", "agents"),
     ("optiforge.cli", "cli"),
     ("optiforge.harness", "harness"),
     ("optiforge.agents", "agents"),

@@ -74,6 +74,11 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
         "procedural",
         "Build tools from examples and use them by function calling (schema/code/outcome rewards)",
     ),
+    "terminal": AgentInfo(
+        "optiforge.agents.terminal:SPEC",
+        "saddle",
+        "Shell agent run through a declared, patchable harness (the agent AutoSaddler tunes)",
+    ),
 }
 
 

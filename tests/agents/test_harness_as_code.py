@@ -59,8 +59,10 @@ def test_bad_patches_are_refused_with_a_reason(patch: Patch, msg: str) -> None:
 
 
 def test_a_patch_names_a_part_and_a_reason() -> None:
+    with pytest.raises(ConfigError, match="no part 'colour'"):
+        BASE.apply(Patch(target="colour", value=1, why="x"))
     with pytest.raises(ValueError):
-        Patch(target="colour", value=1, why="x")  # type: ignore[arg-type]
+        Patch(target="Bad Part!", value=1, why="x")
     with pytest.raises(ValueError):
         Patch(target="max_steps", value=1, why="")
     assert set(HOOKS) == {"list_files_first", "verify_before_submit", "reread_instruction"}

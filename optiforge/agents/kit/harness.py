@@ -13,7 +13,7 @@ typed settings and one Markdown file per prompt, so a change is a diff. A change
 ``remove`` from a list) and the reason (the diagnosis it answers). ``apply`` validates the
 result (a patch that breaks a limit or names no part is a ``ConfigError``); ``version`` is
 a hash of the content, so a run records exactly which harness it ran. AutoSaddler (issue
-21) tunes harnesses with these patches; the task agent that reads one is built next.
+21) tunes harnesses with these patches; the ``terminal`` agent reads one.
 """
 
 from __future__ import annotations
@@ -101,6 +101,10 @@ class Harness(BaseModel):
 
     def apply(self, patch: Patch) -> Harness:
         """The harness with ``patch`` applied (validated; a ``ConfigError`` otherwise)."""
+        if patch.target not in PATCHABLE:
+            raise ConfigError(
+                f"a harness has no part {patch.target!r} (parts: {', '.join(PATCHABLE)})"
+            )
         data = self.model_dump()
         cur = data[patch.target]
         if patch.op == "set":
@@ -135,6 +139,8 @@ class Harness(BaseModel):
 
 
 PARTS: tuple[str, ...] = tuple(Harness.model_fields)
+PATCHABLE: tuple[str, ...] = tuple(p for p in PARTS if p != "name")
+"""The parts a patch may change (everything but the name)."""
 
 
 class Patch(BaseModel):
@@ -142,10 +148,9 @@ class Patch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    target: Literal[
-        "system_prompt", "instance_template", "tools", "tool_examples", "max_steps",
-        "max_llm_calls", "retries", "output_chars", "keep_turns", "hooks",
-    ]  # fmt: skip
+    target: str = Field(pattern=r"^[a-z_][a-z0-9_.]*$")
+    """The part it changes (a ``Harness`` field, or a config field of a ``ConfigHarness``);
+    the harness being patched refuses a part it does not have."""
     op: Literal["set", "append", "remove"] = "set"
     value: Any
     why: str = Field(min_length=1)

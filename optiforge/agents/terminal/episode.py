@@ -1,0 +1,240 @@
+"""One episode of the terminal agent: an LLM works a ``saddle`` task through a harness.
+
+The harness (``optiforge.agents.kit.harness.Harness``) decides everything around the
+model: the system message (prompt, tools, usage examples), the first user message (the
+instance template), how many turns and LLM calls it gets, how often an unusable reply is
+re-asked before the turn is lost, how much of a command's output it sees (head and tail),
+how much history it keeps verbatim (older turns shrink to one line each), and its hooks:
+
+- ``list_files_first``: the work dir's file list is run before the first turn and shown
+  in the first message;
+- ``verify_before_submit``: the first ``submit`` is answered with a request to check the
+  work against the task first (the next ``submit`` ends the episode);
+- ``reread_instruction``: every later user message ends with the task's instruction.
+
+The model answers each turn with one JSON object: ``{"command": "..."}`` (run by
+``SaddleTask.step`` in a fresh sandbox run over the work dir's files) or
+``{"submit": true}``. The episode returns its trajectory (every turn, the commands, why it
+stopped, steps, LLM calls and tokens); the reward is never the agent's: whoever runs the
+episode replays ``{"commands": ...}`` from the task's initial files and runs the hidden
+test (``SaddleTask.evaluate``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from optiforge.agents.kit.harness import Harness
+from optiforge.errors import BudgetExceeded, ConfigError, LLMError
+
+TOOLS = {
+    "shell": '{"command": "<one shell command>"} runs it with /bin/sh in the task\'s work dir. '
+    "Files persist between commands; shell state (cd, variables) does not.",
+    "submit": '{"submit": true} ends the task; hidden tests then check the work dir.',
+}
+VERIFY_TEXT = (
+    "Before you submit: check your work against every requirement of the task (look at the "
+    "files you were asked to produce, and at any command that failed), fix what is wrong, "
+    'then reply {"submit": true} again.'
+)
+FORMAT_HINT = 'Reply with exactly one JSON object: {"command": "..."} or {"submit": true}.'
+SUMMARY_HEAD = "Earlier turns, summarized:"
+REMINDER_HEAD = "Reminder of the task:"
+FILES_HEAD = "Files in the work dir:"
+REPLY_CLIP = 600
+TAIL_CLIP = 300
+
+
+def base_harness() -> Harness:
+    """The untuned harness AutoSaddler starts from: a plain prompt, no usage examples, 6
+    turns, no re-asks, 1500 output characters, 4 turns of verbatim history, no hooks.
+    Deliberately minimal (the paper's base harnesses are too); every limit is one patch away."""
+    return Harness(
+        name="terminal",
+        system_prompt=(
+            "You are an agent that completes tasks in a Linux shell. The task's files are in "
+            "your work dir. Work step by step: look at the files, run commands, and submit "
+            "when the task is done."
+        ),
+        instance_template="Task:\n{instruction}",
+        tools=["shell", "submit"],
+        max_steps=6,
+        retries=0,
+        output_chars=1500,
+        keep_turns=4,
+    )
+
+
+def system_message(h: Harness) -> str:
+    unknown = [t for t in h.tools if t not in TOOLS]
+    if unknown:
+        raise ConfigError(f"harness tools {unknown} unknown (known: {', '.join(TOOLS)})")
+    text = h.system_prompt.strip() + "\n\nTools (reply with exactly one JSON object per turn):\n"
+    text += "\n".join(f"- {t}: {TOOLS[t]}" for t in h.tools)
+    if h.tool_examples:
+        text += "\n\nExamples:\n" + "\n".join(f"- {e}" for e in h.tool_examples)
+    return text
+
+
+def clip(text: str, limit: int) -> tuple[str, bool]:
+    """Head and tail of ``text`` within ``limit`` characters; whether it was clipped."""
+    if len(text) <= limit:
+        return text, False
+    note = f"\n[... {len(text) - limit} characters clipped ...]\n"
+    keep = max(limit - len(note), 0)
+    return text[: keep // 2] + note + text[len(text) - (keep - keep // 2) :], True
+
+
+def parse_action(text: str) -> tuple[dict[str, Any] | None, str]:
+    """The reply's action (``{"command": str}`` or ``{"submit": True}``), or None and why."""
+    for m in re.finditer(r"\{", text or ""):
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(text[m.start() :])
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            cmd = obj.get("command")
+            if isinstance(cmd, str) and cmd.strip():
+                if "\x00" in cmd:
+                    return None, "the command holds a NUL byte"
+                return {"command": cmd}, ""
+            if obj.get("submit") is True:
+                return {"submit": True}, ""
+    if not (text or "").strip():
+        return None, "the reply was empty"
+    return None, "the reply holds no JSON object with a non-empty command or submit: true"
+
+
+def observation(result: dict[str, Any], limit: int) -> tuple[str, bool]:
+    body = f"exit code: {result['returncode']}" + (" (timed out)" if result["timed_out"] else "")
+    out, err = result["stdout"], result["stderr"]
+    if out:
+        body += "\nstdout:\n" + out.rstrip("\n")
+    if err:
+        body += "\nstderr:\n" + err.rstrip("\n")
+    return clip(body, limit)
+
+
+def _summary_line(i: int, turn: dict[str, Any]) -> str:
+    if turn["kind"] == "command":
+        return f"{i + 1}. `{turn['command'][:120]}` -> exit {turn['returncode']}"
+    if turn["kind"] == "check":
+        return f"{i + 1}. submit -> asked to check the work first"
+    return f"{i + 1}. (no usable action)"
+
+
+def messages_for(
+    h: Harness, instruction: str, first_extra: str, turns: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The conversation the model sees before its next turn."""
+    first = h.instance_template.replace("{instruction}", instruction)
+    if first_extra:
+        first += "\n\n" + first_extra
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": system_message(h)},
+        {"role": "user", "content": first},
+    ]
+    old, recent = turns[: max(len(turns) - h.keep_turns, 0)], turns[-h.keep_turns :]
+    if old:
+        lines = [_summary_line(i, t) for i, t in enumerate(old)]
+        msgs[-1]["content"] += "\n\n" + SUMMARY_HEAD + "\n" + "\n".join(lines)
+    for t in recent:
+        msgs.append({"role": "assistant", "content": t["reply"]})
+        msgs.append({"role": "user", "content": t["shown"]})
+    if turns and "reread_instruction" in h.hooks:
+        msgs[-1]["content"] += f"\n\n{REMINDER_HEAD}\n{instruction}"
+    return msgs
+
+
+def _tokens(reply: Any) -> int:
+    rec = getattr(reply, "record", None)
+    return int(getattr(rec, "tokens_in", 0) + getattr(rec, "tokens_out", 0)) if rec else 0
+
+
+def run_episode(
+    task: Any,
+    harness: Harness,
+    llm: Any,
+    sandbox: Any,
+    *,
+    temperature: float = 0.7,
+    step_timeout_s: float = 30.0,
+    tracer: Any | None = None,
+) -> dict[str, Any]:
+    """Work ``task`` with ``llm`` through ``harness`` (see the module doc); the trajectory."""
+    t0 = time.perf_counter()
+    instruction = task.instruction
+    files = task.initial_files()
+    turns: list[dict[str, Any]] = []
+    commands: list[str] = []
+    calls = tokens = 0
+    checked = False
+    stop = "step limit"
+    first_extra = ""
+    if "list_files_first" in harness.hooks:
+        _, res = task.step(files, "find . -type f | sort | head -n 100", sandbox, step_timeout_s)
+        first_extra = FILES_HEAD + "\n" + clip(res["stdout"].strip() or "(none)", 2000)[0]
+    while len(turns) < harness.max_steps:
+        msgs = messages_for(harness, instruction, first_extra, turns)
+        action: dict[str, Any] | None = None
+        why, text, reasks = "", "", 0
+        while True:
+            if harness.max_llm_calls is not None and calls >= harness.max_llm_calls:
+                stop = "llm-call limit"
+                break
+            try:
+                reply = llm.complete(msgs, temperature=temperature)
+            except (LLMError, BudgetExceeded) as e:
+                stop = f"llm error: {type(e).__name__}: {e}"[:300]
+                break
+            calls += 1
+            tokens += _tokens(reply)
+            text = reply.text or ""
+            action, why = parse_action(text)
+            if action is not None or reasks >= harness.retries:
+                break
+            reasks += 1
+            msgs = [*msgs, {"role": "assistant", "content": text},
+                    {"role": "user", "content": f"No usable action: {why}. {FORMAT_HINT}"}]  # fmt: skip
+        if stop != "step limit":
+            break
+        reply_text = clip(text, REPLY_CLIP)[0]
+        if action is None:
+            turns.append({"kind": "invalid", "reply": reply_text, "why": why, "reasks": reasks,
+                          "shown": f"No usable action: {why}. {FORMAT_HINT}"})  # fmt: skip
+            continue
+        if "submit" in action:
+            if "verify_before_submit" in harness.hooks and not checked:
+                checked = True
+                turns.append({"kind": "check", "reply": reply_text, "reasks": reasks,
+                              "shown": VERIFY_TEXT})  # fmt: skip
+                continue
+            stop = "submitted"
+            break
+        cmd = action["command"]
+        files, res = task.step(files, cmd, sandbox, step_timeout_s)
+        commands.append(cmd)
+        shown, clipped = observation(res, harness.output_chars)
+        turns.append({"kind": "command", "reply": reply_text, "command": cmd, "reasks": reasks,
+                      "returncode": res["returncode"], "timed_out": res["timed_out"],
+                      "stdout_tail": res["stdout"][-TAIL_CLIP:], "stderr_tail": res["stderr"][-TAIL_CLIP:],
+                      "clipped": clipped, "shown": shown})  # fmt: skip
+        if tracer is not None:
+            tracer.event("terminal_step", task=task.name, command=cmd[:200],
+                         returncode=res["returncode"])  # fmt: skip
+    return {
+        "task": task.name,
+        "instruction": instruction,
+        "harness": harness.version,
+        "commands": commands,
+        "turns": turns,
+        "stop": stop,
+        "steps": len(turns),
+        "llm_calls": calls,
+        "tokens": tokens,
+        "summarized": len(turns) > harness.keep_turns,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }

@@ -1,0 +1,147 @@
+"""A simulated shell model for the ``terminal`` agent, and a scripted AutoSaddler proposer.
+
+``SimulatedShellModel`` is NOT a model of anything real: it is an oracle that knows every
+``saddle`` task's reference solution and follows it, with four defects whose rates are
+parameters. It exists so that AutoSaddler's machinery (diagnosis, patches, the validation
+gate) can be exercised end to end without an LLM, and its numbers are labelled as such;
+they are not evidence that harness tuning helps a real model.
+
+Its defects, and which harness mechanisms it responds to (it ignores prose advice):
+
+- **format slips**: without usage examples in the system message (``Examples:``), each
+  reply is a Markdown code block instead of the JSON action with probability
+  ``p_format``; right after a "No usable action" message it always answers well.
+- **exploration**: unless the first message lists the work dir's files
+  (``list_files_first``), its first command is ``ls -la``.
+- **a slip**: with probability ``p_slip`` one non-display command of the solution is run
+  with a typo (it fails, exit 127). With probability ``p_notice`` it notices at once and
+  re-runs it correctly; otherwise it goes on, and repairs (re-runs the solution from the
+  slip on) only when the harness asks it to check its work (``verify_before_submit``).
+- **instruction drift**: with probability ``p_drift``, when older turns have been
+  summarized away and the last message does not restate the task
+  (``reread_instruction``), it submits before the solution's last non-display command
+  (it forgot that requirement); a check request brings it back.
+
+Every draw is a function of ``(seed, instruction)`` (and the turn, for format slips), and
+its progress is read back from the conversation it is shown, so a run is reproducible and
+a harness change changes only what the harness changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from typing import Any
+
+import numpy as np
+
+from optiforge.agents.terminal.episode import FILES_HEAD, REMINDER_HEAD, SUMMARY_HEAD, VERIFY_TEXT
+from optiforge.evals.suites.saddle import SaddleBenchmark, SaddleTask
+
+DISPLAY = ("cat ", "ls", "head ", "tail ", "wc ", "echo ")
+_SUMMARY_CMD = re.compile(r"^\d+\. `.*` -> exit ")
+
+
+@functools.cache
+def _solutions() -> dict[str, tuple[str, ...]]:
+    bench = SaddleBenchmark()
+    out: dict[str, tuple[str, ...]] = {}
+    for split in bench.splits:
+        for t in bench.tasks(split):
+            out[t.instruction] = tuple(t.solution())
+    return out
+
+
+def _rng(*salt: Any) -> np.random.Generator:
+    h = hashlib.sha256(json.dumps([str(s) for s in salt]).encode()).hexdigest()
+    return np.random.default_rng(int(h[:16], 16))
+
+
+def _typo(cmd: str) -> str:
+    first = cmd.split()[0]
+    return cmd.replace(first, first + "_", 1)
+
+
+class SimulatedShellModel:
+    """See the module doc. Call it as a ``FunctionLLM`` function, or use ``llm()``."""
+
+    def __init__(self, seed: int = 0, *, p_format: float = 0.3, p_slip: float = 0.5,
+                 p_notice: float = 0.3, p_drift: float = 0.7) -> None:  # fmt: skip
+        self.seed = seed
+        self.p_format, self.p_slip, self.p_notice, self.p_drift = (
+            p_format,
+            p_slip,
+            p_notice,
+            p_drift,
+        )
+
+    def llm(self) -> Any:
+        from optiforge.testing.scripted import FunctionLLM
+
+        return FunctionLLM(self, model=f"simulated-shell-s{self.seed}")
+
+    def plan(self, instruction: str) -> dict[str, Any]:
+        """The episode's draws: the two passes and whether it drifts."""
+        sol = list(_solutions().get(instruction, ()))
+        r = _rng("episode", self.seed, instruction)
+        work = [i for i, c in enumerate(sol) if not c.lstrip().startswith(DISPLAY)]
+        slip = int(r.choice(work)) if work and r.random() < self.p_slip else None
+        notice = bool(r.random() < self.p_notice)
+        drift = bool(r.random() < self.p_drift)
+        first = list(sol)
+        repair: list[str] = []
+        if slip is not None:
+            first = sol[:slip] + [_typo(sol[slip])] + (sol[slip:] if notice else sol[slip + 1 :])
+            repair = [] if notice else sol[slip:]
+        last_req = _typo(sol[work[-1]]) if work and slip == work[-1] and not notice else (
+            sol[work[-1]] if work else None)  # fmt: skip
+        return {"first": first, "repair": repair, "drift": drift, "last_required": last_req}
+
+    def __call__(self, messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
+        first_user = str(messages[1]["content"]) if len(messages) > 1 else ""
+        instruction = next((i for i in _solutions() if i in first_user), None)
+        if instruction is None:
+            return json.dumps({"submit": True})
+        last = str(messages[-1]["content"])
+        # progress, read back from what the harness shows: summary lines and verbatim turns
+        summary = first_user.split(SUMMARY_HEAD, 1)[1] if SUMMARY_HEAD in first_user else ""
+        commands = [ln for ln in summary.splitlines() if _SUMMARY_CMD.match(ln)]
+        n_cmds = len(commands)
+        checked = "asked to check" in summary
+        for m in messages[2:]:
+            if m["role"] == "assistant" and '"command"' in str(m["content"]):
+                n_cmds += 1
+            if m["role"] == "user" and str(m["content"]).startswith(VERIFY_TEXT[:30]):
+                checked = True
+        p = self.plan(instruction)
+        explore = 0 if FILES_HEAD in first_user else 1
+        n = n_cmds - explore
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        reasked = last.startswith("No usable action")
+        if n < 0:
+            action: dict[str, Any] = {"command": "ls -la"}
+        elif n < len(p["first"]):
+            nxt = p["first"][n]
+            forgets = (p["drift"] and not checked and SUMMARY_HEAD in first_user
+                       and REMINDER_HEAD not in last and nxt == p["last_required"])  # fmt: skip
+            action = {"submit": True} if forgets else {"command": nxt}
+        elif checked and n - len(p["first"]) < len(p["repair"]):
+            action = {"command": p["repair"][n - len(p["first"])]}
+        else:
+            action = {"submit": True}
+        has_examples = "\nExamples:\n" in str(messages[0]["content"])
+        if not reasked and not has_examples and _rng("format", self.seed, instruction,
+                                                     turn).random() < self.p_format:  # fmt: skip
+            body = action.get("command", "submit")
+            return f"I'll do this next:\n```bash\n{body}\n```"
+        return json.dumps(action)
+
+
+def simulated_llm(seed: int = 0, **rates: float) -> Any:
+    """A ``FunctionLLM`` answering as ``SimulatedShellModel(seed, **rates)``."""
+    return SimulatedShellModel(seed, **rates).llm()
+
+
+__all__ = ["SaddleTask", "SimulatedShellModel", "simulated_llm"]
