@@ -905,6 +905,9 @@ def _mount_optional() -> None:
     from optiforge.cli.smith import app as smith_app
 
     app.add_typer(smith_app, name="smith")
+    from optiforge.cli.saddle import app as saddle_app
+
+    app.add_typer(saddle_app, name="saddle")
 
 
 _mount_optional()

@@ -2,7 +2,7 @@
 
 A harness is what surrounds an agent's LLM: the system prompt, the instance template
 (``{instruction}`` is the task), the tool set and its usage examples, the step and LLM-call
-limits, the retry policy (re-asks after a reply with no usable action), output truncation
+limits, the retry policy (re-asks after a reply with no usable action), a lenient action parser (``parse_codeblocks``), output truncation
 (how much of a command's output the model sees: head and tail), history summarization
 (turns kept verbatim; older ones shrink to one line each) and control-logic hooks (a
 closed set: ``list_files_first``, ``verify_before_submit``, ``reread_instruction``).
@@ -53,6 +53,9 @@ class Harness(BaseModel):
     """Characters of a command's output shown to the model (head and tail)."""
     keep_turns: int = Field(default=6, ge=1, le=200)
     """Turns kept verbatim; older turns are summarized to one line each."""
+    parse_codeblocks: bool = False
+    """Also read a reply's first fenced shell block (```bash/```sh/```) as a command when it
+    holds no JSON action (a lenient action parser)."""
     hooks: list[Hook] = Field(default_factory=list)
 
     def model_post_init(self, __context: Any) -> None:

@@ -2,9 +2,10 @@
 
 The harness (``optiforge.agents.kit.harness.Harness``) decides everything around the
 model: the system message (prompt, tools, usage examples), the first user message (the
-instance template), how many turns and LLM calls it gets, how often an unusable reply is
-re-asked before the turn is lost, how much of a command's output it sees (head and tail),
-how much history it keeps verbatim (older turns shrink to one line each), and its hooks:
+instance template), how many turns and LLM calls it gets, whether a fenced shell block
+counts as a command, how often an unusable reply is re-asked before the turn is lost, how
+much of a command's output it sees (head and tail), how much history it keeps verbatim
+(older turns shrink to one line each), and its hooks:
 
 - ``list_files_first``: the work dir's file list is run before the first turn and shown
   in the first message;
@@ -88,8 +89,13 @@ def clip(text: str, limit: int) -> tuple[str, bool]:
     return text[: keep // 2] + note + text[len(text) - (keep - keep // 2) :], True
 
 
-def parse_action(text: str) -> tuple[dict[str, Any] | None, str]:
-    """The reply's action (``{"command": str}`` or ``{"submit": True}``), or None and why."""
+_FENCE = re.compile(r"```(?:bash|sh|shell|console)?[ \t]*\n(.*?)```", re.S)
+
+
+def parse_action(text: str, codeblocks: bool = False) -> tuple[dict[str, Any] | None, str]:
+    """The reply's action (``{"command": str}`` or ``{"submit": True}``), or None and why.
+    ``codeblocks``: without a JSON action, the first fenced shell block's non-comment lines
+    (joined with `` && ``) are the command."""
     for m in re.finditer(r"\{", text or ""):
         try:
             obj, _ = json.JSONDecoder().raw_decode(text[m.start() :])
@@ -103,6 +109,12 @@ def parse_action(text: str) -> tuple[dict[str, Any] | None, str]:
                 return {"command": cmd}, ""
             if obj.get("submit") is True:
                 return {"submit": True}, ""
+    if codeblocks:
+        for m in _FENCE.finditer(text or ""):
+            lines = [ln.strip() for ln in m.group(1).splitlines()]
+            lines = [ln.removeprefix("$ ") for ln in lines if ln and not ln.startswith("#")]
+            if lines and "\x00" not in m.group(1):
+                return {"command": " && ".join(lines)}, ""
     if not (text or "").strip():
         return None, "the reply was empty"
     return None, "the reply holds no JSON object with a non-empty command or submit: true"
@@ -193,7 +205,7 @@ def run_episode(
             calls += 1
             tokens += _tokens(reply)
             text = reply.text or ""
-            action, why = parse_action(text)
+            action, why = parse_action(text, harness.parse_codeblocks)
             if action is not None or reasks >= harness.retries:
                 break
             reasks += 1
