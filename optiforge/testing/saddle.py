@@ -144,9 +144,6 @@ def simulated_llm(seed: int = 0, **rates: float) -> Any:
     return SimulatedShellModel(seed, **rates).llm()
 
 
-
-
-
 def _harness_settings(prompt: str) -> dict[str, Any]:
     """The ``harness.json`` shown in an AutoSaddler proposal prompt."""
     m = re.search(r"--- harness\.json ---\n(\{.*?\n\})", prompt, re.S)
@@ -180,7 +177,11 @@ def scripted_proposer_reply(prompt: str, whole: bool) -> dict[str, Any]:
         found.append(("unknown", "nothing visible",
                       {"target": "system_prompt", "op": "append", "value": "Work carefully."}))  # fmt: skip
     cat, cause, patch = found[0]
-    out: dict[str, Any] = {"root_cause": cause, "category": cat, "evidence": "from the trajectories"}
+    out: dict[str, Any] = {
+        "root_cause": cause,
+        "category": cat,
+        "evidence": "from the trajectories",
+    }
     if whole:
         out["patches"] = [{**p, "why": c} for _, c, p in found]
     else:
@@ -201,4 +202,69 @@ def scripted_proposer() -> Any:
         return json.dumps(scripted_proposer_reply(prompt, whole))
 
     return FunctionLLM(fn, model="scripted-saddler")
-__all__ = ["SimulatedShellModel", "scripted_proposer", "simulated_llm"]
+
+
+@functools.cache
+def _autoro_programs() -> dict[str, str]:
+    from optiforge.agents.autorem.proposers import counterpart_program
+    from optiforge.evals.registry import get_benchmark
+
+    bench = get_benchmark("autoro")
+    out: dict[str, str] = {}
+    for split in ("dev", "heldout"):
+        for t in bench.tasks(split):
+            out[t.description] = counterpart_program(t.instance.problem)
+    return out
+
+
+class SimulatedReformulator:
+    """A simulated AutoREM writer (an oracle like ``SimulatedShellModel``, labelled so):
+    it knows the reference counterpart program of every ``autoro`` dev/heldout task. Its
+    first draft has a syntax error with probability ``p_broken``; after the verifier
+    rejects a draft it answers the right program with probability ``p_repair`` (else
+    another broken one); when it may call ``run_python`` it runs each draft first and
+    answers the right program when the draft fails. Draws depend on (seed, task, attempt)."""
+
+    def __init__(self, seed: int = 0, *, p_broken: float = 0.7, p_repair: float = 0.4) -> None:
+        self.seed, self.p_broken, self.p_repair = seed, p_broken, p_repair
+
+    def llm(self) -> Any:
+        from optiforge.testing.scripted import FunctionLLM
+
+        return FunctionLLM(self, model=f"simulated-reformulator-s{self.seed}")
+
+    def __call__(self, messages: list[dict[str, Any]], tools: Any, schema: Any) -> Any:
+        users = [str(m["content"]) for m in messages if m["role"] == "user"]
+        good = next(
+            (p for d, p in _autoro_programs().items() if users and users[0].startswith(d)), None
+        )
+        if good is None:
+            return "```python\nprint('no idea')\n```"
+        repairs = sum(1 for u in users if u.startswith("The verifier rejected"))
+        p = self.p_broken if repairs == 0 else 1.0 - self.p_repair
+        broken = _rng("reformulator", self.seed, users[0][:200], repairs).random() < p
+        text = (
+            good.replace("import cvxpy as cp", "import cvxpy as cp\nx = = 1", 1) if broken else good
+        )
+        results = [str(m["content"]) for m in messages if m["role"] == "tool"]
+        if tools and not results and broken:
+            return {
+                "content": None,
+                "tool_calls": [{"name": "run_python", "arguments": {"code": text}}],
+            }
+        if results and '"returncode": 0' not in results[-1]:
+            text = good
+        return f"```python\n{text}\n```"
+
+
+def simulated_reformulator(seed: int = 0, **rates: float) -> Any:
+    return SimulatedReformulator(seed, **rates).llm()
+
+
+__all__ = [
+    "SimulatedReformulator",
+    "SimulatedShellModel",
+    "scripted_proposer",
+    "simulated_llm",
+    "simulated_reformulator",
+]
