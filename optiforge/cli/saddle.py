@@ -104,6 +104,8 @@ def tune_cmd(
 ) -> None:
     """Tune the terminal agent's harness on saddle/dev (one line per round), then measure the
     base and the tuned harness on saddle/heldout."""
+    from pydantic import ValidationError
+
     from optiforge.agents.autosaddler import SaddlerConfig, measure, tune
     from optiforge.agents.kit import RunContext
     from optiforge.memory import Store
@@ -111,8 +113,12 @@ def tune_cmd(
     try:
         config = SaddlerConfig(iterations=iterations, batch=batch, runs=runs, val_tasks=val_tasks,
                                diagnosis=diagnosis, scope=scope, gate=gate)  # type: ignore[arg-type]  # fmt: skip
-    except ValueError as e:
-        raise typer.BadParameter(str(e).splitlines()[-1]) from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        name = str(err["loc"][0]).replace("_", "-")
+        raise typer.BadParameter(
+            f"{err['msg']} (got {err['input']!r})", param_hint=f"--{name}"
+        ) from None
     out.mkdir(parents=True, exist_ok=True)
     target = _target(agent_model, api_base, sandbox)
     proposer = None

@@ -183,7 +183,7 @@ def build_tuning(
                     files = new.files()
                     rec["new_harness"] = new.version
                 for p in patches:
-                    record_lesson(ctx, task=f"autosaddler:{target.name}",
+                    record_lesson(ctx, task=f"autosaddler:{target.name}", agent="autosaddler",
                                   lesson=f"{p.target} {p.op} {p.value!r}: {p.why}"[:500],
                                   trajectory_summary="; ".join(rec.get("evidence", []))[:1000],
                                   outcome="accepted" if rec["accepted"] else "rejected",

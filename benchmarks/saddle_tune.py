@@ -1,0 +1,200 @@
+"""AutoSaddler on saddle: tuned vs base harness on the heldout split, the three ablations,
+the LLM-proposer path, the meta use on AutoREM, and SmolLM2.
+
+    python benchmarks/saddle_tune.py [--arms main,shallow,whole,repair,scripted,meta,local]
+        [--seeds 3] [--out /work/evals/saddle]
+
+Arms (tuning on saddle/dev, 6 rounds; measured on saddle/heldout, 3 runs per task):
+- ``main``: rule proposer, whole-trace diagnosis, one part per patch, validation gate;
+  also re-measures every accepted harness version of seed 0 (``versions.png``);
+- ``shallow`` (last error only), ``whole`` (every part at once), ``repair`` (the
+  trajectory-repair gate): the paper's three ablations, otherwise as ``main``;
+- ``scripted``: the LLM-proposer path with a scripted LLM (``testing.saddle.scripted_proposer``);
+- ``meta``: AutoREM's harness (attempts, tools, time limit) tuned on autoro/dev with a
+  simulated reformulator, measured on autoro/heldout (2 runs per task);
+- ``local``: the embedded SmolLM2-135M as the terminal agent, rule proposer, 2 rounds of a
+  small batch (its episodes take ~40 s on CPU), heldout 1 run per task.
+
+The terminal agent's model in every arm but ``local`` is ``SimulatedShellModel``: an
+oracle with harness-sensitive defects. Those arms measure AutoSaddler's machinery, not a
+model. Rows go to OUT/rows.jsonl (appended; one per arm, seed and harness).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from optiforge.agents.autosaddler import SaddlerConfig, TerminalTarget, measure, tune
+from optiforge.agents.kit import RunContext
+from optiforge.sandboxes import get_sandbox
+from optiforge.testing.saddle import scripted_proposer, simulated_llm, simulated_reformulator
+
+ABLATIONS = {
+    "main": {},
+    "shallow": {"diagnosis": "last_error"},
+    "whole": {"scope": "whole"},
+    "repair": {"gate": "repair"},
+    "scripted": {},
+}
+
+
+def _row(out: Path, **row: Any) -> None:
+    with (out / "rows.jsonl").open("a") as f:
+        f.write(json.dumps(row, default=str) + "\n")
+
+
+def _m(m: dict[str, Any]) -> dict[str, Any]:
+    return {("version" if k == "harness" else k): v for k, v in m.items()}
+
+
+def run_arm(arm: str, seeds: int, out: Path, sb: Any) -> None:
+    target = TerminalTarget(simulated_llm, sb)
+    base = target.base()
+    mb = measure(target, base, "heldout", runs=3)
+    _row(out, arm=arm, seed=None, harness="base", **_m(mb))
+    for seed in range(seeds):
+        t0 = time.perf_counter()
+        cfg = SaddlerConfig(**ABLATIONS[arm])
+        llm = scripted_proposer() if arm == "scripted" else None
+        res = tune(target, cfg, RunContext(llm=llm, sandbox=sb, seed=seed))
+        tuned = target.load(res.best_candidate)
+        mt = measure(target, tuned, "heldout", runs=3)
+        hist = res.extra["history"]
+        _row(out, arm=arm, seed=seed, harness="tuned", **_m(mt), accepted=res.extra["accepted"],
+             patches=[p for r in hist if r["accepted"] for p in r["patches"]],
+             proposed=sum(len(r["patches"]) for r in hist), tune_s=round(time.perf_counter() - t0, 1),
+             rounds=[{k: r.get(k) for k in ("iteration", "batch_pass", "batch_n", "diagnoses", "patches",
+                                            "result", "accepted")} for r in hist])  # fmt: skip
+        print(
+            f"{arm} seed {seed}: base {mb['pass@1']:.3f} -> tuned {mt['pass@1']:.3f} "
+            f"(accepted {res.extra['accepted']}) {time.perf_counter() - t0:.0f}s",
+            flush=True,
+        )
+        if arm == "main" and seed == 0:
+            h = base
+            for k, r in enumerate([r for r in hist if r["accepted"]]):
+                for p in r["patches"]:
+                    from optiforge.agents.kit.harness import Patch
+
+                    h = h.apply(Patch(**p))
+                mv = measure(target, h, "heldout", runs=3)
+                _row(out, arm="versions", seed=0, harness=f"v{k + 1}", **_m(mv),
+                     change="; ".join(f"{p['target']} {p['op']} {json.dumps(p['value'])[:40]}" for p in r["patches"]))  # fmt: skip
+
+
+def run_meta(out: Path, sb: Any) -> None:
+    from optiforge.agents.autosaddler.meta import AutoREMTarget
+
+    target = AutoREMTarget(simulated_reformulator, sb)
+    t0 = time.perf_counter()
+    base = target.base()
+    cfg = SaddlerConfig(iterations=4)
+    res = tune(target, cfg, RunContext(sandbox=sb, seed=0))
+    tuned = target.load(res.best_candidate)
+    for name, h in (("base", base), ("tuned", tuned)):
+        m = measure(target, h, "heldout", runs=2)
+        _row(out, arm="meta", seed=0, harness=name, **_m(m), values=h.values,
+             rounds=[{k: r.get(k) for k in ("iteration", "batch_pass", "batch_n", "diagnoses", "patches",
+                                            "result", "accepted")} for r in res.extra["history"]])  # fmt: skip
+        print(
+            f"meta {name}: {h.values} pass@1 {m['pass@1']:.3f} {time.perf_counter() - t0:.0f}s",
+            flush=True,
+        )
+
+
+def run_local(out: Path, sb: Any) -> None:
+    from optiforge.llm.offline import make_llm
+
+    llm = make_llm("local")
+    target = TerminalTarget(lambda seed: llm, sb)
+    t0 = time.perf_counter()
+    cfg = SaddlerConfig(iterations=2, batch=2, runs=1, val_tasks=3, workers=1)
+
+    def show(r: dict[str, Any]) -> None:
+        print(f"local round {r['iteration']}: {r['batch_pass']}/{r['batch_n']} {r.get('diagnoses')} "
+              f"{[p['target'] for p in r['patches']]} {r['result']} {time.perf_counter() - t0:.0f}s", flush=True)  # fmt: skip
+
+    res = tune(target, cfg, RunContext(sandbox=sb, seed=0), on_round=show)
+    tuned = target.load(res.best_candidate)
+    for name, h in (("base", target.base()), ("tuned", tuned)):
+        m = measure(target, h, "heldout", runs=1, workers=1)
+        _row(out, arm="local", seed=0, harness=name, **_m(m), model="SmolLM2-135M-Instruct",
+             rounds=[{k: r.get(k) for k in ("iteration", "batch_pass", "batch_n", "diagnoses", "patches",
+                                            "result", "accepted")} for r in res.extra["history"]])  # fmt: skip
+        print(
+            f"local {name}: pass@1 {m['pass@1']:.3f} stops {m['stops']} {time.perf_counter() - t0:.0f}s",
+            flush=True,
+        )
+
+
+def table(out: Path) -> str:
+    rows = [json.loads(ln) for ln in (out / "rows.jsonl").read_text().splitlines() if ln.strip()]
+    lines = ["| arm | harness | seeds | pass@1 | pass^3 | turns/task | LLM calls/task | patches accepted |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for arm in ("main", "shallow", "whole", "repair", "scripted"):
+        for name in ("base", "tuned"):
+            g = [r for r in rows if r["arm"] == arm and r["harness"] == name]
+            if not g:
+                continue
+            p1 = [r["pass@1"] for r in g]
+            sd = f" ± {statistics.stdev(p1):.3f}" if len(p1) > 1 else ""
+            acc = statistics.mean(r.get("accepted", 0) for r in g) if name == "tuned" else 0
+            lines.append(f"| {arm} | {name} | {len(g)} | {statistics.mean(p1):.3f}{sd} | "
+                         f"{statistics.mean(r.get('pass^3', 0) for r in g):.3f} | "
+                         f"{statistics.mean(r['steps'] for r in g):.2f} | {statistics.mean(r['llm_calls'] for r in g):.2f} | "
+                         f"{acc:.1f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def plot_versions(out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(ln) for ln in (out / "rows.jsonl").read_text().splitlines() if ln.strip()]
+    base = next((r for r in rows if r["arm"] == "main" and r["harness"] == "base"), None)
+    vers = [r for r in rows if r["arm"] == "versions"]
+    if base is None or not vers:
+        return
+    names = ["base"] + [f"{r['harness']}\n{r.get('change', '')[:28]}" for r in vers]
+    fig, ax = plt.subplots(figsize=(2 + 2.2 * len(names), 3.6))
+    ax.plot(range(len(names)), [base["pass@1"]] + [r["pass@1"] for r in vers], "o-", label="pass@1")
+    ax.plot(
+        range(len(names)), [base["pass^3"]] + [r["pass^3"] for r in vers], "s--", label="pass^3"
+    )
+    ax.set_xticks(range(len(names)), names, fontsize=7)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("saddle/heldout (simulated agent)")
+    ax.set_title("AutoSaddler: each accepted harness version, measured on heldout")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "versions.png", dpi=120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arms", default="main,shallow,whole,repair,scripted,meta")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=Path("runs/saddle-tune"))
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    sb = get_sandbox("local")
+    for arm in args.arms.split(","):
+        if arm == "meta":
+            run_meta(args.out, sb)
+        elif arm == "local":
+            run_local(args.out, sb)
+        else:
+            run_arm(arm, args.seeds, args.out, sb)
+    print(table(args.out))
+    plot_versions(args.out)
+
+
+if __name__ == "__main__":
+    main()
