@@ -1,14 +1,15 @@
 """AutoSaddler on saddle: tuned vs base harness on the heldout split, the three ablations,
 the LLM-proposer path, the meta use on AutoREM, and SmolLM2.
 
-    python benchmarks/saddle_tune.py [--arms main,shallow,whole,repair,scripted,meta,local]
+    python benchmarks/saddle_tune.py [--arms autosaddler,shallow-reflection,...,scripted,meta,local]
         [--seeds 3] [--out /work/evals/saddle]
 
 Arms (tuning on saddle/dev, 6 rounds; measured on saddle/heldout, 3 runs per task):
-- ``main``: rule proposer, whole-trace diagnosis, one part per patch, validation gate;
-  also re-measures every accepted harness version of seed 0 (``versions.png``);
-- ``shallow`` (last error only), ``whole`` (every part at once), ``repair`` (the
-  trajectory-repair gate): the paper's three ablations, otherwise as ``main``;
+- ``autosaddler``: rule proposer, whole-trace diagnosis, one part per patch, validation
+  gate; also re-measures every accepted harness version of seed 0 (``versions.png``);
+- ``shallow-reflection`` (last error only), ``unconstrained-patch`` (every part at once),
+  ``trajectory-repair`` (the repair gate): the paper's three ablations
+  (``autosaddler.baselines.ABLATIONS``), otherwise as ``autosaddler``;
 - ``scripted``: the LLM-proposer path with a scripted LLM (``testing.saddle.scripted_proposer``);
 - ``meta``: AutoREM's harness (attempts, tools, time limit) tuned on autoro/dev with a
   simulated reformulator, measured on autoro/heldout (2 runs per task);
@@ -24,23 +25,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 from optiforge.agents.autosaddler import SaddlerConfig, TerminalTarget, measure, tune
+from optiforge.agents.autosaddler.baselines import ABLATIONS
+from optiforge.agents.autosaddler.report import ablation_table
 from optiforge.agents.kit import RunContext
 from optiforge.sandboxes import get_sandbox
 from optiforge.testing.saddle import scripted_proposer, simulated_llm, simulated_reformulator
 
-ABLATIONS = {
-    "main": {},
-    "shallow": {"diagnosis": "last_error"},
-    "whole": {"scope": "whole"},
-    "repair": {"gate": "repair"},
-    "scripted": {},
-}
+ARMS = {**ABLATIONS, "scripted": {}}
+LEGACY = {"main": "autosaddler", "shallow": "shallow-reflection", "whole": "unconstrained-patch",
+          "repair": "trajectory-repair"}  # fmt: skip
+"""Arm names of rows written before the arms took the ablations' names."""
 
 
 def _row(out: Path, **row: Any) -> None:
@@ -59,7 +58,7 @@ def run_arm(arm: str, seeds: int, out: Path, sb: Any) -> None:
     _row(out, arm=arm, seed=None, harness="base", **_m(mb))
     for seed in range(seeds):
         t0 = time.perf_counter()
-        cfg = SaddlerConfig(**ABLATIONS[arm])
+        cfg = SaddlerConfig(**ARMS[arm])
         llm = scripted_proposer() if arm == "scripted" else None
         res = tune(target, cfg, RunContext(llm=llm, sandbox=sb, seed=seed))
         tuned = target.load(res.best_candidate)
@@ -75,7 +74,7 @@ def run_arm(arm: str, seeds: int, out: Path, sb: Any) -> None:
             f"(accepted {res.extra['accepted']}) {time.perf_counter() - t0:.0f}s",
             flush=True,
         )
-        if arm == "main" and seed == 0:
+        if arm == "autosaddler" and seed == 0:
             h = base
             for k, r in enumerate([r for r in hist if r["accepted"]]):
                 for p in r["patches"]:
@@ -134,21 +133,8 @@ def run_local(out: Path, sb: Any) -> None:
 
 def table(out: Path) -> str:
     rows = [json.loads(ln) for ln in (out / "rows.jsonl").read_text().splitlines() if ln.strip()]
-    lines = ["| arm | harness | seeds | pass@1 | pass^3 | turns/task | LLM calls/task | patches accepted |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for arm in ("main", "shallow", "whole", "repair", "scripted"):
-        for name in ("base", "tuned"):
-            g = [r for r in rows if r["arm"] == arm and r["harness"] == name]
-            if not g:
-                continue
-            p1 = [r["pass@1"] for r in g]
-            sd = f" ± {statistics.stdev(p1):.3f}" if len(p1) > 1 else ""
-            acc = statistics.mean(r.get("accepted", 0) for r in g) if name == "tuned" else 0
-            lines.append(f"| {arm} | {name} | {len(g)} | {statistics.mean(p1):.3f}{sd} | "
-                         f"{statistics.mean(r.get('pass^3', 0) for r in g):.3f} | "
-                         f"{statistics.mean(r['steps'] for r in g):.2f} | {statistics.mean(r['llm_calls'] for r in g):.2f} | "
-                         f"{acc:.1f} |")  # fmt: skip
-    return "\n".join(lines)
+    rows = [{**r, "arm": LEGACY.get(r["arm"], r["arm"])} for r in rows]
+    return ablation_table([r for r in rows if r["arm"] in ARMS])
 
 
 def plot_versions(out: Path) -> None:
@@ -158,7 +144,14 @@ def plot_versions(out: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = [json.loads(ln) for ln in (out / "rows.jsonl").read_text().splitlines() if ln.strip()]
-    base = next((r for r in rows if r["arm"] == "main" and r["harness"] == "base"), None)
+    base = next(
+        (
+            r
+            for r in rows
+            if LEGACY.get(r["arm"], r["arm"]) == "autosaddler" and r["harness"] == "base"
+        ),
+        None,
+    )
     vers = [r for r in rows if r["arm"] == "versions"]
     if base is None or not vers:
         return
@@ -179,7 +172,7 @@ def plot_versions(out: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arms", default="main,shallow,whole,repair,scripted,meta")
+    ap.add_argument("--arms", default=",".join([*ARMS, "meta"]))
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("runs/saddle-tune"))
     args = ap.parse_args()

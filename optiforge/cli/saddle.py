@@ -48,26 +48,6 @@ def _target(agent_model: str, api_base: str | None, sandbox: str) -> Any:
     return TerminalTarget(_agent_llm(agent_model, api_base), get_sandbox(sandbox))
 
 
-def _row(name: str, m: dict[str, Any]) -> str:
-    k = m["runs"]
-    return (f"| {name} | {m['harness']} | {m['pass@1']:.3f} | {m[f'pass^{k}']:.3f} | {m['steps']:.2f} | "
-            f"{m['llm_calls']:.2f} | {m['tokens']:.0f} |")  # fmt: skip
-
-
-HEAD = "| harness | version | pass@1 | pass^{k} | turns/task | LLM calls/task | tokens/task |\n|---|---|---|---|---|---|---|"
-
-
-def _round_line(r: dict[str, Any]) -> str:
-    patches = "; ".join(
-        f"{p['target']} {p['op']} {json.dumps(p['value'])[:60]}" for p in r.get("patches", [])
-    )
-    diag = ", ".join(f"{k} {v}" for k, v in (r.get("diagnoses") or {}).items())
-    verdict = "ACCEPTED" if r.get("accepted") else "rejected" if r.get("patches") else "-"
-    return (f"round {r['iteration']}: batch {r['batch_pass']}/{r['batch_n']} passed"
-            + (f"; root causes: {diag}" if diag else "") + (f"; patch: {patches}" if patches else "")
-            + f"; {r['result']}; {verdict}")  # fmt: skip
-
-
 @app.command("tune")
 def tune_cmd(
     out: Annotated[
@@ -107,6 +87,7 @@ def tune_cmd(
     from pydantic import ValidationError
 
     from optiforge.agents.autosaddler import SaddlerConfig, measure, tune
+    from optiforge.agents.autosaddler.report import metrics_head, metrics_row, round_line
     from optiforge.agents.kit import RunContext
     from optiforge.memory import Store
 
@@ -134,7 +115,7 @@ def tune_cmd(
         rounds.unlink()
 
     def on_round(r: dict[str, Any]) -> None:
-        typer.echo(_round_line(r))
+        typer.echo(round_line(r))
         with rounds.open("a") as f:
             f.write(json.dumps(r, default=str) + "\n")
 
@@ -150,15 +131,15 @@ def tune_cmd(
     lines = [f"# AutoSaddler on saddle/dev: {len(hist)} rounds, {result.extra['accepted']} patches accepted",
              "", f"agent model: {agent_model}; proposer: {model if proposer else 'rules (offline)'}; "
              f"diagnosis {diagnosis}, scope {scope}, gate {gate}; validation tasks: {', '.join(result.extra['val'])}",
-             "", *[f"- {_round_line(r)}" for r in hist], "", "```diff", base.diff(tuned) or "(no change)", "```"]  # fmt: skip
+             "", *[f"- {round_line(r)}" for r in hist], "", "```diff", base.diff(tuned) or "(no change)", "```"]  # fmt: skip
     typer.echo(f"tuned harness {tuned.version} (base {base.version}): {out / 'harness'}")
     if measure_runs:
         typer.echo(f"measuring base and tuned on saddle/heldout ({measure_runs} runs per task) ...")
         rows = [
-            _row(n, measure(target, h, "heldout", runs=measure_runs))
+            metrics_row(n, measure(target, h, "heldout", runs=measure_runs))
             for n, h in (("base", base), ("tuned", tuned))
         ]
-        table = HEAD.replace("{k}", str(measure_runs)) + "\n" + "\n".join(rows)
+        table = metrics_head(measure_runs) + "\n" + "\n".join(rows)
         typer.echo(table)
         lines += ["", f"## saddle/heldout ({measure_runs} runs per task)", "", table]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
@@ -180,12 +161,13 @@ def measure_cmd(
 ) -> None:
     """pass@1, pass^k, turns, LLM calls and tokens per task of a harness on a saddle split."""
     from optiforge.agents.autosaddler import measure
+    from optiforge.agents.autosaddler.report import metrics_head, metrics_row
     from optiforge.agents.kit.harness import Harness
 
     target = _target(agent_model, api_base, sandbox)
     h = target.base() if harness == "base" else Harness.load(harness)
     m = measure(target, h, split, runs=runs)
-    typer.echo(HEAD.replace("{k}", str(runs)) + "\n" + _row(harness, m))
+    typer.echo(metrics_head(runs) + "\n" + metrics_row(harness, m))
     typer.echo(
         "per task (runs passed): " + ", ".join(f"{k} {v}/{runs}" for k, v in m["per_task"].items())
     )

@@ -37,8 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from optiforge.agents.terminal.episode import FILES_HEAD, REMINDER_HEAD, SUMMARY_HEAD, VERIFY_TEXT
-from optiforge.evals.suites.saddle import SaddleBenchmark
+from optiforge.agents.terminal.problem import FILES_HEAD, REMINDER_HEAD, SUMMARY_HEAD, VERIFY_TEXT
 
 DISPLAY = ("cat ", "ls", "head ", "tail ", "wc ", "echo ")
 _SUMMARY_CMD = re.compile(r"^\d+\. `.*` -> exit ")
@@ -46,7 +45,9 @@ _SUMMARY_CMD = re.compile(r"^\d+\. `.*` -> exit ")
 
 @functools.cache
 def _solutions() -> dict[str, tuple[str, ...]]:
-    bench = SaddleBenchmark()
+    from optiforge.evals.registry import get_benchmark
+
+    bench = get_benchmark("saddle")
     out: dict[str, tuple[str, ...]] = {}
     for split in bench.splits:
         for t in bench.tasks(split):

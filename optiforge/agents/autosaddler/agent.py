@@ -19,13 +19,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
 from optiforge.agents.autosaddler.config import SaddlerConfig
 from optiforge.agents.autosaddler.gate import repair_gate, validation_gate
+from optiforge.agents.autosaddler.problem import item_key, run_items
 from optiforge.agents.autosaddler.proposers import choose_rules, llm_propose, patch_key
 from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.kit.lineage import record_lesson
@@ -34,20 +34,6 @@ from optiforge.errors import ConfigError
 
 VAL_SEED = 50_000
 """Validation runs use seeds VAL_SEED + r, the same for every harness (paired results)."""
-
-
-def item_key(task: Any, seed: int) -> str:
-    return f"{task.name}#{seed}"
-
-
-def run_items(
-    target: Any, harness: Any, items: list[tuple[Any, int]], workers: int
-) -> list[dict[str, Any]]:
-    """Episodes of ``harness`` on (task, seed) items, in item order."""
-    if workers <= 1 or len(items) <= 1:
-        return [target.run(harness, t, s) for t, s in items]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(lambda it: target.run(harness, it[0], it[1]), items))
 
 
 class SaddlerState(TypedDict, total=False):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optiforge.agents.autosaddler.agent import run_items
+from optiforge.agents.autosaddler.problem import run_items
 
 EVAL_SEED = 90_000
 

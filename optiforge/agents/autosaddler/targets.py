@@ -21,7 +21,8 @@ from typing import Any
 from optiforge.agents.autosaddler import diagnosis
 from optiforge.agents.autosaddler.proposers import Maker
 from optiforge.agents.kit.harness import Harness, Patch
-from optiforge.agents.terminal.episode import base_harness, run_episode
+from optiforge.agents.terminal.agent import run_episode
+from optiforge.agents.terminal.problem import base_harness
 from optiforge.errors import SandboxError
 
 EXAMPLE = '{"command": "grep -c ERROR app.log"} runs a command; {"submit": true} ends the task'
@@ -136,9 +137,9 @@ class TerminalTarget:
         return Harness.from_files(files)
 
     def tasks(self, split: str) -> list[Any]:
-        from optiforge.evals.suites.saddle import SaddleBenchmark
+        from optiforge.evals.registry import get_benchmark
 
-        return list(SaddleBenchmark().tasks(split))
+        return list(get_benchmark("saddle").tasks(split))
 
     def run(self, harness: Harness, task: Any, seed: int) -> dict[str, Any]:
         try:

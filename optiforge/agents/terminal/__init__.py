@@ -4,7 +4,9 @@
 
 from optiforge.agents.spec import AgentSpec
 from optiforge.agents.terminal.agent import build
+from optiforge.agents.terminal.baselines import BASELINES
 from optiforge.agents.terminal.config import TerminalConfig
+from optiforge.agents.terminal.report import summary_notes
 
 SPEC = AgentSpec(
     name="terminal",
@@ -12,7 +14,9 @@ SPEC = AgentSpec(
     config_model=TerminalConfig,
     build=build,
     default_benchmark="saddle",
+    baselines=BASELINES,
     default_budget=1,
+    summary_notes=summary_notes,
     artifact="commands",
 )
 

@@ -1,4 +1,5 @@
-"""The ``terminal`` agent's graph: one node runs one episode (``episode.run_episode``).
+"""The ``terminal`` agent: ``run_episode`` works one task through a harness; the graph is
+one node that runs one episode.
 
 The candidate is ``{"commands": [...]}``, the commands the episode ran; the harness
 re-scores it by replaying them from the task's initial files and running the hidden test
@@ -9,6 +10,7 @@ and for exercising AutoSaddler offline).
 
 from __future__ import annotations
 
+import time
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -18,7 +20,95 @@ from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.kit.harness import Harness
 from optiforge.agents.spec import AgentOutcome
 from optiforge.agents.terminal.config import TerminalConfig
-from optiforge.agents.terminal.episode import base_harness, run_episode
+from optiforge.agents.terminal.problem import (
+    FILES_HEAD,
+    FORMAT_HINT,
+    REPLY_CLIP,
+    TAIL_CLIP,
+    VERIFY_TEXT,
+    base_harness,
+    clip,
+    messages_for,
+    observation,
+)
+from optiforge.agents.terminal.proposers import next_action
+
+
+def run_episode(
+    task: Any,
+    harness: Harness,
+    llm: Any,
+    sandbox: Any,
+    *,
+    temperature: float = 0.7,
+    step_timeout_s: float = 30.0,
+    tracer: Any | None = None,
+) -> dict[str, Any]:
+    """Work ``task`` with ``llm`` through ``harness`` (``problem`` says what each part
+    does): the trajectory (every turn, the commands run, why it stopped, turns, LLM calls,
+    tokens). The reward is never the agent's: whoever runs the episode replays
+    ``{"commands": ...}`` from the task's initial files and runs the hidden test
+    (``SaddleTask.evaluate``)."""
+    t0 = time.perf_counter()
+    instruction = task.instruction
+    files = task.initial_files()
+    turns: list[dict[str, Any]] = []
+    commands: list[str] = []
+    calls = tokens = 0
+    checked = False
+    stop = "step limit"
+    first_extra = ""
+    if "list_files_first" in harness.hooks:
+        _, res = task.step(files, "find . -type f | sort | head -n 100", sandbox, step_timeout_s)
+        first_extra = FILES_HEAD + "\n" + clip(res["stdout"].strip() or "(none)", 2000)[0]
+    while len(turns) < harness.max_steps:
+        msgs = messages_for(harness, instruction, first_extra, turns)
+        turn = next_action(llm, harness, msgs, temperature=temperature, calls=calls)
+        calls += turn["calls"]
+        tokens += turn["tokens"]
+        if turn["stop"]:
+            stop = turn["stop"]
+            break
+        action, reasks = turn["action"], turn["reasks"]
+        reply_text = clip(turn["text"], REPLY_CLIP)[0]
+        if action is None:
+            turns.append({"kind": "invalid", "reply": reply_text, "why": turn["why"], "reasks": reasks,
+                          "shown": f"No usable action: {turn['why']}. {FORMAT_HINT}"})  # fmt: skip
+            continue
+        if "submit" in action:
+            if "verify_before_submit" in harness.hooks and not checked:
+                checked = True
+                turns.append(
+                    {"kind": "check", "reply": reply_text, "reasks": reasks, "shown": VERIFY_TEXT}
+                )
+                continue
+            stop = "submitted"
+            break
+        cmd = action["command"]
+        files, res = task.step(files, cmd, sandbox, step_timeout_s)
+        commands.append(cmd)
+        shown, clipped = observation(res, harness.output_chars)
+        turns.append({"kind": "command", "reply": reply_text, "command": cmd, "reasks": reasks,
+                      "returncode": res["returncode"], "timed_out": res["timed_out"],
+                      "stdout_tail": res["stdout"][-TAIL_CLIP:], "stderr_tail": res["stderr"][-TAIL_CLIP:],
+                      "clipped": clipped, "shown": shown})  # fmt: skip
+        if tracer is not None:
+            tracer.event(
+                "terminal_step", task=task.name, command=cmd[:200], returncode=res["returncode"]
+            )
+    return {
+        "task": task.name,
+        "instruction": instruction,
+        "harness": harness.version,
+        "commands": commands,
+        "turns": turns,
+        "stop": stop,
+        "steps": len(turns),
+        "llm_calls": calls,
+        "tokens": tokens,
+        "summarized": len(turns) > harness.keep_turns,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
 
 
 class TerminalState(TypedDict, total=False):

@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 
 from optiforge.agents.kit.harness import Patch
-from optiforge.agents.terminal.episode import (
+from optiforge.agents.terminal.agent import run_episode
+from optiforge.agents.terminal.problem import (
     REMINDER_HEAD,
     SUMMARY_HEAD,
     VERIFY_TEXT,
     base_harness,
     messages_for,
     parse_action,
-    run_episode,
 )
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task

@@ -16,7 +16,7 @@ from optiforge.agents.autosaddler.proposers import choose_rules, llm_propose
 from optiforge.agents.autosaddler.targets import TERMINAL_LIBRARY, TERMINAL_PARTS
 from optiforge.agents.kit import RunContext
 from optiforge.agents.kit.harness import Patch
-from optiforge.agents.terminal.episode import base_harness
+from optiforge.agents.terminal.problem import base_harness
 from optiforge.errors import ConfigError
 from optiforge.memory import Store
 from optiforge.sandboxes import get_sandbox

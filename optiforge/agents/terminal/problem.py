@@ -1,4 +1,4 @@
-"""One episode of the terminal agent: an LLM works a ``saddle`` task through a harness.
+"""The terminal agent's domain: the action format and the conversation a harness builds.
 
 The harness (``optiforge.agents.kit.harness.Harness``) decides everything around the
 model: the system message (prompt, tools, usage examples), the first user message (the
@@ -15,21 +15,17 @@ much of a command's output it sees (head and tail), how much history it keeps ve
 
 The model answers each turn with one JSON object: ``{"command": "..."}`` (run by
 ``SaddleTask.step`` in a fresh sandbox run over the work dir's files) or
-``{"submit": true}``. The episode returns its trajectory (every turn, the commands, why it
-stopped, steps, LLM calls and tokens); the reward is never the agent's: whoever runs the
-episode replays ``{"commands": ...}`` from the task's initial files and runs the hidden
-test (``SaddleTask.evaluate``).
+``{"submit": true}`` (``parse_action``). ``agent.run_episode`` drives the turns.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Any
 
 from optiforge.agents.kit.harness import Harness
-from optiforge.errors import BudgetExceeded, ConfigError, LLMError
+from optiforge.errors import ConfigError
 
 TOOLS = {
     "shell": '{"command": "<one shell command>"} runs it with /bin/sh in the task\'s work dir. '
@@ -159,94 +155,3 @@ def messages_for(
     if turns and "reread_instruction" in h.hooks:
         msgs[-1]["content"] += f"\n\n{REMINDER_HEAD}\n{instruction}"
     return msgs
-
-
-def _tokens(reply: Any) -> int:
-    rec = getattr(reply, "record", None)
-    return int(getattr(rec, "tokens_in", 0) + getattr(rec, "tokens_out", 0)) if rec else 0
-
-
-def run_episode(
-    task: Any,
-    harness: Harness,
-    llm: Any,
-    sandbox: Any,
-    *,
-    temperature: float = 0.7,
-    step_timeout_s: float = 30.0,
-    tracer: Any | None = None,
-) -> dict[str, Any]:
-    """Work ``task`` with ``llm`` through ``harness`` (see the module doc); the trajectory."""
-    t0 = time.perf_counter()
-    instruction = task.instruction
-    files = task.initial_files()
-    turns: list[dict[str, Any]] = []
-    commands: list[str] = []
-    calls = tokens = 0
-    checked = False
-    stop = "step limit"
-    first_extra = ""
-    if "list_files_first" in harness.hooks:
-        _, res = task.step(files, "find . -type f | sort | head -n 100", sandbox, step_timeout_s)
-        first_extra = FILES_HEAD + "\n" + clip(res["stdout"].strip() or "(none)", 2000)[0]
-    while len(turns) < harness.max_steps:
-        msgs = messages_for(harness, instruction, first_extra, turns)
-        action: dict[str, Any] | None = None
-        why, text, reasks = "", "", 0
-        while True:
-            if harness.max_llm_calls is not None and calls >= harness.max_llm_calls:
-                stop = "llm-call limit"
-                break
-            try:
-                reply = llm.complete(msgs, temperature=temperature)
-            except (LLMError, BudgetExceeded) as e:
-                stop = f"llm error: {type(e).__name__}: {e}"[:300]
-                break
-            calls += 1
-            tokens += _tokens(reply)
-            text = reply.text or ""
-            action, why = parse_action(text, harness.parse_codeblocks)
-            if action is not None or reasks >= harness.retries:
-                break
-            reasks += 1
-            msgs = [*msgs, {"role": "assistant", "content": text},
-                    {"role": "user", "content": f"No usable action: {why}. {FORMAT_HINT}"}]  # fmt: skip
-        if stop != "step limit":
-            break
-        reply_text = clip(text, REPLY_CLIP)[0]
-        if action is None:
-            turns.append({"kind": "invalid", "reply": reply_text, "why": why, "reasks": reasks,
-                          "shown": f"No usable action: {why}. {FORMAT_HINT}"})  # fmt: skip
-            continue
-        if "submit" in action:
-            if "verify_before_submit" in harness.hooks and not checked:
-                checked = True
-                turns.append({"kind": "check", "reply": reply_text, "reasks": reasks,
-                              "shown": VERIFY_TEXT})  # fmt: skip
-                continue
-            stop = "submitted"
-            break
-        cmd = action["command"]
-        files, res = task.step(files, cmd, sandbox, step_timeout_s)
-        commands.append(cmd)
-        shown, clipped = observation(res, harness.output_chars)
-        turns.append({"kind": "command", "reply": reply_text, "command": cmd, "reasks": reasks,
-                      "returncode": res["returncode"], "timed_out": res["timed_out"],
-                      "stdout_tail": res["stdout"][-TAIL_CLIP:], "stderr_tail": res["stderr"][-TAIL_CLIP:],
-                      "clipped": clipped, "shown": shown})  # fmt: skip
-        if tracer is not None:
-            tracer.event("terminal_step", task=task.name, command=cmd[:200],
-                         returncode=res["returncode"])  # fmt: skip
-    return {
-        "task": task.name,
-        "instruction": instruction,
-        "harness": harness.version,
-        "commands": commands,
-        "turns": turns,
-        "stop": stop,
-        "steps": len(turns),
-        "llm_calls": calls,
-        "tokens": tokens,
-        "summarized": len(turns) > harness.keep_turns,
-        "seconds": round(time.perf_counter() - t0, 3),
-    }

@@ -1,0 +1,59 @@
+"""AutoSaddler's reports: one line per round, the metrics table of harness versions, and
+the ablation table over tuning seeds."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+from optiforge.agents.autosaddler.baselines import ABLATIONS
+
+
+def metrics_head(runs: int) -> str:
+    return (f"| harness | version | pass@1 | pass^{runs} | turns/task | LLM calls/task | tokens/task |\n"
+            "|---|---|---|---|---|---|---|")  # fmt: skip
+
+
+def metrics_row(name: str, m: dict[str, Any]) -> str:
+    """One row of ``metrics_head`` from ``metrics.measure``'s result."""
+    k = m["runs"]
+    return (f"| {name} | {m['harness']} | {m['pass@1']:.3f} | {m[f'pass^{k}']:.3f} | {m['steps']:.2f} | "
+            f"{m['llm_calls']:.2f} | {m['tokens']:.0f} |")  # fmt: skip
+
+
+def round_line(r: dict[str, Any]) -> str:
+    """A tuning round in one line: the batch, the root causes, the patch, the gate."""
+    patches = "; ".join(
+        f"{p['target']} {p['op']} {json.dumps(p['value'])[:60]}" for p in r.get("patches", [])
+    )
+    diag = ", ".join(f"{k} {v}" for k, v in (r.get("diagnoses") or {}).items())
+    verdict = "ACCEPTED" if r.get("accepted") else "rejected" if r.get("patches") else "-"
+    return (f"round {r['iteration']}: batch {r['batch_pass']}/{r['batch_n']} passed"
+            + (f"; root causes: {diag}" if diag else "") + (f"; patch: {patches}" if patches else "")
+            + f"; {r['result']}; {verdict}")  # fmt: skip
+
+
+def ablation_table(rows: list[dict[str, Any]], runs: int = 3) -> str:
+    """Rows ``{"arm", "harness": "base"|"tuned", "pass@1", "pass^k", "steps", "llm_calls",
+    "accepted"}`` (one per arm, tuning seed and harness) -> mean (± sd over seeds) per arm."""
+    lines = [f"| arm | harness | tuning seeds | pass@1 | pass^{runs} | turns/task | LLM calls/task | patches accepted |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    arms = [*ABLATIONS, *sorted({r["arm"] for r in rows} - set(ABLATIONS))]
+    for arm in arms:
+        for name in ("base", "tuned"):
+            g = [r for r in rows if r["arm"] == arm and r["harness"] == name]
+            if not g:
+                continue
+            p1 = [r["pass@1"] for r in g]
+            sd = f" ± {statistics.stdev(p1):.3f}" if len(p1) > 1 else ""
+            acc = (
+                f"{statistics.mean(r.get('accepted', 0) for r in g):.1f}"
+                if name == "tuned"
+                else "-"
+            )
+            lines.append(f"| {arm} | {name} | {len(g)} | {statistics.mean(p1):.3f}{sd} | "
+                         f"{statistics.mean(r.get(f'pass^{runs}', 0) for r in g):.3f} | "
+                         f"{statistics.mean(r['steps'] for r in g):.2f} | "
+                         f"{statistics.mean(r['llm_calls'] for r in g):.2f} | {acc} |")  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""The terminal agent's action writer: one turn of the LLM, with the harness's re-asks.
+
+``next_action`` asks the model for its next action; a reply with no usable action is
+re-asked within the turn (the error and the format restated) up to ``harness.retries``
+times, and never past ``harness.max_llm_calls``. There is no offline writer: without an
+LLM the agent has nothing to act with (``optiforge.testing.saddle`` simulates one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optiforge.agents.kit.harness import Harness
+from optiforge.agents.terminal.problem import FORMAT_HINT, parse_action
+from optiforge.errors import BudgetExceeded, LLMError
+
+
+def _tokens(reply: Any) -> int:
+    rec = getattr(reply, "record", None)
+    return int(getattr(rec, "tokens_in", 0) + getattr(rec, "tokens_out", 0)) if rec else 0
+
+
+def next_action(
+    llm: Any, harness: Harness, msgs: list[dict[str, Any]], *, temperature: float, calls: int
+) -> dict[str, Any]:
+    """``{"action", "text", "why", "reasks", "calls", "tokens", "stop"}``: the action (None
+    when every try was unusable), the last reply, the calls and tokens this turn took, and
+    ``stop`` (None, ``"llm-call limit"`` or ``"llm error: ..."``) when the episode must end."""
+    out: dict[str, Any] = {"action": None, "text": "", "why": "", "reasks": 0, "calls": 0, "tokens": 0,
+                           "stop": None}  # fmt: skip
+    while True:
+        if harness.max_llm_calls is not None and calls + out["calls"] >= harness.max_llm_calls:
+            out["stop"] = "llm-call limit"
+            return out
+        try:
+            reply = llm.complete(msgs, temperature=temperature)
+        except (LLMError, BudgetExceeded) as e:
+            out["stop"] = f"llm error: {type(e).__name__}: {e}"[:300]
+            return out
+        out["calls"] += 1
+        out["tokens"] += _tokens(reply)
+        out["text"] = reply.text or ""
+        out["action"], out["why"] = parse_action(out["text"], harness.parse_codeblocks)
+        if out["action"] is not None or out["reasks"] >= harness.retries:
+            return out
+        out["reasks"] += 1
+        msgs = [*msgs, {"role": "assistant", "content": out["text"]},
+                {"role": "user", "content": f"No usable action: {out['why']}. {FORMAT_HINT}"}]  # fmt: skip
