@@ -150,9 +150,10 @@ def llm_propose(
     h = harness
     for spec in specs:
         try:
-            p = Patch(
-                target=spec.target, op=spec.op, value=spec.value, why=spec.why or diag["root_cause"]
-            )  # type: ignore[arg-type]
+            why = spec.why or diag["root_cause"]
+            p = Patch.model_validate(
+                {"target": spec.target, "op": spec.op, "value": spec.value, "why": why}
+            )
             h = h.apply(p)
             patches.append(p)
         except (ConfigError, ValueError) as e:
