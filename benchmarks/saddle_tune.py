@@ -120,8 +120,11 @@ def run_local(out: Path, sb: Any) -> None:
 
     res = tune(target, cfg, RunContext(sandbox=sb, seed=0), on_round=show)
     tuned = target.load(res.best_candidate)
+    measured: dict[str, Any] = {}
     for name, h in (("base", target.base()), ("tuned", tuned)):
-        m = measure(target, h, "heldout", runs=1, workers=1)
+        # nothing accepted: the tuned harness is the base one, measured once
+        m = measured.get(h.version) or measure(target, h, "heldout", runs=1, workers=1)
+        measured[h.version] = m
         _row(out, arm="local", seed=0, harness=name, **_m(m), model="SmolLM2-135M-Instruct",
              rounds=[{k: r.get(k) for k in ("iteration", "batch_pass", "batch_n", "diagnoses", "patches",
                                             "result", "accepted")} for r in res.extra["history"]])  # fmt: skip

@@ -10,7 +10,9 @@ Its defects, and which harness mechanisms it responds to (it ignores prose advic
 
 - **format slips**: without usage examples in the system message (``Examples:``), each
   reply is a Markdown code block instead of the JSON action with probability
-  ``p_format``; right after a "No usable action" message it always answers well.
+  ``p_format``; right after a "No usable action" message it always answers well, and
+  when the action is asked for with a schema it is always well-formed (as under
+  constrained decoding).
 - **exploration**: unless the first message lists the work dir's files
   (``list_files_first``), its first command is ``ls -la``.
 - **a slip**: with probability ``p_slip`` one non-display command of the solution is run
@@ -133,6 +135,8 @@ class SimulatedShellModel:
         else:
             action = {"submit": True}
         has_examples = "\nExamples:\n" in str(messages[0]["content"])
+        if schema is not None:  # decoding constrained to the schema: always well-formed
+            return json.dumps({"command": action.get("command", ""), "submit": "submit" in action})
         if not reasked and not has_examples and _rng("format", self.seed, instruction,
                                                      turn).random() < self.p_format:  # fmt: skip
             body = action.get("command", "submit")

@@ -53,6 +53,13 @@ def _codeblocks(h: Harness) -> Patch | None:
                  why="the model writes commands in fenced shell blocks: read them as actions")  # fmt: skip
 
 
+def _structured(h: Harness) -> Patch | None:
+    if h.structured_actions:
+        return None
+    return Patch(target="structured_actions", value=True,
+                 why="replies were not in the action format: ask for it with a JSON schema")  # fmt: skip
+
+
 def _hook(name: str, why: str) -> Maker:
     def make(h: Harness) -> Patch | None:
         return None if name in h.hooks else Patch(target="hooks", op="append", value=name, why=why)
@@ -82,7 +89,7 @@ def _scale(part: str, factor: float, cap: int, why: str) -> Maker:
 
 
 TERMINAL_LIBRARY: dict[str, list[Maker]] = {
-    "format": [_add_example, _more_retries, _codeblocks],
+    "format": [_add_example, _structured, _more_retries, _codeblocks],
     "unverified_error": [
         _hook(
             "verify_before_submit",
@@ -111,6 +118,7 @@ TERMINAL_PARTS = """\
 - retries (int 0-5; set): re-asks within a turn after a reply with no usable action
 - output_chars (int 100-100000; set): characters of a command's output shown (head and tail)
 - keep_turns (int 1-200; set): turns kept verbatim; older ones shrink to one line
+- structured_actions (bool; set): ask for each action with a JSON schema (constrained decoding)
 - parse_codeblocks (bool; set): also read a fenced shell block as a command
 - hooks (list; append/remove): list_files_first, verify_before_submit, reread_instruction"""
 

@@ -2,7 +2,8 @@
 
 A harness is what surrounds an agent's LLM: the system prompt, the instance template
 (``{instruction}`` is the task), the tool set and its usage examples, the step and LLM-call
-limits, the retry policy (re-asks after a reply with no usable action), a lenient action parser (``parse_codeblocks``), output truncation
+limits, the retry policy (re-asks after a reply with no usable action), schema-constrained actions
+(``structured_actions``), a lenient action parser (``parse_codeblocks``), output truncation
 (how much of a command's output the model sees: head and tail), history summarization
 (turns kept verbatim; older ones shrink to one line each) and control-logic hooks (a
 closed set: ``list_files_first``, ``verify_before_submit``, ``reread_instruction``).
@@ -53,6 +54,9 @@ class Harness(BaseModel):
     """Characters of a command's output shown to the model (head and tail)."""
     keep_turns: int = Field(default=6, ge=1, le=200)
     """Turns kept verbatim; older turns are summarized to one line each."""
+    structured_actions: bool = False
+    """Ask for each action with a JSON schema (``{"command", "submit"}``): providers that
+    support it constrain decoding to it (the embedded model as a grammar)."""
     parse_codeblocks: bool = False
     """Also read a reply's first fenced shell block (```bash/```sh/```) as a command when it
     holds no JSON action (a lenient action parser)."""

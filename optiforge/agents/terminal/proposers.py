@@ -2,7 +2,9 @@
 
 ``next_action`` asks the model for its next action; a reply with no usable action is
 re-asked within the turn (the error and the format restated) up to ``harness.retries``
-times, and never past ``harness.max_llm_calls``. There is no offline writer: without an
+times, and never past ``harness.max_llm_calls``. With ``harness.structured_actions`` the
+action is asked for with the ``ActionReply`` JSON schema (the LLM's own schema re-asks
+count as calls). There is no offline writer: without an
 LLM the agent has nothing to act with (``optiforge.testing.saddle`` simulates one).
 """
 
@@ -10,9 +12,34 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from optiforge.agents.kit.harness import Harness
 from optiforge.agents.terminal.problem import FORMAT_HINT, parse_action
-from optiforge.errors import BudgetExceeded, LLMError
+from optiforge.errors import BudgetExceeded, LLMError, StructuredOutputError
+
+
+class ActionReply(BaseModel):
+    """The action schema of ``harness.structured_actions``."""
+
+    command: str = Field(default="", description="one shell command to run, or empty")
+    submit: bool = Field(default=False, description="true when the task is done")
+
+
+def _structured(reply: Any) -> tuple[dict[str, Any] | None, str]:
+    parsed = reply.parsed
+    if isinstance(parsed, ActionReply):
+        if parsed.command.strip() and "\x00" not in parsed.command:
+            return {"command": parsed.command}, ""
+        if parsed.submit:
+            return {"submit": True}, ""
+        return None, "the reply had an empty command and submit false"
+    return parse_action(reply.text or "")
+
+
+def llm_reasks(llm: Any) -> int:
+    """Schema re-asks an LLM makes before it gives up (``StructuredOutputError``)."""
+    return int(getattr(llm, "max_reasks", 0) or 0)
 
 
 def _tokens(reply: Any) -> int:
@@ -32,15 +59,26 @@ def next_action(
         if harness.max_llm_calls is not None and calls + out["calls"] >= harness.max_llm_calls:
             out["stop"] = "llm-call limit"
             return out
+        schema = ActionReply if harness.structured_actions else None
         try:
-            reply = llm.complete(msgs, temperature=temperature)
+            reply = llm.complete(msgs, temperature=temperature, schema=schema)
+        except StructuredOutputError as e:
+            out["calls"] += 1 + llm_reasks(llm)
+            out["why"] = f"no reply matched the action schema ({str(e)[-120:]})"
+            if out["reasks"] >= harness.retries:
+                return out
+            out["reasks"] += 1
+            continue
         except (LLMError, BudgetExceeded) as e:
             out["stop"] = f"llm error: {type(e).__name__}: {e}"[:300]
             return out
-        out["calls"] += 1
+        out["calls"] += 1 + int(getattr(reply, "reasks", 0) or 0)
         out["tokens"] += _tokens(reply)
         out["text"] = reply.text or ""
-        out["action"], out["why"] = parse_action(out["text"], harness.parse_codeblocks)
+        if schema is not None:
+            out["action"], out["why"] = _structured(reply)
+        else:
+            out["action"], out["why"] = parse_action(out["text"], harness.parse_codeblocks)
         if out["action"] is not None or out["reasks"] >= harness.retries:
             return out
         out["reasks"] += 1

@@ -101,3 +101,21 @@ def test_the_agent_runs_under_the_harness_and_offline_it_fails_honestly(tmp_path
     off = run_task("terminal", task, RunSettings(model="offline", memory="none"), tmp_path / "b",
                    with_baseline=False)  # fmt: skip
     assert off["status"] == "failed" and "needs an LLM" in off["status_reason"]
+
+
+def test_structured_actions_ask_with_a_schema_and_an_unmatched_reply_loses_the_turn() -> None:
+    task, sb = _task("normalize-names"), get_sandbox("local")
+    h = base_harness().apply(Patch(target="structured_actions", value=True, why="x"))
+    sol = task.solution()
+    replies = [json.dumps({"command": c, "submit": False}) for c in sol] + [
+        json.dumps({"submit": True})
+    ]
+    llm = ScriptedLLM(replies)
+    ep = run_episode(task, h, llm, sb)
+    assert ep["stop"] == "submitted" and ep["commands"] == sol
+    llm2 = ScriptedLLM(["not json", "still not", "nope"] + replies, max_reasks=2)
+    ep2 = run_episode(task, h.apply(Patch(target="max_steps", value=1, why="x")), llm2, sb)
+    assert [t["kind"] for t in ep2["turns"]] == ["invalid"] and "action schema" in ep2["turns"][0][
+        "why"
+    ]
+    assert ep2["llm_calls"] == 3
