@@ -26,7 +26,12 @@ from langgraph.graph import END, START, StateGraph
 from optiforge.agents.autosaddler.config import SaddlerConfig
 from optiforge.agents.autosaddler.gate import repair_gate, validation_gate
 from optiforge.agents.autosaddler.problem import item_key, run_items
-from optiforge.agents.autosaddler.proposers import choose_rules, llm_propose, patch_key
+from optiforge.agents.autosaddler.proposers import (
+    choose_rules,
+    llm_propose,
+    patch_key,
+    proposal_prompt,
+)
 from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.kit.lineage import record_lesson
 from optiforge.agents.spec import AgentOutcome
@@ -118,8 +123,9 @@ def build_tuning(
                 shown = [
                     target.render(e, config.diagnosis) for e in failed[: config.traces_per_prompt]
                 ]
-                diag, patches, err = llm_propose(ctx.llm, h, target.parts_doc, target.categories, shown,
-                                                 state["history"], mode=config.diagnosis, scope=config.scope)  # fmt: skip
+                prompt = proposal_prompt(h, target.parts_doc, target.categories, shown, state["history"],
+                                         mode=config.diagnosis, scope=config.scope)  # fmt: skip
+                diag, patches, err = llm_propose(ctx.llm, h, prompt, scope=config.scope)
                 rec["proposer"] = "llm"
                 rec["llm_diagnosis"] = diag
                 if err:

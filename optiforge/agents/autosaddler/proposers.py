@@ -109,7 +109,7 @@ def proposal_prompt(
     tried = (
         "\n".join(
             f"- {h['patches']} -> {'accepted' if h['accepted'] else 'rejected'} ({h['result']})"
-            for h in history[-8:]
+            for h in [h for h in history if h.get("patches")][-8:]
         )
         or "(none yet)"
     )
@@ -120,20 +120,10 @@ def proposal_prompt(
 
 
 def llm_propose(
-    llm: Any,
-    harness: Any,
-    parts_doc: str,
-    categories: dict[str, str],
-    failures: list[str],
-    history: list[dict[str, Any]],
-    *,
-    mode: str,
-    scope: str,
+    llm: Any, harness: Any, prompt: str, *, scope: str
 ) -> tuple[dict[str, Any], list[Patch], str]:
-    """(diagnosis, patches, error): patches the harness accepts; error says why none."""
-    prompt = proposal_prompt(
-        harness, parts_doc, categories, failures, history, mode=mode, scope=scope
-    )
+    """Ask ``llm`` with ``prompt`` (``proposal_prompt``): (diagnosis, patches, error), the
+    patches ``harness`` accepts in order, and why the others (or all) were refused."""
     schema: type[BaseModel] = WholeProposal if scope == "whole" else Proposal
     try:
         reply = llm.complete([{"role": "user", "content": prompt}], schema=schema, temperature=0.2)

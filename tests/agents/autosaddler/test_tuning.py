@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from optiforge.agents.autosaddler import SaddlerConfig, TerminalTarget, build_tuning, measure, tune
 from optiforge.agents.autosaddler.diagnosis import diagnose, render
 from optiforge.agents.autosaddler.gate import needed, repair_gate, validation_gate
-from optiforge.agents.autosaddler.proposers import choose_rules, llm_propose
+from optiforge.agents.autosaddler.proposers import choose_rules, llm_propose, proposal_prompt
 from optiforge.agents.autosaddler.targets import TERMINAL_LIBRARY, TERMINAL_PARTS
 from optiforge.agents.kit import RunContext
 from optiforge.agents.kit.harness import Patch
@@ -87,8 +87,10 @@ def test_llm_proposals_are_parsed_into_patches_and_bad_ones_are_refused() -> Non
     h = base_harness()
     failures = [render({"task": "t", "instruction": "x", "turns": [BAD, BAD, _cmd("ls")], "stop": "step limit",
                         "llm_calls": 3}, "trace")]  # fmt: skip
-    diag, patches, err = llm_propose(scripted_proposer(), h, TERMINAL_PARTS, {"format": "x"}, failures, [],
-                                     mode="trace", scope="one_part")  # fmt: skip
+    prompt = proposal_prompt(
+        h, TERMINAL_PARTS, {"format": "x"}, failures, [], mode="trace", scope="one_part"
+    )
+    diag, patches, err = llm_propose(scripted_proposer(), h, prompt, scope="one_part")
     assert diag["category"] == "format" and patches[0].target == "tool_examples" and not err
     seen: list[str] = []
 
@@ -97,8 +99,7 @@ def test_llm_proposals_are_parsed_into_patches_and_bad_ones_are_refused() -> Non
         return json.dumps({"root_cause": "r", "category": "format", "evidence": "e",
                            "patch": {"target": "max_steps", "op": "set", "value": 0, "why": "w"}})  # fmt: skip
 
-    _, patches, err = llm_propose(FunctionLLM(bad), h, TERMINAL_PARTS, {"format": "x"}, failures, [],
-                                  mode="trace", scope="one_part")  # fmt: skip
+    _, patches, err = llm_propose(FunctionLLM(bad), h, prompt, scope="one_part")
     assert patches == [] and "invalid harness" in err
     assert (
         "ROOT CAUSE" in seen[0]
