@@ -112,7 +112,7 @@ def run_local(out: Path, sb: Any) -> None:
     llm = make_llm("local")
     target = TerminalTarget(lambda seed: llm, sb)
     t0 = time.perf_counter()
-    cfg = SaddlerConfig(iterations=2, batch=2, runs=1, val_tasks=3, workers=1)
+    cfg = SaddlerConfig(iterations=2, batch=2, runs=1, val_tasks=3, val_runs=1, workers=1)
 
     def show(r: dict[str, Any]) -> None:
         print(f"local round {r['iteration']}: {r['batch_pass']}/{r['batch_n']} {r.get('diagnoses')} "

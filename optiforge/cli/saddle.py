@@ -64,6 +64,7 @@ def tune_cmd(
     batch: Annotated[int, typer.Option(min=1, help="Training tasks per mini-batch.")] = 4,
     runs: Annotated[int, typer.Option(min=1, help="Runs per task while tuning.")] = 2,
     val_tasks: Annotated[int, typer.Option(min=1, help="Dev tasks held out to gate patches.")] = 6,
+    val_runs: Annotated[int, typer.Option(min=1, help="Runs per validation task.")] = 4,
     diagnosis: Annotated[
         str, typer.Option(help="trace (root cause) or last_error (shallow ablation).")
     ] = "trace",
@@ -92,7 +93,7 @@ def tune_cmd(
     from optiforge.memory import Store
 
     try:
-        config = SaddlerConfig(iterations=iterations, batch=batch, runs=runs, val_tasks=val_tasks,
+        config = SaddlerConfig(iterations=iterations, batch=batch, runs=runs, val_tasks=val_tasks, val_runs=val_runs,
                                diagnosis=diagnosis, scope=scope, gate=gate)  # type: ignore[arg-type]  # fmt: skip
     except ValidationError as e:
         err = e.errors()[0]

@@ -73,7 +73,7 @@ def build_tuning(
                           "validation tasks and a training set")  # fmt: skip
 
     def val_items(names: list[str]) -> list[tuple[Any, int]]:
-        return [(dev[n], VAL_SEED + r) for n in names for r in range(config.runs)]
+        return [(dev[n], VAL_SEED + r) for n in names for r in range(config.val_runs)]
 
     def start(state: SaddlerState, runtime: Any) -> dict[str, Any]:
         ctx: RunContext = runtime.context

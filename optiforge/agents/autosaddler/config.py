@@ -17,10 +17,15 @@ class SaddlerConfig(BaseModel):
     batch: int = Field(default=4, ge=1)
     """Training tasks per mini-batch (rotating through the training tasks)."""
     runs: int = Field(default=2, ge=1, le=10)
-    """Runs (seeds) per task in a mini-batch and in the validation batch."""
+    """Runs (seeds) per task in a mini-batch."""
     val_tasks: int = Field(default=6, ge=1)
     """Dev tasks held out of the mini-batches to gate patches (the heldout split is never
     touched while tuning)."""
+    val_runs: int = Field(default=4, ge=1, le=20)
+    """Runs (seeds) per validation task: the gate compares ``val_tasks * val_runs`` pairs.
+    With 6 x 2 = 12 pairs one tuning seed's validation batch sat at 11/12 under the base
+    harness and refused every patch (there was nothing left to win); 6 x 4 = 24 halves the
+    chance of such a lucky batch."""
     diagnosis: Literal["trace", "last_error"] = "trace"
     """``trace``: the whole trajectory is read for the root cause; ``last_error``: only the
     final error (the shallow-reflection ablation)."""

@@ -8,9 +8,8 @@ The gate accepts when ``wins - losses >= max(1, ceil(k * sqrt(wins + losses)))``
 advice the model ignores, with the same seeds) is always refused; one that changes
 nothing but flips ``d`` pairs by chance passes with probability 0.50, 0.25, 0.13, 0.31,
 0.19, 0.11 for ``d`` = 1..6 (0.16 for large ``d``). That is a loose gate, chosen because
-the validation batches we can afford are small (6 tasks x 2 runs = 12 pairs): with k = 2 a
-patch that fixes 3 of 12 pairs and breaks none (lead 3 < ceil(2 sqrt 3) = 4) would be
-refused. Every accepted patch is recorded with its wins and losses, so a reader can redo
+the validation batches we can afford are small (6 tasks x 4 runs = 24 pairs): with k = 2 a
+patch that fixes 3 pairs and breaks none (lead 3 < ceil(2 sqrt 3) = 4) would be refused. Every accepted patch is recorded with its wins and losses, so a reader can redo
 the arithmetic.
 """
 

@@ -23,7 +23,7 @@ from optiforge.sandboxes import get_sandbox
 from optiforge.testing import FunctionLLM
 from optiforge.testing.saddle import scripted_proposer, simulated_llm
 
-SMALL = {"iterations": 2, "batch": 2, "runs": 1, "val_tasks": 3, "workers": 1}
+SMALL = {"iterations": 2, "batch": 2, "runs": 1, "val_tasks": 3, "val_runs": 1, "workers": 1}
 
 
 def _cmd(c: str, rc: int = 0, err: str = "") -> dict[str, Any]:
@@ -183,7 +183,7 @@ def test_cli_tune_writes_the_harness_rounds_and_summary(tmp_path: Path) -> None:
 
     out = tmp_path / "t"
     res = CliRunner().invoke(app, ["tune", "--out", str(out), "--iterations", "1", "--batch", "2", "--runs", "1",
-                                   "--val-tasks", "3", "--measure-runs", "0"])  # fmt: skip
+                                   "--val-tasks", "3", "--val-runs", "1", "--measure-runs", "0"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "round 1: batch" in res.output and (out / "harness" / "harness.json").is_file()
     assert (out / "base" / "system_prompt.md").is_file() and (out / "summary.md").is_file()
