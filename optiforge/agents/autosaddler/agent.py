@@ -52,6 +52,9 @@ class SaddlerState(TypedDict, total=False):
     history: list[dict[str, Any]]
     val_cache: dict[str, dict[str, bool]]
     tried: list[str]
+    """Patches tried on the current harness (emptied when a patch is accepted: a patch
+    refused on one harness may help once another part has changed, e.g. a check turn
+    that needs turns to spare)."""
 
 
 def _brief(ep: dict[str, Any]) -> dict[str, Any]:
@@ -174,6 +177,7 @@ def build_tuning(
                 if rec["accepted"]:
                     files = new.files()
                     rec["new_harness"] = new.version
+                    tried = []
                 for p in patches:
                     record_lesson(ctx, task=f"autosaddler:{target.name}", agent="autosaddler",
                                   lesson=f"{p.target} {p.op} {p.value!r}: {p.why}"[:500],
