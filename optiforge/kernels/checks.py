@@ -41,7 +41,10 @@ FORBIDDEN_MODULES = frozenset({"sys", "os", "importlib", "inspect", "gc", "ctype
 #: off (``torch.sys.modules[...]``, ``triton.os``, ``err.__traceback__.tb_frame``...).
 ESCAPE_ATTRS = frozenset({"modules", "_getframe", "f_back", "f_globals", "f_locals", "f_code", "tb_frame",
                           "gi_frame", "cr_frame", "ag_frame", "_C", "_dynamo", "library", "_dispatch_library",
-                          "_thread", "_signal", "_posixsubprocess", "_imp"})  # fmt: skip
+                          "_thread", "_signal", "_posixsubprocess", "_imp",
+                          # the harness's traffic counter and the interpreter it wraps
+                          "traffic", "_Patch", "interpreter", "InterpreterBuilder", "GridExecutor",
+                          "interpreter_builder"})  # fmt: skip
 TIMER_NAMES = frozenset({"perf_counter", "perf_counter_ns", "do_bench", "Event", "elapsed_time", "synchronize",
                          "monotonic", "process_time"})  # fmt: skip
 

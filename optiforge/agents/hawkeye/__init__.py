@@ -6,8 +6,9 @@ from ``strategies/``, and iterates propose -> materialize (static checks) -> eva
 ``KernelProblem``. Proposers (``proposers.py``): ``LLMKernelProposer`` (prompt = task,
 roofline facts, the strategy's example kernel and test, previous attempts with their
 failure reasons, lessons from memory) and ``AutotuneProposer`` (offline local search
-over the templated kernels' params). Without a GPU the value is correctness-only and
-every summary says performance was not measured.
+over the templated kernels' params). Without a GPU the value is the suite's cost-model
+speedup over the starting kernel (counted traffic and launches; an estimate, and every
+summary says so).
 """
 
 from optiforge.agents.hawkeye.agent import build

@@ -36,8 +36,9 @@ def hawkeye_run(
         ran = pick_proposer(proposer, ctx)
         best = result.best
         if best is not None and isinstance(ran, AutotuneProposer):
-            # Without a GPU every correct config scores 1.0; break ties toward the roofline
-            # prior (the configs a GPU search heads for) rather than keeping the slow seed.
+            # Without a GPU the cost model often ties configs (a compute-bound op at the
+            # timing shape); break ties toward the roofline prior (the configs a GPU search
+            # heads for) rather than keeping the slow seed.
             tied = [e for e in result.history if e.passed and e.value == best.value]
             pref = prior_preference(problem.facts)
             best = min(

@@ -6,6 +6,9 @@ from optiforge.agents.hawkeye.problem import KernelProblem
 from optiforge.agents.kit import AgentOutcome, Evaluated, SearchResult, search_outcome
 
 NOT_MEASURED = "not measured without GPU"
+COST_MODEL = (
+    "cost model (no GPU): values are estimated speedups over the starting kernel, not timings"
+)
 
 
 def hawkeye_outcome(
@@ -18,7 +21,9 @@ def hawkeye_outcome(
 ) -> AgentOutcome:
     """``best`` as the candidate; arch, roofline facts, strategies and counts in ``extra``.
 
-    Without a GPU (arch ``interpreter``) ``extra["performance"]`` says speed was not measured.
+    Without a GPU (arch ``interpreter``) ``extra["performance"]`` says the values are the
+    suite's cost model (``cost_speedup``), not timings (or not measured at all when the
+    best candidate has no cost estimate).
     """
     arch = problem.arch
     return search_outcome(
@@ -27,6 +32,11 @@ def hawkeye_outcome(
             "arch": arch, "facts": problem.facts.model_dump(), "roofline": problem.roofline,
             "strategies": strategies, "best_applies": best.payload.get("applied") if best else None,
             "best_params": best.payload.get("params") if best else None,
-            "performance": None if arch != "interpreter" else NOT_MEASURED,
+            "performance": None if arch != "interpreter" else _cpu_performance(best),
         },
     )  # fmt: skip
+
+
+def _cpu_performance(best: Evaluated | None) -> str:
+    metrics = (best.metrics or {}) if best is not None else {}
+    return COST_MODEL if "cost_speedup" in metrics else NOT_MEASURED

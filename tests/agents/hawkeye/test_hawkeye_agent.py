@@ -95,11 +95,11 @@ def test_offline_eval_end_to_end_on_heldout(tmp_path: Path) -> None:
     agent = next(r for r in rows if r["method"] == "hawkeye")
     assert agent["verified"] and agent["verification"]["metrics"]["conditional_correctness"] == 1.0
     assert agent["extra"]["proposer"] == "autotune" and agent["n_evaluations"] == 2
-    if not torch.cuda.is_available():  # on CPU the value is correctness-only and says so
-        assert agent["best_score"] == 1.0 and agent["metric"] == "correct_no_gpu"
-        assert agent["extra"]["performance"] == "not measured without GPU"
-        assert summary["tasks"]["t2t_relu"]["methods"]["hawkeye"]["mean"] == 1.0
-        assert any("not measured without GPU" in n for n in summary["notes"])
+    if not torch.cuda.is_available():  # on CPU the value is the cost model's, and says so
+        assert agent["best_score"] >= 1.0 - 1e-9 and agent["metric"] == "cost_speedup"
+        assert "cost model" in agent["extra"]["performance"]
+        assert summary["tasks"]["t2t_relu"]["methods"]["hawkeye"]["mean"] >= 1.0 - 1e-9
+        assert any("cost-model speedup" in n for n in summary["notes"])
 
 
 def test_scripted_llm_bad_kernel_rejected_good_kernel_accepted(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_scripted_llm_bad_kernel_rejected_good_kernel_accepted(tmp_path: Path) -
     seed, bad, good = result.history
     assert seed.passed and seed.origin == "seed"
     assert bad.error is not None and "calls torch.softmax" in bad.error
-    assert good.passed and good.value == 1.0 and good.origin == "llm"
+    assert good.passed and good.value > 0 and good.origin == "llm"
     assert "shared_memory_staging" in good.payload["applied"]
     # The second prompt carries the first attempt's failure reason and a strategy example.
     second = llm.calls[1][-1]["content"]

@@ -77,8 +77,14 @@ def test_static_checks_reject_with_reason(source: str, reason: str) -> None:
 def test_correct_kernel_passes_dev_and_heldout() -> None:
     dev = _task("torch_softmax").evaluate({"code": fx.GOOD})
     assert dev.passed, dev.details
-    assert dev.value == 1.0 and dev.metrics["correctness"] == 1.0
-    assert dev.details["performance"] == "not measured without GPU"
+    assert dev.metrics["correctness"] == 1.0
+    if not torch.cuda.is_available():  # the cost model's estimate over the starting kernel
+        assert (
+            dev.value == dev.metrics["cost_speedup"] > 0
+            and "cost model" in dev.details["performance"]
+        )
+        task = _task("torch_softmax")
+        assert task.evaluate({"code": task.seed_code}).value == pytest.approx(1.0)
     held = _task("torch_softmax", "heldout").evaluate({"code": fx.GOOD})
     assert held.passed and held.metrics["conditional_correctness"] == 1.0, held.details
     assert held.metrics["n_cases"] == 6
@@ -229,6 +235,36 @@ def test_suite_metrics_by_hand() -> None:
         "performance": "not measured without GPU",
     }
     assert (
-        "not measured without GPU" in " ".join(KernelArenaBenchmark().notes("heldout"))
+        "no GPU, so not timed" in " ".join(KernelArenaBenchmark().notes("heldout"))
         or torch.cuda.is_available()
+    )
+    costed = [
+        {**r, "verification": {"metrics": {**r["verification"]["metrics"], "cost_speedup": 2.0}}}
+        for r in rows
+    ]
+    assert aggregate(costed)["geomean_cost_speedup"] == pytest.approx((2.0 * 0.1) ** 0.5)
+
+
+TAMPERS_COUNTER = (
+    fx.GOOD_KERNEL
+    + """
+import optiforge.kernels.traffic as tr
+
+
+def launch(x):
+    tr._Patch.active.clear()
+    return _good(x)
+"""
+)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the counter runs under the interpreter only")
+def test_kernel_code_that_touches_the_traffic_counter_is_refused() -> None:
+    task = _task("torch_softmax")
+    static = task.evaluate({"code": TAMPERS_COUNTER})
+    assert not static.passed and static.details["stage"] == "static"
+    ran = task.evaluate({"code": TAMPERS_COUNTER}, static_checks=False)
+    assert (
+        not ran.passed
+        and "tampered with the interpreter's traffic counter" in ran.details["reason"]
     )

@@ -23,9 +23,17 @@ A candidate is ``{"code": <Triton source defining launch(*inputs) -> Tensor>, ..
 
 Splits: ``dev`` (small shapes the agent sees) and ``heldout`` (unseen shapes: other
 sizes, non-power-of-two, strided / transposed layouts). On held-out cases the score
-reports conditional correctness P(candidate correct | reference correct). Without a
-GPU nothing is timed: the value is correctness-only (1.0 when every case passes) and
-the summary says performance was not measured.
+reports conditional correctness P(candidate correct | reference correct).
+
+Without a GPU nothing is timed. The runner counts, under the interpreter, each launch's
+requested bytes, ``tl.dot`` FLOPs and launches (:mod:`optiforge.kernels.traffic`; kernel
+code that touches the counter is refused), and a correct candidate's value is its
+**cost-model speedup** over the task's starting kernel (``seed_code``, counted the same
+way in a trusted run): the estimated time of each at the task's timing shape, from the
+traffic amplification on the largest dev case (``traffic.cost_estimate``, target sm90).
+It is a model, named ``cost_speedup`` (GPU runs report measured ``speedup``), and tells
+kernels apart by re-reads, padding and launch count, not by anything a cache or the
+hardware decides.
 """
 
 from __future__ import annotations
@@ -47,6 +55,12 @@ from optiforge.kernels.templates import TEMPLATES, render
 _HERE = Path(__file__).parent
 RUNNER = "runner.py"
 NOT_MEASURED = "not measured without GPU"
+
+
+_SEED_TRAFFIC: dict[tuple[str, str, str], list[dict[str, float]]] = {}
+"""(task, split, sha of the starting kernel) -> its per-case traffic counts (trusted runs)."""
+_TARGET: dict[str, tuple[float, float]] = {}
+"""task -> (flops, bytes) it must do at its timing shape."""
 
 
 def cuda_available() -> bool:
@@ -74,8 +88,8 @@ class KernelTask:
         self.op = spec.op
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
-        # Honest metric name: without CUDA the value is correctness only (1.0 = all cases pass).
-        self.metric = "speedup" if cuda_available() else "correct_no_gpu"
+        # Honest metric name: without CUDA the value is the cost model's speedup estimate.
+        self.metric = "speedup" if cuda_available() else "cost_speedup"
         self.cases: list[Case] = spec.dev if split == "dev" else spec.heldout
         seed_body = render(spec.op, {})
         self.seed_code = seed_body
@@ -212,7 +226,67 @@ class KernelTask:
                         base.outputs[k], refs[k], self.spec.tolerances[case.dtype],
                         float(self.spec.rel_norm[case.dtype]))[0] is None  # fmt: skip
                     r["ref_ok"] = r["ref_ok"] and ok
-        return self._score(rows, metrics, gpu, cand, base, tsets, n_cases, need_ref_kernel)
+        cost_note = None
+        if not gpu and all_ok:
+            cost, cost_note = self._cost(cand, inputs, refs, sandbox)
+            metrics.update(cost)
+        return self._score(
+            rows, metrics, gpu, cand, base, tsets, n_cases, need_ref_kernel, cost_note
+        )
+
+    def _cost(self, cand: judge.RunRead, inputs: list[Any], refs: list[Any], sandbox: Any) -> tuple[dict[str, float], str | None]:  # fmt: skip
+        """Cost-model metrics of a correct candidate on CPU (see the module doc), or why none."""
+        from optiforge.kernels.traffic import cost_estimate
+
+        rows = cand.meta.get("traffic")
+        if not isinstance(rows, list) or len(rows) != len(inputs):
+            return {}, "the run reported no traffic counts"
+        seed_rows, why = self._seed_traffic(sandbox, inputs)
+        if seed_rows is None:
+            return {}, f"the starting kernel's counting run failed: {why}"
+        bounds = [
+            judge.work_bounds(self.op, inp, ref) for inp, ref in zip(inputs, refs, strict=True)
+        ]
+        k = max(range(len(bounds)), key=lambda i: bounds[i][0])
+        compulsory = (bounds[k][1], bounds[k][0])
+        target = self._target_bounds()
+        est = cost_estimate(rows[k], compulsory, target)
+        base = cost_estimate(seed_rows[k], compulsory, target)
+        if est["launches"] < 1:
+            return {}, "the candidate launched no Triton kernel"
+        return {"cost_speedup": base["estimate_us"] / est["estimate_us"], "cost_us": est["estimate_us"],
+                "seed_cost_us": base["estimate_us"], "cost_amplification": est["amplification"],
+                "cost_launches": est["launches"], "cost_tensor_cores": est["tensor_cores"]}, None  # fmt: skip
+
+    def _seed_traffic(
+        self, sandbox: Any, inputs: list[Any]
+    ) -> tuple[list[dict[str, float]] | None, str]:
+        """The starting kernel's per-case traffic (a trusted run; cached per task and split)."""
+        key = (self.name, self.split, judge.sha(self.seed_code))
+        if key not in _SEED_TRAFFIC:
+            files, guarded = self.run_files(
+                "baseline", self.seed_code, judge.pack_inputs(inputs, []), timing=False
+            )
+            read, why, _, _ = self._sandbox_run(sandbox, files, guarded, {len(inputs)}, False)
+            if read is None or read.meta.get("fatal"):
+                return None, why if read is None else str(read.meta["fatal"])
+            rows = read.meta.get("traffic")
+            if not isinstance(rows, list) or len(rows) != len(inputs):
+                return None, "no traffic counts"
+            _SEED_TRAFFIC[key] = rows
+        return _SEED_TRAFFIC[key], ""
+
+    def _target_bounds(self) -> tuple[float, float]:
+        """(flops, bytes) the op must do at the task's timing shape."""
+        if self.name not in _TARGET:
+            import torch
+
+            tset = judge.timing_inputs(self.op, self.spec.timing, n_sets=1)[0]
+            meta = tuple(t.to("meta") if isinstance(t, torch.Tensor) else t for t in tset)
+            out = judge.reference(self.op, meta)
+            nbytes, flops = judge.work_bounds(self.op, tset, out)
+            _TARGET[self.name] = (flops, nbytes)
+        return _TARGET[self.name]
 
     @staticmethod
     def _fail(metrics: dict[str, float], reason: str, stage: str) -> Score:
@@ -220,7 +294,8 @@ class KernelTask:
                      details={"reason": reason, "stage": stage, "performance": NOT_MEASURED})  # fmt: skip
 
     def _score(self, rows: list[dict[str, Any]], metrics: dict[str, float], gpu: bool, cand: judge.RunRead,
-               base: judge.RunRead | None, tsets: list[Any], n_cases: int, ref_kernel: bool) -> Score:  # fmt: skip
+               base: judge.RunRead | None, tsets: list[Any], n_cases: int, ref_kernel: bool,
+               cost_note: str | None = None) -> Score:  # fmt: skip
         n_ok = sum(1 for c in rows if c["ok"])
         ref_ok = [c for c in rows if c.get("ref_ok")]
         metrics.update(
@@ -238,8 +313,18 @@ class KernelTask:
             details.update(reason=failures[0], stage="correctness", performance=NOT_MEASURED)
             return Score(value=0.0, passed=False, metrics=metrics, details=details)
         if not gpu or not tsets:
-            details["performance"] = NOT_MEASURED
-            # Correctness-only value: performance cannot be measured under the interpreter.
+            if "cost_speedup" in metrics:
+                details["performance"] = (f"cost model (no GPU): estimated {metrics['cost_us']:.1f} us vs the "
+                                          f"starting kernel's {metrics['seed_cost_us']:.1f} us at the timing shape "
+                                          f"on sm90 from counted traffic; not a measurement")  # fmt: skip
+                return Score(
+                    value=float(metrics["cost_speedup"]),
+                    passed=True,
+                    metrics=metrics,
+                    details=details,
+                )
+            details["performance"] = NOT_MEASURED + (f" ({cost_note})" if cost_note else "")
+            # Correctness-only value: neither timed nor counted.
             return Score(value=1.0, passed=True, metrics=metrics, details=details)
         assert base is not None
         off = n_cases if ref_kernel else 0
@@ -299,7 +384,9 @@ class KernelArenaBenchmark(SuiteHooks):
                "conditional_correctness = P(candidate correct | reference correct) per case (in Score.metrics)."]  # fmt: skip
         if not cuda_available():
             out.append(
-                "Performance: not measured without GPU (values are correctness-only: 1.0 = all cases correct)."
+                "Performance: no GPU, so not timed. A correct kernel's value is its cost-model speedup over the "
+                "starting kernel (cost_speedup: requested bytes, dot FLOPs and launches counted under the "
+                "interpreter, carried to the timing shape on sm90); a model, not a measurement."
             )
         return out
 
@@ -328,7 +415,8 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Suite metrics from runner rows (``results.jsonl``) of one method.
 
     Returns correctness (fraction of tasks verified), mean conditional correctness, and —
-    only when timings exist — fast_p (p = 1.0, 1.5) and the clipped geomean speedup.
+    only when timings exist — fast_p (p = 1.0, 1.5) and the clipped geomean speedup; without
+    timings, the clipped geomean of the cost model's speedups when there are any.
     """
     if not rows:
         return {}
@@ -346,6 +434,13 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
                    geomean_speedup=clipped_geomean_speedup(speedups))  # fmt: skip
     else:
         out["performance"] = NOT_MEASURED
+        costs = [r.get("verification", {}).get("metrics", {}).get("cost_speedup") if r.get("verified") else None
+                 for r in rows]  # fmt: skip
+        if any(c is not None for c in costs):
+            out["geomean_cost_speedup"] = clipped_geomean_speedup(costs)
+            out["performance"] = (
+                "cost model (no GPU): geomean_cost_speedup is an estimate, not a timing"
+            )
     return out
 
 

@@ -174,6 +174,17 @@ def _setup() -> dict[str, Any]:
              path_events=PATH_EVENTS, protected=PROTECTED_MODULES, write_flags=WRITE_FLAGS,
              baseline_extras=_baseline_extras, getframe=sys._getframe, get_ident=_thread.get_ident)  # fmt: skip
     c["frame_readers"] = _frame_readers()
+    if not cuda:  # under the interpreter: count each launch's traffic (optiforge.kernels.traffic)
+        from triton.runtime import interpreter as itp
+
+        from optiforge.kernels import traffic
+
+        traffic.install()
+        counter = traffic.Traffic()
+        traffic._Patch.active.append(counter)
+        c.update(tr_counter=counter, tr_active=traffic._Patch.active, tr_patch=traffic._Patch,
+                 tr_wrappers=dict(traffic._Patch.wrappers), tr_builder=vars(itp.InterpreterBuilder),
+                 tr_grid=vars(itp.GridExecutor), tr_methods=tuple(traffic._METHODS))  # fmt: skip
     # Timers: the objects kernel code must leave in place (identity is checked after each call).
     homes = {"time": time, "torch.cuda": torch.cuda, "triton.testing": triton.testing}
     names = ("time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
@@ -370,6 +381,13 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
     )
     frame_hooks, torch_c_refusals = c.get("frame_hooks", []), c.get("torch_c_refusals", [])
     getframe, get_ident, frame_readers = c["getframe"], c["get_ident"], c["frame_readers"]
+    tr_counter, tr_active, tr_patch = c.get("tr_counter"), c.get("tr_active"), c.get("tr_patch")
+    tr_wrappers, tr_builder, tr_grid, tr_methods = (
+        c.get("tr_wrappers"),
+        c.get("tr_builder"),
+        c.get("tr_grid"),
+        c.get("tr_methods", ()),
+    )
     if cuda:
         ev_new, ev_base, ev_record, ev_elapsed = (
             c["ev_new"],
@@ -586,13 +604,42 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
             kept.append(out)
         return out, None
 
+    def counter_intact() -> bool:
+        """The traffic counter is still the one installed before kernel code existed."""
+        if tr_patch.active is not tr_active or not _any(x is tr_counter for x in tr_active):  # type: ignore[union-attr]
+            return False
+        for m in tr_methods:
+            if tr_builder.get(m) is not tr_wrappers[m]:  # type: ignore[union-attr, index]
+                return False
+        return tr_grid.get("__call__") is tr_wrappers["grid_call"]  # type: ignore[union-attr, index]
+
     reasons: list[Any] = []
+    traffic_rows: list[Any] = []
     if fatal is None:
         for inputs in cases:
+            n0 = _len(tr_counter.launches) if tr_counter is not None else 0
             out, why = guarded(inputs)
             reasons.append(why)
             outputs.append(keep(out) if why is None else None)
+            if tr_counter is not None:
+                if not counter_intact():
+                    fatal = "tampered with the interpreter's traffic counter"
+                    break
+                row = {"launches": 0.0, "bytes_loaded": 0.0, "bytes_stored": 0.0, "atomic_bytes": 0.0,
+                       "dot_flops": 0.0, "programs": 0.0}  # fmt: skip
+                for rec in tr_counter.launches[n0:]:
+                    row["launches"] += 1.0
+                    for key in (
+                        "bytes_loaded",
+                        "bytes_stored",
+                        "atomic_bytes",
+                        "dot_flops",
+                        "programs",
+                    ):
+                        row[key] += _float(rec[key])
+                traffic_rows.append(row)
     meta["reasons"] = reasons
+    meta["traffic"] = traffic_rows
 
     # -- timing (CUDA only) ----------------------------------------------------------------
     def time_fn(

@@ -1,0 +1,219 @@
+"""Memory traffic, dot FLOPs and launches of Triton kernels run under the interpreter.
+
+``count_traffic()`` wraps the methods of Triton's CPU interpreter (``TRITON_INTERPRET=1``)
+that every ``tl.*`` memory builtin ends in, so a block of code run inside it reports, per
+kernel launch: bytes loaded and stored by the lanes active under their masks (plain
+pointers, block pointers and tensor descriptors all end in
+``InterpreterBuilder.create_masked_load``/``create_masked_store``), atomic bytes, the
+FLOPs of ``tl.dot`` (2 M N K per call, padding of partial tiles included), the grid and
+its program count. These are bytes *requested* by the kernel as written: no cache, no
+coalescing. A kernel that re-reads its inputs (no tiling) requests more than one that
+reuses a tile; one split in three launches pays three launches.
+
+``cost_estimate`` turns the counts of one call into a roofline time estimate at a larger
+shape (the counts' amplification over the compulsory traffic, carried to the target
+shape, plus a fixed cost per launch). It is a model, not a measurement: it is what a
+CPU-only run can compare kernels by, and GPU timings remain the reported metric where a
+GPU exists. Checked against the installed Triton (3.7); it relies on interpreter
+internals that a Triton upgrade may move (``install`` then raises).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+LAUNCH_US = 4.0
+"""Fixed cost of one kernel launch in the estimate (microseconds; CUDA's launch latency is
+3-5 us per kernel)."""
+PEAKS: dict[str, tuple[float, float, float]] = {
+    "sm80": (312.0, 19.5, 2.0),
+    "sm90": (989.0, 67.0, 3.35),
+}
+"""arch -> (dense fp16 tensor-core TFLOP/s, fp32 CUDA-core TFLOP/s, HBM TB/s) of A100 and
+H100 SXM."""
+_METHODS = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
+            "create_dot", "set_grid_dim")  # fmt: skip
+
+
+def _elem_bytes(ptrs: Any) -> int:
+    import triton.language as tl
+
+    ty = ptrs.dtype
+    if isinstance(ty, tl.block_type):
+        ty = ty.element_ty
+    elt = ty.element_ty if isinstance(ty, tl.pointer_type) else ty
+    if isinstance(elt, tl.pointer_type):
+        return 8
+    return max(1, int(getattr(elt, "primitive_bitwidth", 8)) // 8)
+
+
+def _lanes(ptrs: Any, mask: Any) -> int:
+    import numpy as np
+
+    shape = np.shape(ptrs.data)
+    if mask is None:
+        return int(np.prod(shape)) if shape else 1
+    return int(np.count_nonzero(np.broadcast_to(np.asarray(mask.data).astype(bool), shape)))
+
+
+class Traffic:
+    """The launches counted inside one ``count_traffic`` block."""
+
+    def __init__(self) -> None:
+        self.launches: list[dict[str, Any]] = []
+        self._cur: dict[str, Any] | None = None
+
+    def totals(self) -> dict[str, float]:
+        keys = ("bytes_loaded", "bytes_stored", "atomic_bytes", "dot_flops", "programs")
+        out = {k: float(sum(x[k] for x in self.launches)) for k in keys}
+        out["launches"] = float(len(self.launches))
+        return out
+
+
+class _Patch:
+    """The installed wrappers (one set at a time; ``count_traffic`` nests by sharing it)."""
+
+    active: list[Traffic] = []
+    originals: dict[str, Any] = {}
+    wrappers: dict[str, Any] = {}
+
+
+def _add(key: str, value: float) -> None:
+    for t in _Patch.active:
+        if t._cur is not None:
+            t._cur[key] += value
+
+
+def install() -> None:
+    """Wrap the interpreter's methods (idempotent)."""
+    if _Patch.originals:
+        return
+    from triton.runtime import interpreter as itp
+
+    builder, grid = itp.InterpreterBuilder, itp.GridExecutor
+    o = {m: getattr(builder, m) for m in _METHODS}
+    o["grid_call"] = grid.__call__
+
+    def create_masked_load(self: Any, ptrs: Any, mask: Any, *a: Any, **k: Any) -> Any:
+        _add("bytes_loaded", _lanes(ptrs, mask) * _elem_bytes(ptrs))
+        return o["create_masked_load"](self, ptrs, mask, *a, **k)
+
+    def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *a: Any, **k: Any) -> Any:
+        _add("bytes_stored", _lanes(ptrs, mask) * _elem_bytes(ptrs))
+        return o["create_masked_store"](self, ptrs, value, mask, *a, **k)
+
+    def create_atomic_rmw(
+        self: Any, op: Any, ptr: Any, val: Any, mask: Any, *a: Any, **k: Any
+    ) -> Any:
+        _add("atomic_bytes", _lanes(ptr, mask) * _elem_bytes(ptr))
+        return o["create_atomic_rmw"](self, op, ptr, val, mask, *a, **k)
+
+    def create_atomic_cas(self: Any, ptr: Any, *a: Any, **k: Any) -> Any:
+        _add("atomic_bytes", _lanes(ptr, None) * _elem_bytes(ptr))
+        return o["create_atomic_cas"](self, ptr, *a, **k)
+
+    def create_dot(self: Any, a: Any, b: Any, *rest: Any, **k: Any) -> Any:
+        import numpy as np
+
+        sa, sb = np.shape(a.data), np.shape(b.data)
+        batch = int(np.prod(sa[:-2])) if len(sa) > 2 else 1
+        _add("dot_flops", 2.0 * batch * sa[-2] * sb[-1] * sa[-1])
+        return o["create_dot"](self, a, b, *rest, **k)
+
+    def set_grid_dim(self: Any, nx: int, ny: int, nz: int) -> Any:
+        for t in _Patch.active:
+            if t._cur is not None:
+                t._cur["grid"] = [int(nx), int(ny), int(nz)]
+                t._cur["programs"] = int(nx) * int(ny) * int(nz)
+        return o["set_grid_dim"](self, nx, ny, nz)
+
+    def grid_call(self: Any, *a: Any, **k: Any) -> Any:
+        name = str(getattr(self.fn, "__name__", "kernel"))
+        for t in _Patch.active:
+            t._cur = {"kernel": name, "grid": None, "programs": 0, "bytes_loaded": 0.0, "bytes_stored": 0.0,
+                      "atomic_bytes": 0.0, "dot_flops": 0.0}  # fmt: skip
+        try:
+            return o["grid_call"](self, *a, **k)
+        finally:
+            for t in _Patch.active:
+                if t._cur is not None:
+                    t.launches.append(t._cur)
+                    t._cur = None
+
+    w = {"create_masked_load": create_masked_load, "create_masked_store": create_masked_store,
+         "create_atomic_rmw": create_atomic_rmw, "create_atomic_cas": create_atomic_cas,
+         "create_dot": create_dot, "set_grid_dim": set_grid_dim}  # fmt: skip
+    for m, f in w.items():
+        setattr(builder, m, f)
+    grid.__call__ = grid_call
+    _Patch.originals, _Patch.wrappers = o, {**w, "grid_call": grid_call}
+
+
+def intact() -> bool:
+    """Whether the installed wrappers are still the interpreter's methods (code run inside
+    a counted block could have replaced them)."""
+    if not _Patch.wrappers:
+        return False
+    from triton.runtime import interpreter as itp
+
+    ok = all(itp.InterpreterBuilder.__dict__.get(m) is _Patch.wrappers[m] for m in _METHODS)
+    return ok and itp.GridExecutor.__dict__.get("__call__") is _Patch.wrappers["grid_call"]
+
+
+def uninstall() -> None:
+    if not _Patch.originals:
+        return
+    from triton.runtime import interpreter as itp
+
+    for m in _METHODS:
+        setattr(itp.InterpreterBuilder, m, _Patch.originals[m])
+    itp.GridExecutor.__call__ = _Patch.originals["grid_call"]
+    _Patch.originals, _Patch.wrappers = {}, {}
+
+
+@contextlib.contextmanager
+def count_traffic() -> Iterator[Traffic]:
+    """Count every interpreted launch inside the block (see the module doc)."""
+    t = Traffic()
+    install()
+    _Patch.active.append(t)
+    try:
+        yield t
+    finally:
+        _Patch.active.remove(t)
+        if not _Patch.active:
+            uninstall()
+
+
+def cost_estimate(
+    totals: dict[str, float],
+    compulsory: tuple[float, float],
+    target: tuple[float, float],
+    arch: str = "sm90",
+) -> dict[str, float]:
+    """A roofline time estimate (microseconds) of one call at a target shape.
+
+    totals: counted ``bytes_loaded``, ``bytes_stored``, ``atomic_bytes``, ``dot_flops``,
+        ``launches`` of one call at a small shape;
+    compulsory: (flops, bytes) the op must do at that small shape;
+    target: (flops, bytes) it must do at the target shape.
+
+    Requested bytes over the compulsory bytes is the kernel's traffic amplification
+    (re-reads of inputs, intermediates written and read back between launches), carried to
+    the target shape. The target's FLOPs run on tensor cores when the kernel uses
+    ``tl.dot`` and on CUDA cores otherwise (the padding of partial tiles at the small shape
+    is not carried over: target shapes are multiples of any tile). The time is
+    ``max(bytes / HBM bandwidth, flops / peak) + launches * LAUNCH_US`` on ``arch``. The
+    amplification of a tiled kernel grows with the shape (re-reads scale with size / tile),
+    so the estimate keeps the order of two kernels more than their ratio."""
+    tensor, cuda_cores, tbs = PEAKS[arch]
+    moved = totals["bytes_loaded"] + totals["bytes_stored"] + totals.get("atomic_bytes", 0.0)
+    amp = moved / max(compulsory[1], 1.0)
+    peak = tensor if totals["dot_flops"] > 0 else cuda_cores
+    t_bytes = amp * target[1] / (tbs * 1e12) * 1e6
+    t_flops = target[0] / (peak * 1e12) * 1e6
+    launches = totals["launches"]
+    return {"amplification": amp, "tensor_cores": float(totals["dot_flops"] > 0), "launches": launches,
+            "estimate_us": max(t_bytes, t_flops) + launches * LAUNCH_US}  # fmt: skip

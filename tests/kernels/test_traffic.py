@@ -1,0 +1,87 @@
+"""The interpreter traffic counter and the cost estimate built on it."""
+
+from __future__ import annotations
+
+import pytest
+
+from optiforge.kernels import _backend
+
+_backend.configure_triton_backend()
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from optiforge.kernels.traffic import LAUNCH_US, PEAKS, cost_estimate, count_traffic, intact  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    torch.cuda.is_available(), reason="counts interpreted launches only"
+)
+
+
+@triton.jit
+def _add(x, y, o, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    m = i < n
+    tl.store(o + i, tl.load(x + i, mask=m) + tl.load(y + i, mask=m), mask=m)
+
+
+@triton.jit
+def _matmul_rows(a, b, c, K: tl.constexpr, N: tl.constexpr):
+    # one program per output row, B re-read by every row (no tiling over M)
+    r = tl.program_id(0)
+    k = tl.arange(0, K)
+    n = tl.arange(0, N)
+    row = tl.load(a + r * K + k)
+    bb = tl.load(b + k[:, None] * N + n[None, :])
+    tl.store(c + r * N + n, tl.sum(row[:, None] * bb, axis=0))
+
+
+@triton.jit
+def _matmul_tile(a, b, c, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    m, k, n = tl.arange(0, M), tl.arange(0, K), tl.arange(0, N)
+    acc = tl.dot(tl.load(a + m[:, None] * K + k[None, :]), tl.load(b + k[:, None] * N + n[None, :]))
+    tl.store(c + m[:, None] * N + n[None, :], acc)
+
+
+def test_masked_lanes_and_launches_are_counted() -> None:
+    x, y, o = torch.randn(1000), torch.randn(1000), torch.empty(1000)
+    with count_traffic() as t:
+        _add[(4,)](x, y, o, 1000, B=256)
+        assert intact()
+        _add[(4,)](x, y, o, 1000, B=256)
+    assert not intact()  # uninstalled on leaving the block
+    assert [r["programs"] for r in t.launches] == [4, 4]
+    assert (
+        t.launches[0]["bytes_loaded"] == 2 * 1000 * 4 and t.launches[0]["bytes_stored"] == 1000 * 4
+    )
+    assert t.totals()["launches"] == 2.0 and t.totals()["dot_flops"] == 0.0
+
+
+def test_rereads_and_dot_flops_tell_a_tiled_matmul_from_a_naive_one() -> None:
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    c1, c2 = torch.empty(16, 16), torch.empty(16, 16)
+    with count_traffic() as naive:
+        _matmul_rows[(16,)](a, b, c1, K=16, N=16)
+    with count_traffic() as tiled:
+        _matmul_tile[(1,)](a, b, c2, M=16, K=16, N=16)
+    torch.testing.assert_close(c1, c2, rtol=1e-4, atol=1e-4)
+    # naive: 16 rows x (a row + all of B); tiled: A and B once
+    assert naive.totals()["bytes_loaded"] == 16 * (16 + 256) * 4
+    assert tiled.totals()["bytes_loaded"] == 2 * 256 * 4
+    assert tiled.totals()["dot_flops"] == 2 * 16**3 and naive.totals()["dot_flops"] == 0
+
+
+def test_cost_estimate_is_the_roofline_of_the_amplified_traffic() -> None:
+    tensor, cuda_cores, tbs = PEAKS["sm90"]
+    totals = {"bytes_loaded": 300.0, "bytes_stored": 100.0, "dot_flops": 0.0, "launches": 2.0}
+    est = cost_estimate(totals, compulsory=(0.0, 200.0), target=(0.0, 1e9))
+    assert est["amplification"] == 2.0 and est["tensor_cores"] == 0.0
+    assert est["estimate_us"] == pytest.approx(2.0 * 1e9 / (tbs * 1e12) * 1e6 + 2 * LAUNCH_US)
+    flops = {**totals, "dot_flops": 1.0}
+    big = cost_estimate(flops, compulsory=(1.0, 400.0), target=(1e12, 1e6))
+    assert big["estimate_us"] == pytest.approx(1e12 / (tensor * 1e12) * 1e6 + 2 * LAUNCH_US)
+    slow = cost_estimate(
+        totals, compulsory=(1.0, 400.0), target=(1e12, 1e6)
+    )  # no tl.dot: CUDA cores
+    assert slow["estimate_us"] == pytest.approx(1e12 / (cuda_cores * 1e12) * 1e6 + 2 * LAUNCH_US)
