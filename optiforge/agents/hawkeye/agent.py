@@ -44,7 +44,12 @@ def hawkeye_run(
             best = min(
                 tied, key=lambda e: (distance(e.payload.get("params") or {}, pref), -tied.index(e))
             )
-        chosen = [s.name for s in LLMKernelProposer(config.strategies_per_task).strategies(problem)]
+        chosen = [
+            s.name
+            for s in LLMKernelProposer(config.strategies_per_task).strategies(
+                problem, result.population
+            )
+        ]
         llm = isinstance(ran, LLMKernelProposer)
         return hawkeye_outcome(result, best, problem, ran.name, chosen, llm)
 
@@ -55,7 +60,7 @@ def build(task: Task, config: BaseModel, budget: int | None) -> AgentRun:
     """LLM-driven search when the run has an LLM, else the offline autotuner."""
     assert isinstance(config, HawkeyeConfig)
     proposer = LLMOrOffline(
-        llm=LLMKernelProposer(config.strategies_per_task, config.attempts_shown),
+        llm=LLMKernelProposer(config.strategies_per_task, config.attempts_shown, config.tools),
         offline=AutotuneProposer(),
     )
     return hawkeye_run(task, config, budget, proposer)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.kit import SearchConfig
+from optiforge.agents.kit.tools import ToolsConfig
 
 
 class HawkeyeConfig(BaseModel):
@@ -24,3 +25,11 @@ class HawkeyeConfig(BaseModel):
     """Previous attempts (with failure reasons) shown in each prompt."""
     sandbox: str = "local"
     """Sandbox back end the harness runs in."""
+    tools: ToolsConfig = Field(
+        default_factory=lambda: ToolsConfig(
+            use=["test_kernel", "check_strategy"], pool=False, max_steps=4
+        )
+    )
+    """Tools the LLM may call while it writes a kernel (``test_kernel``: compile and test a
+    draft on the dev cases; ``check_strategy``: the strategy detector; ``run_python``);
+    ``max_steps`` turns per proposal. A model that cannot call tools gets one completion."""

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from optiforge.agents.hawkeye.roofline import task_facts
-from optiforge.agents.hawkeye.strategies import KernelFacts, detect_all
+from optiforge.agents.hawkeye.strategies import TAXONOMY, KernelFacts, detect_all
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.evaluator import SandboxedTaskEvaluator
 from optiforge.errors import ConfigError, InvalidCandidate
@@ -30,7 +30,19 @@ def attempt(ev: Evaluated) -> dict[str, Any]:
     so a resumed run shows the LLM the same previous attempts as an uninterrupted one.
     """
     return {"strategy": ev.payload.get("strategy", "?"), "params": ev.payload.get("params"), "passed": ev.passed,
-            "value": ev.value, "error": ev.error, "applied": ev.payload.get("applied", [])}  # fmt: skip
+            "value": ev.value, "error": ev.error, "applied": ev.payload.get("applied", []),
+            "strategy_applied": ev.payload.get("strategy_applied")}  # fmt: skip
+
+
+def strategy_checks(history: list[Evaluated]) -> dict[str, Any]:
+    """How often an LLM attempt applied the strategy it was asked for (the detectors' verdict
+    on its source): ``claimed``, ``applied``, ``rate`` (None without claims), and the ids of
+    the attempts whose strategy is absent (``flagged``)."""
+    claims = [e for e in history if e.payload.get("strategy_applied") is not None]
+    applied = [e for e in claims if e.payload["strategy_applied"]]
+    return {"claimed": len(claims), "applied": len(applied),
+            "rate": len(applied) / len(claims) if claims else None,
+            "flagged": [e.id for e in claims if not e.payload["strategy_applied"]][:20]}  # fmt: skip
 
 
 class KernelProblem:
@@ -50,7 +62,7 @@ class KernelProblem:
 
     def initial(self, ctx: RunContext) -> list[Proposal]:
         params = read_params(self.task.seed_code) or {}
-        return [Proposal(payload={"code": self.task.seed_code, "strategy": "tiling_autotune", "params": params},
+        return [Proposal(payload={"code": self.task.seed_code, "strategy": "seed", "params": params},
                          origin="seed", rationale="the task's starting kernel")]  # fmt: skip
 
     def materialize(self, proposal: Proposal, ctx: RunContext) -> dict[str, Any]:
@@ -61,8 +73,11 @@ class KernelProblem:
             applied = sorted(k for k, v in detect_all(code, self.arch).items() if v.applies)
         except InvalidCandidate:
             applied = []
-        return {"code": code, "strategy": str(proposal.payload.get("strategy", "unknown")),
-                "params": dict(proposal.payload.get("params") or {}), "applied": applied}  # fmt: skip
+        strategy = str(proposal.payload.get("strategy", "unknown"))
+        # an LLM attempt was asked for one taxonomy strategy: is it in the kernel it wrote?
+        claimed = proposal.origin == "llm" and strategy in TAXONOMY
+        return {"code": code, "strategy": strategy, "params": dict(proposal.payload.get("params") or {}),
+                "applied": applied, "strategy_applied": (strategy in applied) if claimed else None}  # fmt: skip
 
     def evaluator(self) -> Callable[[dict[str, Any]], Score]:
         return SandboxedTaskEvaluator(self.task, self.backend, self.events_path)
@@ -74,6 +89,9 @@ class KernelProblem:
         best = population[0].value if population else None
         for ev in batch:
             strategy = ev.payload.get("strategy", "?")
+            if ev.payload.get("strategy_applied") is False:
+                lessons.append(f"{self.task.op} on {self.arch}: asked for strategy {strategy}, the kernel written does not "
+                               f"apply it (detected: {', '.join(ev.payload.get('applied', [])) or 'none'})")  # fmt: skip
             if ev.error:
                 lessons.append(f"{self.task.op} ({self.task.family}) on {self.arch}: strategy {strategy} "
                                f"params {ev.payload.get('params')} failed: {ev.error[:240]}")  # fmt: skip

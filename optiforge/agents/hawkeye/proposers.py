@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from optiforge.agents.hawkeye.problem import attempt
-from optiforge.agents.hawkeye.strategies import Strategy, choose_strategies
+from optiforge.agents.hawkeye.strategies import TAXONOMY, Strategy, bottlenecks, choose_strategies
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
+from optiforge.agents.kit.tools import ToolsConfig, build_registry, complete_with_tools
 from optiforge.errors import BudgetExceeded, InvalidCandidate
 from optiforge.kernels.templates import TEMPLATES, read_params, render
 from optiforge.llm.structured import CODE_STOP, extract_code_block
@@ -109,18 +113,45 @@ RULES = """Rules the harness enforces (a violation rejects the candidate):
 class LLMKernelProposer:
     """Ask the LLM for a kernel that applies one chosen strategy, grounded in its example and test.
 
+    Strategies are ranked by the task's roofline facts plus the bottlenecks measured on the
+    current best kernel (``strategies.bottlenecks``: launches, traffic amplification, tensor
+    cores) and rotated over rounds. With ``tools`` (and a model that can call them) each
+    proposal is an agentic loop of up to ``tools.max_steps`` turns: the model may compile and
+    test a draft on the dev cases (``test_kernel``: static checks, correctness, the cost
+    model's numbers, the strategies detected) and ask whether a draft applies a strategy
+    (``check_strategy``) before it answers. Those runs are outside the search's evaluation
+    budget (each is one sandboxed evaluation, charged to the sandbox budget).
+
     The previous attempts in the prompt are the search's ``history`` (a ``HistoryProposer``:
     every candidate of the earlier rounds, rejected ones included, read from the run's logs).
     """
 
     name = "llm"
 
-    def __init__(self, strategies_per_task: int = 3, attempts_shown: int = 6) -> None:
+    def __init__(
+        self,
+        strategies_per_task: int = 3,
+        attempts_shown: int = 6,
+        tools: ToolsConfig | None = None,
+    ) -> None:
         self.k = strategies_per_task
         self.attempts_shown = attempts_shown
+        self.tools = tools or ToolsConfig()
 
-    def strategies(self, problem: Any) -> list[Strategy]:
-        return choose_strategies(problem.facts, problem.arch, self.k)
+    @staticmethod
+    def measured(problem: Any, population: list[Evaluated] | None) -> dict[str, tuple[float, str]]:
+        """The bottlenecks measured on the current best kernel (``strategies.bottlenecks``)."""
+        best = population[0] if population else None
+        return (
+            bottlenecks(problem.facts, dict(best.metrics))
+            if best is not None and best.metrics
+            else {}
+        )
+
+    def strategies(self, problem: Any, population: list[Evaluated] | None = None) -> list[Strategy]:
+        return choose_strategies(
+            problem.facts, problem.arch, self.k, self.measured(problem, population)
+        )
 
     def prompt(
         self,
@@ -129,6 +160,7 @@ class LLMKernelProposer:
         population: list[Evaluated],
         strategy: Strategy,
         ctx: RunContext,
+        tools: list[str] | None = None,
     ) -> list[dict[str, str]]:
         entry = strategy.entry(problem.arch)
         best = population[0] if population else None
@@ -138,19 +170,28 @@ class LLMKernelProposer:
         attempts = "\n".join(
             f"- strategy {a['strategy']} params {a.get('params')}: "
             + ("correct" + (f", value {a['value']:.4g}" if a.get("value") is not None else "") if a["passed"] else f"FAILED: {a['error']}")
+            + (" [the kernel did NOT apply the strategy asked for]" if a.get("strategy_applied") is False else "")
             for a in map(attempt, history[-self.attempts_shown:])
         ) or "- none yet"  # fmt: skip
+        measured = "\n".join(
+            f"- {why} (suggests {name})"
+            for name, (_, why) in self.measured(problem, population).items()
+        )
         lessons = _memory_lessons(ctx, problem)
         example = entry.example_source()
+        tool_hint = (f"\nBefore you answer you may call the tools {', '.join(tools)}: compile and test a draft on the "
+                     "dev cases, and check that it applies the strategy.\n") if tools else ""  # fmt: skip
         user = (
-            f"Task: {problem.task.description}\n\nTarget architecture: {problem.arch}. Roofline: {roof}. Facts: {facts}.\n\n"
+            f"Task: {problem.task.description}\n\nTarget architecture: {problem.arch}. Roofline: {roof}. Facts: {facts}.\n"
+            f"Bottlenecks measured on the current kernel:\n{measured or '- none measured'}\n\n"
             f"Current best kernel ({'value ' + format(best.value, '.4g') if best and best.value is not None else 'the starting kernel'}):\n"
             f"```python\n{current}```\n\n"
             f"Apply the strategy **{strategy.title}**: {strategy.description}\nUse it when: {'; '.join(strategy.when)}.\n"
+            f"The harness checks that your kernel applies it (a detector reads your source).\n"
             f"Tunable params for {problem.arch}: {dict(entry.params)}.\n"
             f"Expert example for {problem.arch} (its unit test runs launch(*make_inputs(seed)) against reference(...) "
-            f"within TOL for seeds 0 and 1, and it passes):\n```python\n{example}```\n\n"
-            f"Previous attempts:\n{attempts}\n\nLessons from memory:\n{lessons}\n\n{RULES}\n"
+            f"within TOL for seeds 0 and 1):\n```python\n{example}```\n\n"
+            f"Previous attempts:\n{attempts}\n\nLessons from memory:\n{lessons}\n\n{RULES}\n{tool_hint}"
         )  # fmt: skip
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
@@ -165,14 +206,20 @@ class LLMKernelProposer:
     ) -> list[Proposal]:
         if ctx.llm is None:
             raise InvalidCandidate("LLMKernelProposer needs an LLM")
-        chosen = self.strategies(problem)
+        chosen = self.strategies(problem, population)
+        registry = build_registry(ctx, self.tools, kernel_tools(problem, ctx))
         out: list[Proposal] = []
         for j in range(n):
             strategy = chosen[(round_ - 1 + j) % len(chosen)]
+            messages = self.prompt(problem, history, population, strategy, ctx,
+                                   tools=list(registry.names) if registry is not None else None)  # fmt: skip
             try:
-                reply = ctx.llm.complete(
-                    self.prompt(problem, history, population, strategy, ctx), stop=CODE_STOP
-                )
+                if registry is not None:
+                    reply: Any = complete_with_tools(
+                        ctx, messages, registry, self.tools.max_steps, stop=CODE_STOP
+                    )
+                else:
+                    reply = ctx.llm.complete(messages, stop=CODE_STOP)
             except BudgetExceeded:
                 if out:  # replies already paid for are evaluated, not thrown away
                     break
@@ -183,6 +230,59 @@ class LLMKernelProposer:
                                 parent_ids=[population[0].id] if population else [], origin="llm",
                                 rationale=text[:200]))  # fmt: skip
         return out
+
+
+def kernel_tools(problem: Any, ctx: RunContext) -> dict[str, Callable[[], Any]]:
+    """Hawkeye's own tools for the LLM: ``test_kernel`` and ``check_strategy``."""
+    from optiforge.agents.hawkeye.strategies import get_strategy
+    from optiforge.tools import Tool, args_model_from_function
+
+    def test_kernel(
+        code: Annotated[str, Field(description="the complete candidate module (kernels + launch)")],
+    ) -> str:
+        """Compile and test a draft on the task's dev cases in the sandbox: the static checks,
+        correctness per case, the cost model's estimate and the strategies detected."""
+        try:
+            payload = problem.materialize(
+                Proposal(payload={"code": code, "strategy": "draft"}, origin="tool"), ctx
+            )
+        except InvalidCandidate as e:
+            return f"rejected by the static checks: {e}"
+        if ctx.budget is not None:
+            ctx.budget.check_sandbox()
+        score = problem.task.evaluate({"code": code}, ctx.sandbox)
+        if not score.passed:
+            return (
+                f"failed at {score.details.get('stage')}: {str(score.details.get('reason'))[:500]}"
+            )
+        m = score.metrics
+        cost = (f"; cost model: {m['cost_us']:.1f} us vs the starting kernel's {m['seed_cost_us']:.1f} us, "
+                f"{m['cost_launches']:.0f} launch(es), traffic {m['cost_amplification']:.2f}x compulsory, "
+                f"tensor cores {'yes' if m.get('cost_tensor_cores') else 'no'}") if "cost_us" in m else ""  # fmt: skip
+        return (
+            f"correct on {m['n_correct']:.0f}/{m['n_cases']:.0f} dev cases, value {score.value:.4g}{cost}; "
+            f"strategies detected: {', '.join(payload['applied']) or 'none'}"
+        )
+
+    def check_strategy(
+        code: Annotated[str, Field(description="the draft module")],
+        strategy: Annotated[str, Field(description=f"one of: {', '.join(TAXONOMY)}")],
+    ) -> str:
+        """Whether a draft applies a strategy, as the harness's detector sees it (with its evidence)."""
+        try:
+            det = get_strategy(strategy).entry(problem.arch).detector(code)
+        except Exception as e:  # noqa: BLE001 - an unknown strategy or unparsable draft, told to the model
+            return f"cannot check: {str(e)[:300]}"
+        return ("applied" if det.applies else "NOT applied") + (
+            ": " + "; ".join(det.evidence)[:500] if det.evidence else ""
+        )
+
+    return {
+        "test_kernel": lambda: Tool("test_kernel", (test_kernel.__doc__ or "").split("\n")[0], test_kernel,
+                                    args_model=args_model_from_function(test_kernel, "test_kernel")),
+        "check_strategy": lambda: Tool("check_strategy", (check_strategy.__doc__ or "").split("\n")[0], check_strategy,
+                                       args_model=args_model_from_function(check_strategy, "check_strategy")),
+    }  # fmt: skip
 
 
 def _memory_lessons(ctx: RunContext, problem: Any) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from optiforge.agents.hawkeye.problem import KernelProblem
+from optiforge.agents.hawkeye.problem import KernelProblem, strategy_checks
 from optiforge.agents.kit import AgentOutcome, Evaluated, SearchResult, search_outcome
 
 NOT_MEASURED = "not measured without GPU"
@@ -33,6 +33,7 @@ def hawkeye_outcome(
             "strategies": strategies, "best_applies": best.payload.get("applied") if best else None,
             "best_params": best.payload.get("params") if best else None,
             "performance": None if arch != "interpreter" else _cpu_performance(best),
+            "strategy_checks": strategy_checks(result.history),
         },
     )  # fmt: skip
 

@@ -252,17 +252,59 @@ def get_strategy(name: str) -> Strategy:
     return TAXONOMY[name]
 
 
-def choose_strategies(facts: KernelFacts, arch: str = "interpreter", k: int = 3) -> list[Strategy]:
-    """The ``k`` strategies most relevant to ``facts`` that have an example on ``arch``."""
+def bottlenecks(facts: KernelFacts, metrics: dict[str, float]) -> dict[str, tuple[float, str]]:
+    """Strategy -> (score boost, why) from what was measured on the current kernel: the cost
+    model's counts (``cost_launches``, ``cost_amplification``: requested over compulsory
+    bytes, ``cost_tensor_cores``) and the roofline bound. Empty without counts (on a GPU the
+    suite times kernels instead of counting them)."""
+    out: dict[str, tuple[float, str]] = {}
+    if "cost_launches" not in metrics:
+        return out
+    launches, amp = metrics["cost_launches"], metrics.get("cost_amplification", 1.0)
+    if launches > 1:
+        out["fusion"] = (
+            2.5,
+            f"{launches:.0f} launches per call: intermediates make a round trip through HBM",
+        )
+    if amp > 1.25:
+        why = f"requests {amp:.2f}x the compulsory bytes: operands are re-read"
+        out["shared_memory_staging"] = (1.5, why)
+        out["tiling_autotune"] = (1.0, why)
+    if facts.matmul and not metrics.get("cost_tensor_cores"):
+        out["tensor_cores_low_precision"] = (
+            2.5,
+            "a matmul without tl.dot: it runs on CUDA cores, not tensor cores",
+        )
+    if facts.bound == "memory" and amp <= 1.25 and launches <= 1:
+        out["coalesced_vectorized"] = (
+            1.0,
+            "memory-bound with no excess traffic: what is left is access width",
+        )
+    return out
+
+
+def choose_strategies(
+    facts: KernelFacts,
+    arch: str = "interpreter",
+    k: int = 3,
+    boosts: dict[str, tuple[float, str]] | None = None,
+) -> list[Strategy]:
+    """The ``k`` strategies most relevant to ``facts`` (plus the measured ``boosts`` of
+    ``bottlenecks``) that have an example on ``arch``."""
+    boosts = boosts or {}
+
+    def score(s: Strategy) -> float:
+        return s.score(facts) + boosts.get(s.name, (0.0, ""))[0]
+
     ranked = sorted(
         (
             s
             for s in TAXONOMY.values()
             if s.archs.get(arch) is not None and s.archs[arch].example is not None
         ),
-        key=lambda s: -s.score(facts),
+        key=lambda s: -score(s),
     )
-    return [s for s in ranked if s.score(facts) > 0][:k]
+    return [s for s in ranked if score(s) > 0][:k]
 
 
 def detect_all(source: str, arch: str = "interpreter") -> dict[str, DetectionResult]:
