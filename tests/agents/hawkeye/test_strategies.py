@@ -140,3 +140,18 @@ def test_compiled_ir_shows_tensor_cores() -> None:
     kernel = next(iter(fp16_dot._fp16_mm.device_caches[torch.cuda.current_device()][0].values()))
     res = ir_markers_found("tensor_cores_low_precision", kernel.asm)
     assert res is not None and res.applies, res
+
+
+def test_every_example_shown_to_the_model_passes_the_static_checks() -> None:
+    from optiforge.kernels.checks import check_candidate_source
+
+    shown = 0
+    for strategy in TAXONOMY.values():
+        for entry in strategy.archs.values():
+            if entry.example is None:
+                continue
+            src = entry.example_source()
+            check_candidate_source(src)  # raises InvalidCandidate with the reason
+            assert "def launch" in src and "def make_inputs" not in src and "reference" not in src
+            shown += 1
+    assert shown >= 28

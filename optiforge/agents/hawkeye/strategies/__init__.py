@@ -2,10 +2,22 @@
 per-architecture entries (``interpreter``, ``sm80``, ``sm90``).
 
 An :class:`ArchEntry` holds a minimal expert example kernel (a module in
-:mod:`.examples` exposing ``make_inputs/launch/reference/TOL``), the tunable params,
+:mod:`.examples` exposing ``make_inputs/launch/reference/TOL``; the LLM is shown its
+candidate part, ``candidate_part``, which passes the static checks), the tunable params,
 what it needs to run (``requires``), and the detector. ``run_example(entry)`` is the
-unit test that proves the example correct against torch. Adding an architecture means
-adding one ``ArchEntry`` per strategy under a new key, nothing else.
+unit test that proves the example correct against torch.
+
+Adding an architecture (say ``sm100``):
+
+1. add it to ``ARCHS`` and give ``_entries`` a keyword for it (example module, params and
+   ``requires`` per strategy; ``na`` says why a strategy does not apply there);
+2. write an example module per strategy whose kernel differs on it (copy the nearest
+   arch's where nothing differs) with ``make_inputs/launch/reference/TOL``; its candidate
+   part must pass ``optiforge.kernels.checks`` (``tests/agents/hawkeye/test_strategies.py``
+   checks every entry, and runs each example where its ``requires`` is met);
+3. add its peaks to ``roofline.PEAKS`` and ``optiforge.kernels.traffic.PEAKS``, teach
+   ``roofline.detect_arch`` its compute capability, and add it to ``HawkeyeConfig.arch``;
+4. if the compiled IR shows the strategy, add its markers to ``detectors.IR_MARKERS``.
 
 Detectors read the source (``ast``) on every architecture; compiled-IR confirmation
 (``detectors.ir_markers_found``) needs a GPU compiler target.
@@ -13,6 +25,7 @@ Detectors read the source (``ast``) on every architecture; compiled-IR confirmat
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 from collections.abc import Callable
@@ -81,10 +94,12 @@ class ArchEntry(BaseModel):
     """``detector(source) -> DetectionResult`` for candidates on this architecture."""
 
     def example_source(self) -> str:
-        """The example kernel's source text (what the LLM is shown)."""
+        """The example's candidate part (what the LLM is shown): its kernels and ``launch``,
+        without the unit test's ``make_inputs``/``reference``/``TOL`` (``candidate_part``).
+        It passes the static checks every candidate must pass."""
         if self.example is None:
             raise InvalidCandidate(f"{self.arch}: {self.not_applicable}")
-        return inspect.getsource(importlib.import_module(_EXAMPLES + self.example))
+        return candidate_part(inspect.getsource(importlib.import_module(_EXAMPLES + self.example)))
 
     def runnable_here(self) -> tuple[bool, str]:
         """(can the example run in this process, why not)."""
@@ -102,6 +117,36 @@ class ArchEntry(BaseModel):
         if major * 10 + minor < need:
             return False, f"{self.arch} example needs compute capability >= {need / 10:.1f}"
         return True, ""
+
+
+_TEST_PARTS = ("make_inputs", "reference", "TOL")
+
+
+def candidate_part(source: str) -> str:
+    """An example module without its unit test: drops imports from ``optiforge`` (the
+    examples' shared test inputs) and the top-level ``make_inputs``, ``reference`` and
+    ``TOL``; keeps the imports, kernels, constants and ``launch``."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    kept: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optiforge"):
+            continue
+        if isinstance(node, ast.FunctionDef) and node.name in _TEST_PARTS:
+            continue
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id in _TEST_PARTS for t in node.targets
+        ):
+            continue
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and node is tree.body[0]
+        ):
+            continue  # the module docstring (the strategy's description is in the prompt)
+        start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
+        kept.append("\n".join(lines[start - 1 : node.end_lineno]))
+    return "\n\n\n".join(kept) + "\n"
 
 
 class Strategy(BaseModel):

@@ -3,8 +3,6 @@ to TMA on sm90 and to ordinary (masked, boundary-checked) loads on sm80 and the 
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 import triton
 import triton.language as tl
@@ -59,10 +57,9 @@ def launch(
     n = b.shape[1]
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
     grid = (triton.cdiv(m, BLOCK_M), triton.cdiv(n, BLOCK_N))
-    with warnings.catch_warnings():  # Triton 3.x marks make_block_ptr deprecated in favour of TMA
-        warnings.simplefilter("ignore", UserWarning)
-        _bp_mm[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                     BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, num_warps=num_warps)  # fmt: skip
+    # Triton 3.x warns that make_block_ptr is deprecated in favour of TMA (harmless here)
+    _bp_mm[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                 BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, num_warps=num_warps)  # fmt: skip
     return c
 
 

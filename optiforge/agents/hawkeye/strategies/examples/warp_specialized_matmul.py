@@ -39,6 +39,10 @@ def _ws_mm(a_ptr, b_ptr, c_ptr, M, N, K,
 make_inputs = tma_matmul.make_inputs
 
 
+def _scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
 def launch(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -53,7 +57,7 @@ def launch(
     m, k = a.shape
     n = b.shape[1]
     if a.is_cuda:
-        triton.set_allocator(tma_matmul._scratch)
+        triton.set_allocator(_scratch)
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
     grid = (triton.cdiv(m, BLOCK_M), triton.cdiv(n, BLOCK_N))
     _ws_mm[grid](a, b, c, m, n, k, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
