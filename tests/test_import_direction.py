@@ -21,6 +21,7 @@ LAYER_RULES: list[tuple[str, str]] = [
     ("optiforge.testing.toy_search", "agents"),
     ("optiforge.testing.smith", "agents"),
     ("optiforge.testing.saddle", "agents"),
+    ("optiforge.testing.hawkeye", "agents"),
     ("optiforge.cli", "cli"),
     ("optiforge.harness", "harness"),
     ("optiforge.agents", "agents"),
