@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from _kernels import SOFTMAX_JIT
+from _kernels import GOOD_SOFTMAX, TORCH_SOFTMAX
 
 from optiforge.agents.hawkeye import SPEC
 from optiforge.agents.hawkeye.problem import KernelProblem
@@ -20,19 +20,7 @@ from optiforge.harness.runner import run_eval
 from optiforge.kernels.templates import read_params
 from optiforge.testing import ScriptedLLM
 
-GOOD_SOFTMAX = (
-    SOFTMAX_JIT
-    + """
-
-def launch(x):
-    m, n = x.shape
-    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    _softmax[(m,)](x, out, n, x.stride(0), x.stride(1), BLOCK_N=triton.next_power_of_2(n))
-    return out
-"""
-)
-
-BAD_SOFTMAX = "import torch\n\n\ndef launch(x):\n    return torch.softmax(x, dim=-1)\n"
+BAD_SOFTMAX = TORCH_SOFTMAX
 
 
 def _task(name: str, split: str = "dev"):  # type: ignore[no-untyped-def]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _kernels import SOFTMAX_JIT
+from _kernels import GOOD_SOFTMAX, TORCH_SOFTMAX
 
 from optiforge.agents.hawkeye.problem import KernelProblem, strategy_checks
 from optiforge.agents.hawkeye.proposers import LLMKernelProposer
@@ -16,18 +16,7 @@ from optiforge.agents.kit.tools import ToolsConfig
 from optiforge.evals.suites.kernelarena import KernelArenaBenchmark
 from optiforge.testing import FunctionLLM
 
-GOOD = (
-    SOFTMAX_JIT
-    + """
-
-def launch(x):
-    m, n = x.shape
-    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    _softmax[(m,)](x, out, n, x.stride(0), x.stride(1), BLOCK_N=triton.next_power_of_2(n))
-    return out
-"""
-)
-BAD = "import torch\n\n\ndef launch(x):\n    return torch.softmax(x, dim=-1)\n"
+GOOD, BAD = GOOD_SOFTMAX, TORCH_SOFTMAX
 
 
 def _task(name: str):  # type: ignore[no-untyped-def]
