@@ -133,7 +133,9 @@ class KernelTask:
     def _sandbox_run(self, sandbox: Any, files: dict[str, str | bytes], guarded: dict[str, str],
                      counts: set[int], gpu: bool) -> tuple[judge.RunRead | None, str, str, float]:  # fmt: skip
         nonce = secrets.token_hex(16)
-        env = {} if gpu else {"TRITON_INTERPRET": "1"}
+        # CPU path: the interpreter, and no GPU visible even where one exists (the counter
+        # only runs under the interpreter; benchmarks/cost_model_gpu.py relies on this)
+        env = {} if gpu else {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
         env["TRITON_CACHE_DIR"] = "/tmp/kernelarena-triton-cache"
         res = sandbox.run([sys.executable, RUNNER], files={**files, "nonce.txt": nonce}, timeout_s=self.timeout_s,
                           memory_mb=self.memory_mb, env=env, collect=[*guarded, "out.meta", "outputs.pt"])  # fmt: skip
