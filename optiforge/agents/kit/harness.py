@@ -136,13 +136,17 @@ class Harness(BaseModel):
 
     def diff(self, other: Harness) -> str:
         """A unified diff from this harness's files to ``other``'s."""
-        a, b = self.files(), other.files()
-        out: list[str] = []
-        for name in sorted(set(a) | set(b)):
-            out += difflib.unified_diff(a.get(name, "").splitlines(keepends=True),
-                                        b.get(name, "").splitlines(keepends=True),
-                                        f"a/{name}", f"b/{name}")  # fmt: skip
-        return "".join(out)
+        return files_diff(self.files(), other.files())
+
+
+def files_diff(a: dict[str, str], b: dict[str, str]) -> str:
+    """A unified diff from one set of harness files to another (``a/NAME``, ``b/NAME``)."""
+    out: list[str] = []
+    for name in sorted(set(a) | set(b)):
+        out += difflib.unified_diff(a.get(name, "").splitlines(keepends=True),
+                                    b.get(name, "").splitlines(keepends=True),
+                                    f"a/{name}", f"b/{name}")  # fmt: skip
+    return "".join(out)
 
 
 PARTS: tuple[str, ...] = tuple(Harness.model_fields)
