@@ -13,7 +13,6 @@ tuning and heldout tasks to measure; every run is re-scored by the task's verifi
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from optiforge.agents.autosaddler.proposers import Maker
-from optiforge.agents.kit.harness import Patch
+from optiforge.agents.kit.harness import Patch, files_diff
 from optiforge.errors import ConfigError, SandboxError
 
 AUTOREM_PARTS = ("max_attempts", "tools_use", "timeout_s")
@@ -82,12 +81,7 @@ class ConfigHarness:
         return ConfigHarness(self.agent, values, self.config_model, self.parts)
 
     def diff(self, other: ConfigHarness) -> str:
-        a, b = self.files()["harness.json"], other.files()["harness.json"]
-        return "".join(
-            difflib.unified_diff(
-                a.splitlines(True), b.splitlines(True), "a/harness.json", "b/harness.json"
-            )
-        )
+        return files_diff(self.files(), other.files())
 
 
 def _raise_attempts(h: ConfigHarness) -> Patch | None:
