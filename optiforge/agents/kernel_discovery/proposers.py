@@ -11,7 +11,7 @@ from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.recall import lessons_block
-from optiforge.errors import BudgetExceeded, InvalidCandidate, StructuredOutputError
+from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, StructuredOutputError
 from optiforge.llm.structured import CODE_STOP, extract_code_block
 from optiforge.solvers.gp import grammar
 
@@ -134,6 +134,10 @@ class LLMKernelProposer:
             except StructuredOutputError as err:  # a reply that never matched KernelForm
                 out.append(Proposal(payload={}, parent_ids=[p.id for p in parents],
                                     origin="llm", error=f"unusable reply: {err}"))  # fmt: skip
+                continue
+            except LLMError as err:  # a failed call (after its retries) costs this proposal only
+                out.append(Proposal(payload={}, parent_ids=[p.id for p in parents],
+                                    origin="llm", error=f"LLM call failed: {type(err).__name__}: {err}"[:400]))  # fmt: skip
                 continue
             out.append(
                 Proposal(

@@ -183,3 +183,40 @@ def test_two_stage_llm_path_reasks_and_rejects(openai_server, tmp_path: Path) ->
         e["passed"] for e in evals if e["id"].startswith("refresh0.r1")
     )  # the good LLM kernel
     assert summary["llm_calls"] == 7 and summary["extra"]["proposer"] == "llm"
+
+
+def test_a_failed_llm_call_costs_one_proposal_not_the_refresh(tmp_path: Path) -> None:
+    from typing import Any
+
+    from optiforge.agents.kernel_discovery import SPEC
+    from optiforge.errors import LLMError
+    from optiforge.testing import FunctionLLM
+
+    form = json.dumps(
+        {"name": "rq-exp", "form": "k = (1 + r^2/(2a))^-a", "rationale": "heavier tails"}
+    )
+    calls: list[int] = []
+
+    def model(messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
+        calls.append(1)
+        if len(calls) == 1:  # the first proposal's form call fails outright
+            raise LLMError("provider returned 500 after retries")
+        if "Implement this GP kernel" in str(messages[0]["content"]):
+            return f"```python\n{GOOD_KERNEL}```"
+        return form
+
+    settings = RunSettings(model="scripted", budget=11, memory="none",
+                           agent={"refresh_every": 20, "kernel_evals_per_refresh": 3, "proposals_per_round": 2,
+                                  "seed_kernels": ["RBF_ARD"]})  # fmt: skip
+    summary = run_task(SPEC, resolve_task("hdbo/levy4_in_25@dev"), settings, tmp_path / "run",
+                       llm=FunctionLLM(model), with_baseline=False)  # fmt: skip
+    events = [json.loads(x) for x in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    invalid = [
+        e for e in events if e["kind"] == "candidate_invalid" and e["id"].startswith("refresh0.r1")
+    ]
+    assert any("LLM call failed: LLMError" in e["reason"] for e in invalid)
+    scored = [e for e in events if e["kind"] == "evaluation" and e["id"].startswith("refresh0.r1")]
+    assert any(
+        e["passed"] for e in scored
+    )  # the other proposal's kernel was scored in the same refresh
+    assert summary["status"] == "finished"
