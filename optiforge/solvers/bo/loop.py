@@ -11,10 +11,10 @@ never calls the objective more often (the counter raises ``BudgetExceeded`` othe
 Resume: with ``resume_path`` the loop appends every evaluation (unit-cube points, values,
 round, kernel) to a JSONL file, fsynced, as soon as the objective returns; a later loop
 given the same file reloads those evaluations instead of calling the objective again and
-continues. With a ``resume_path`` each round's randomness (acquisition raw samples and MC
-base samples, fallback points) is seeded from ``(seed, round)``, so a resumed run proposes
-the same points as an uninterrupted one (without one, the loop keeps its single seeded
-stream, so its results are unchanged from before resume existed); kernel refreshes before the resume point are
+continues. Each round's randomness (acquisition raw samples and MC base samples, fallback
+points, the GP fit) is seeded from ``(seed, round)``, resume or not, so a resumed run
+proposes the same points as an uninterrupted one and methods with the same seed are
+paired round by round; kernel refreshes before the resume point are
 replayed on the reloaded data (providers are expected to be cheap to replay, e.g.
 checkpointed searches). A problem that draws observation noise from a stream may define
 ``replay_noise(sizes: list[int])``; it is called with the batch sizes of the reloaded
@@ -282,8 +282,9 @@ class _ExactGPFactory:
         self.gp_restarts, self.seed = gp_restarts, seed
         self.used: list[str] = []
         self.current: KernelSpec | None = None
-        self.per_round_seed = False
-        """Reseed torch each round (set by a resumable ``BOLoop``)."""
+        self.per_round_seed = True
+        """Reseed torch from ``(seed, round)`` before each fit: every method with the same
+        seed shares round r's randomness (paired seeds), resumable or not."""
 
     def _refresh(self, Xu: Tensor, target: Tensor, rnd: int) -> None:
         # The provider sees y for minimisation (standardised), not the negated target.
@@ -427,8 +428,6 @@ class BOLoop:
             )
         assert model_factory is not None
         self.model_factory = model_factory
-        if isinstance(model_factory, _ExactGPFactory):
-            model_factory.per_round_seed = self.resume_path is not None
 
     def session(self) -> Any:
         """A fresh ``BOSession`` with this loop's settings (its log: ``resume_path``)."""

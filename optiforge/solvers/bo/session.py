@@ -9,11 +9,13 @@ State: ``rows`` is the whole record of a session: the initial design (round -1) 
 row per BO round, each ``{"round", "x" (unit cube, `q x D`), "y", "fallback", "kernel"}``,
 JSON-serializable. ``BOSession.restore(problem, rows, ...)`` rebuilds the session from
 them without calling the objective (the counter is charged and a noise stream is
-advanced past them, as a resumed ``BOLoop`` does). A *resumable* session (``resumable=
-True``, what a ``BOLoop`` with ``resume_path`` is) seeds each round's randomness from
-``(seed, round)``, so a restored session proposes exactly what the uninterrupted one
-would; a session that is not resumable keeps the loop's single seeded torch stream (its
-numbers are those of a loop without resume) and cannot be restored exactly.
+advanced past them, as a resumed ``BOLoop`` does). Every session seeds each round's
+randomness (acquisition raw samples and MC base samples, fallback points; the GP fit in
+``loop.kernel_model``) from ``(seed, round)``: a restored session proposes exactly what the
+uninterrupted one would, and two methods run with the same seed share round r's
+randomness (paired seeds: the Kernel Discovery agent and its GP-BO baselines differ by
+their kernels, not by their random streams). ``resumable`` marks a session whose rows may
+be restored.
 
 Log: with ``log_path`` every evaluation is appended (fsynced) to a JSONL file, header
 first, as soon as the objective returns. A row already in the log when its round comes
@@ -204,9 +206,10 @@ class BOSession:
             if isinstance(model, ProposedPoints):
                 cand = checked_points(model.X, q, D)
             else:
-                if self.resumable:
-                    # Raw samples and MC base samples seeded per round: resumable.
-                    torch.manual_seed(_round_seed(self.seed, rnd) + 1)
+                # Raw samples and MC base samples seeded per round, in every session: a
+                # resumed run proposes what the uninterrupted one would, and two methods
+                # with the same seed share round r's randomness (paired seeds).
+                torch.manual_seed(_round_seed(self.seed, rnd) + 1)
                 cand = optimize_qlogei(model, target, q, D, self.acq_config)
         except (SolverError, RuntimeError, ValueError) as e:
             # Honest fallback: a random point, counted in the trace.
@@ -215,8 +218,7 @@ class BOSession:
                 f"BO round {rnd}: model/acquisition failed ({e}); using a random point",
                 stacklevel=2,
             )
-            if self.resumable:
-                self._gen = torch.Generator().manual_seed(_round_seed(self.seed, rnd) + 2)
+            self._gen = torch.Generator().manual_seed(_round_seed(self.seed, rnd) + 2)
             cand = torch.rand(q, D, generator=self._gen, dtype=_DT)
         y_new = self.obj(cand)
         row = {

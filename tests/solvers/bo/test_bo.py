@@ -163,3 +163,17 @@ def test_unknown_baseline() -> None:
     } <= set(BASELINES)
     with pytest.raises(ConfigError, match="unknown baseline"):
         run_baseline("nope", Branin2In10(), 5, 0)
+
+
+def test_methods_with_the_same_seed_are_paired_round_by_round(tmp_path) -> None:  # noqa: ANN001
+    # a resumable loop (what the Kernel Discovery agent runs) and a plain one (its GP-BO
+    # baselines) with the same kernel and seed propose the same points in every round
+    def run(**kw: object) -> torch.Tensor:
+        loop = BOLoop(Branin2In10(), budget=10, n_init=6, kernel_provider=lambda X, y, r: rbf(ard=True),
+                      seed=3, acq_config=CHEAP, **kw)  # type: ignore[arg-type]  # fmt: skip
+        return loop.run().X
+
+    plain, logged = run(), run(resume_path=tmp_path / "bo.jsonl")
+    assert torch.equal(plain, logged)
+    assert not torch.equal(plain, BOLoop(Branin2In10(), budget=10, n_init=6, seed=4, acq_config=CHEAP,
+                                         kernel_provider=lambda X, y, r: rbf(ard=True)).run().X)  # fmt: skip
