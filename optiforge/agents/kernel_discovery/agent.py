@@ -194,7 +194,11 @@ def discovery_run(
         for e in dict.fromkeys(["RBF_ARD", *config.seed_kernels])
     ]
     total = budget or task.budget
-    acq = AcqConfig(num_restarts=config.acq_restarts, raw_samples=config.acq_raw_samples)
+    acq = AcqConfig(
+        num_restarts=config.acq_restarts,
+        raw_samples=config.acq_raw_samples,
+        acquisition=config.acquisition,
+    )
     cache = _SessionCache(task, total, acq)
 
     def design(state: DiscoveryState, runtime: Runtime[RunContext]) -> dict[str, Any]:

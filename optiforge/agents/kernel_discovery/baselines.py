@@ -22,8 +22,12 @@ def _bo_baseline(name: str) -> Baseline:
             budget or task.budget,
             ctx.seed,
             n_init=task.n_init,
-            acq_config=AcqConfig(num_restarts=2, raw_samples=64),
-        )
+            # the agent's acquisition settings: a baseline differs from the agent by its kernel only
+            acq_config=AcqConfig(num_restarts=config.acq_restarts, raw_samples=config.acq_raw_samples,
+                                 acquisition=config.acquisition)
+            if config is not None
+            else AcqConfig(num_restarts=2, raw_samples=64),
+        )  # fmt: skip
         return AgentOutcome(
             best_candidate={"X": trace.X.tolist(), "y": trace.y.tolist(), "name": name},
             claimed_value=trace.best_value,

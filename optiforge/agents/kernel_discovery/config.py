@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -48,6 +50,9 @@ class KernelDiscoveryConfig(BaseModel):
     """Re-asks when LLM kernel code fails validation."""
     dedup_tol: float = Field(default=2e-2, gt=0)
     """Max |difference| of normalised fitted Gram matrices for two kernels to be duplicates."""
+    acquisition: Literal["qLogEI", "qLogNEI"] = "qLogEI"
+    """BO acquisition: qLogEI, or qLogNEI (noise-aware: improvement over the posterior at
+    the observed points). Its GP-BO baselines use the same one (paired)."""
     acq_restarts: int = Field(default=2, ge=1)
     acq_raw_samples: int = Field(default=64, ge=8)
     selection_margin: float = Field(default=0.0, ge=0.0)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
-from botorch.acquisition.logei import qLogExpectedImprovement
+from botorch.acquisition.logei import qLogExpectedImprovement, qLogNoisyExpectedImprovement
 from botorch.models.model import Model
 from botorch.optim import optimize_acqf
 from botorch.posteriors.gpytorch import GPyTorchPosterior
@@ -363,12 +363,32 @@ class AcqConfig:
     raw_samples: int = 128
     maxiter: int = 50
     mc_samples: int = 128
+    acquisition: str = "qLogEI"
+    """``qLogEI`` (improvement over the best observed value) or ``qLogNEI`` (noisy: the
+    improvement is over the model's posterior at the observed points, integrated by MC)."""
+
+    def __post_init__(self) -> None:
+        if self.acquisition not in ACQUISITIONS:
+            raise SolverError(
+                f"acquisition {self.acquisition!r}: choose from {', '.join(ACQUISITIONS)}"
+            )
 
 
-def optimize_qlogei(model: Model, target: Tensor, q: int, D: int, cfg: AcqConfig) -> Tensor:
-    """`q x D` maximiser of qLogEI over ``[0,1]^D`` for ``model`` fitted to ``target`` (maximise)."""
+ACQUISITIONS = ("qLogEI", "qLogNEI")
+
+
+def optimize_qlogei(
+    model: Model, target: Tensor, q: int, D: int, cfg: AcqConfig, X_baseline: Tensor | None = None
+) -> Tensor:
+    """`q x D` maximiser of the acquisition (``cfg.acquisition``) over ``[0,1]^D`` for
+    ``model`` fitted to ``target`` (maximise) at ``X_baseline`` (needed by qLogNEI)."""
     bounds = torch.stack([torch.zeros(D, dtype=_DT), torch.ones(D, dtype=_DT)])
-    acqf = qLogExpectedImprovement(model, best_f=target.max())
+    if cfg.acquisition == "qLogNEI":
+        if X_baseline is None:
+            raise SolverError("qLogNEI needs the observed points (X_baseline)")
+        acqf: Any = qLogNoisyExpectedImprovement(model, X_baseline=X_baseline, prune_baseline=True)
+    else:
+        acqf = qLogExpectedImprovement(model, best_f=target.max())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # optimizer-convergence chatter, not errors
         cand, _ = optimize_acqf(
@@ -383,7 +403,7 @@ def optimize_qlogei(model: Model, target: Tensor, q: int, D: int, cfg: AcqConfig
 
 
 class BOLoop:
-    """GP-BO with qLogEI; minimises ``problem`` within ``budget`` evaluations.
+    """GP-BO with qLogEI (or qLogNEI: ``acq``); minimises ``problem`` within ``budget`` evaluations.
 
     Args:
         kernel_provider: returns the kernel for a round; called at round 0 and every
@@ -411,8 +431,6 @@ class BOLoop:
         name: str = "bo",
         resume_path: str | Path | None = None,
     ) -> None:
-        if acq != "qLogEI":
-            raise NotImplementedError(f"acquisition {acq!r}: only qLogEI is implemented")
         if budget < n_init or n_init < 2 or batch_size < 1 or refresh_every < 1:
             raise SolverError("need budget >= n_init >= 2, batch_size >= 1, refresh_every >= 1")
         if (kernel_provider is None) == (model_factory is None):
@@ -420,7 +438,11 @@ class BOLoop:
         self.problem, self.budget, self.n_init, self.q = problem, budget, n_init, batch_size
         self.seed, self.name = seed, name
         self.resume_path = Path(resume_path) if resume_path is not None else None
-        self.acq_config = acq_config or AcqConfig()
+        self.acq_config = acq_config or AcqConfig(acquisition=acq)
+        if acq_config is not None and acq != "qLogEI" and acq != acq_config.acquisition:
+            raise SolverError(
+                f"acq={acq!r} disagrees with acq_config.acquisition={acq_config.acquisition!r}"
+            )
         self._kernels: list[str] = []
         if kernel_provider is not None:
             model_factory, self._kernels = exact_gp_factory(

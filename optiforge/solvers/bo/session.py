@@ -210,7 +210,7 @@ class BOSession:
                 # resumed run proposes what the uninterrupted one would, and two methods
                 # with the same seed share round r's randomness (paired seeds).
                 torch.manual_seed(_round_seed(self.seed, rnd) + 1)
-                cand = optimize_qlogei(model, target, q, D, self.acq_config)
+                cand = optimize_qlogei(model, target, q, D, self.acq_config, X_baseline=Xu)
         except (SolverError, RuntimeError, ValueError) as e:
             # Honest fallback: a random point, counted in the trace.
             fallback = True

@@ -177,3 +177,18 @@ def test_methods_with_the_same_seed_are_paired_round_by_round(tmp_path) -> None:
     assert torch.equal(plain, logged)
     assert not torch.equal(plain, BOLoop(Branin2In10(), budget=10, n_init=6, seed=4, acq_config=CHEAP,
                                          kernel_provider=lambda X, y, r: rbf(ard=True)).run().X)  # fmt: skip
+
+
+def test_qlognei_runs_and_differs_from_qlogei() -> None:
+    def run(acq: str) -> torch.Tensor:
+        return BOLoop(Branin2In10(), budget=9, n_init=6, kernel_provider=lambda X, y, r: rbf(ard=True),
+                      seed=2, acq=acq, acq_config=None).run().X  # fmt: skip
+
+    ei, nei = run("qLogEI"), run("qLogNEI")
+    assert (
+        nei.shape == ei.shape == (9, 10)
+        and torch.equal(ei[:6], nei[:6])
+        and not torch.equal(ei, nei)
+    )
+    with pytest.raises(SolverError, match="choose from qLogEI, qLogNEI"):
+        AcqConfig(acquisition="UCB")

@@ -35,7 +35,7 @@ def main() -> int:
     gp = ExactGP(spec, n_restarts=int(req["gp_restarts"]), seed=int(req["fit_seed"])).fit(X, target)
     torch.manual_seed(int(req["round_seed"]) + 1)
     cand = optimize_qlogei(
-        ExactGPModel(gp), target, int(req["q"]), X.shape[1], AcqConfig(**req["acq"])
+        ExactGPModel(gp), target, int(req["q"]), X.shape[1], AcqConfig(**req["acq"]), X_baseline=X
     )
     np.save("candidate.npy", cand.numpy().astype(np.float64))
     return 0
