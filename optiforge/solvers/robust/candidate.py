@@ -9,10 +9,19 @@ I/O protocol for candidate programs (what an LLM is told):
   "min"|"max", ``constant``, ``Q`` or null, ``uncertainty`` or null}, ``constraints``
   [{``a``, ``b``, ``sense`` "<="|">="|"==", ``uncertainty`` or null}],
   ``soc_constraints`` [{``A``, ``b``, ``c``, ``d``}] meaning ``||A x + b||_2 <= c^T x + d``).
-  An uncertain row means ``a = a_bar + P z`` for every ``z`` in the set; set objects
-  carry ``type`` = box {P, rho} | ellipsoidal {P, rho} | polyhedral {P, D, d} |
-  budget {delta, gamma} | intersection {P, parts: [{type: norm_ball, norm: 1|2|"inf",
-  rho} | {type: polyhedron, D, d}]}. ``P`` is ``n x k`` (list of ``n`` rows).
+  An uncertain row (``a`` its listed coefficients, ``a_bar``) must hold for every
+  ``a = a_bar + P z`` with ``z`` in the set ``Z``; an uncertain objective ``c = c_bar +
+  P z`` is valued at its worst case over ``Z``. ``P`` is ``n x k`` (list of ``n`` rows).
+  Set objects carry ``type``:
+  - box {P, rho}: ``Z = {z : max_i |z_i| <= rho}``;
+  - ellipsoidal {P, rho}: ``Z = {z : ||z||_2 <= rho}``;
+  - polyhedral {P, D, d}: ``Z = {z : D z <= d}`` (``D`` is ``m x k``, ``d`` length ``m``);
+  - budget {delta, gamma} (Bertsimas-Sim; no ``P``): each coefficient may deviate,
+    ``a_j = a_bar_j + delta_j z_j`` with ``|z_j| <= 1`` and ``sum_j |z_j| <= gamma``:
+    at most ``gamma`` coefficients (fractionally) at their extremes, so ``P =
+    diag(delta)``;
+  - intersection {P, parts}: ``z`` in every part, each ``{type: norm_ball, norm:
+    1|2|"inf", rho}`` (``||z||_norm <= rho``) or ``{type: polyhedron, D, d}``.
 - The program must print, as its LAST line of stdout, one JSON object
   ``{"x": [x_1, ..., x_n], "objective": f}`` where ``x`` is its robust solution and
   ``f`` the robust (worst-case) objective value at ``x``. Anything else may be printed
