@@ -131,13 +131,15 @@ class LLMKernelProposer:
                 if out:  # kernels already paid for are evaluated, not thrown away
                     break
                 raise
-            except StructuredOutputError as err:  # a reply that never matched KernelForm
-                out.append(Proposal(payload={}, parent_ids=[p.id for p in parents],
-                                    origin="llm", error=f"unusable reply: {err}"))  # fmt: skip
-                continue
-            except LLMError as err:  # a failed call (after its retries) costs this proposal only
-                out.append(Proposal(payload={}, parent_ids=[p.id for p in parents],
-                                    origin="llm", error=f"LLM call failed: {type(err).__name__}: {err}"[:400]))  # fmt: skip
+            except LLMError as err:  # a reply that never matched KernelForm, or a failed call
+                # (after its retries): either costs this proposal, not the refresh
+                why = (f"unusable reply: {err}" if isinstance(err, StructuredOutputError)
+                       else f"LLM call failed: {type(err).__name__}: {err}"[:400])  # fmt: skip
+                out.append(
+                    Proposal(
+                        payload={}, parent_ids=[p.id for p in parents], origin="llm", error=why
+                    )
+                )
                 continue
             out.append(
                 Proposal(
