@@ -37,7 +37,8 @@ class TaskSpec(BaseModel):
 
     name: str
     family: str
-    """``triton2triton`` (start: a naive Triton kernel) or ``torch2triton`` (start: a torch reference)."""
+    """``triton2triton`` (start: a templated Triton kernel, often a library call with slow
+    PARAMS) or ``torch2triton`` (start: a torch reference)."""
     op: str
     """Key into ``references.REFERENCES`` and ``optiforge.kernels.templates.TEMPLATES``."""
     description: str
@@ -81,7 +82,9 @@ def _spec(name: str, family: str, op: str, desc: str, kind: str, tol: dict[str, 
           facts: dict[str, Any]) -> TaskSpec:  # fmt: skip
     dev, held, timing = {"mn": (_MN_DEV, _MN_HELD, _T_MN), "mm": (_MM_DEV, _MM_HELD, _T_MM),
                          "att": (_ATT_DEV, _ATT_HELD, _T_ATT)}[kind]  # fmt: skip
-    start = ("Start from the naive Triton kernel shown (correct, slow parameters) and make it faster."
+    start = ("Start from the starting kernel shown (correct, with slow parameters; for most ops it calls a "
+             "Triton kernel of optiforge.kernels through its PARAMS line, whose source is not shown) and make it "
+             "faster: tune its PARAMS, or write your own Triton kernels."
              if family == "triton2triton" else "Implement the torch reference in Triton.")  # fmt: skip
     return TaskSpec(name=name, family=family, op=op, description=f"{desc}. {start}", dev=dev, heldout=held,
                     timing=timing, tolerances=tol, facts=facts)  # fmt: skip
