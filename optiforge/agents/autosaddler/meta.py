@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from optiforge.agents.autosaddler.problem import failed_episode
 from optiforge.agents.autosaddler.proposers import Maker
 from optiforge.agents.kit.harness import Patch, files_diff
 from optiforge.errors import ConfigError, SandboxError
@@ -161,8 +162,7 @@ class AutoREMTarget:
             out = self.spec.build(task, config, None).execute(ctx)
             score = task.evaluate(out.best_candidate, self.sandbox) if out.best_candidate else None
         except SandboxError as e:
-            return {"task": task.name, "seed": seed, "passed": False, "stop": f"sandbox error: {e}"[:300],
-                    "steps": 0, "llm_calls": 0, "tokens": 0, "reasons": []}  # fmt: skip
+            return failed_episode(task, seed, f"sandbox error: {e}", reasons=[])
         ex = out.extra
         return {"task": task.name, "seed": seed, "passed": bool(score is not None and score.passed),
                 "stop": out.stop_reason, "steps": int(ex.get("attempts", 0)),

@@ -30,6 +30,12 @@ class Target(Protocol):
     def render(self, ep: dict[str, Any], mode: str) -> str: ...
 
 
+def failed_episode(task: Any, seed: int, why: str, **extra: Any) -> dict[str, Any]:
+    """An episode that could not run (e.g. the sandbox failed): not passed, nothing spent."""
+    return {"task": task.name, "seed": seed, "passed": False, "stop": why[:300], "steps": 0, "llm_calls": 0,
+            "tokens": 0, **extra}  # fmt: skip
+
+
 def item_key(task: Any, seed: int) -> str:
     return f"{task.name}#{seed}"
 

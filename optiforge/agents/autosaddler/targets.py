@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from optiforge.agents.autosaddler import diagnosis
+from optiforge.agents.autosaddler.problem import failed_episode
 from optiforge.agents.autosaddler.proposers import Maker
 from optiforge.agents.kit.harness import Harness, Patch
 from optiforge.agents.terminal.agent import run_episode
@@ -155,8 +156,7 @@ class TerminalTarget:
                              temperature=self.temperature, step_timeout_s=self.step_timeout_s)  # fmt: skip
             score = task.evaluate({"commands": ep["commands"]}, self.sandbox)
         except SandboxError as e:
-            return {"task": task.name, "seed": seed, "passed": False, "stop": f"sandbox error: {e}"[:300],
-                    "steps": 0, "llm_calls": 0, "tokens": 0, "turns": []}  # fmt: skip
+            return failed_episode(task, seed, f"sandbox error: {e}", turns=[])
         ep.update(seed=seed, passed=bool(score.passed and score.value >= 1.0),
                   verdict=score.details.get("reason"))  # fmt: skip
         return ep
