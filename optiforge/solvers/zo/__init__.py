@@ -1,0 +1,1 @@
+"""Zeroth-order optimizers behind ``solvers.asktell`` (CV-ZOD, SZO-kappa, LQZO, FAR-SIGN)."""
