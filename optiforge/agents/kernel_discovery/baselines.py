@@ -1,5 +1,6 @@
-"""Kernel Discovery's baselines: BO with fixed kernels (and random, Sobol, TuRBO), and the
-classic compositional kernel search in the agent's own loop."""
+"""Kernel Discovery's baselines: BO with fixed kernels (and random, Sobol, CMA-ES, HeSBO,
+TuRBO, vanilla BO, greedy ``kernel_search``), and the classic compositional kernel search in
+the agent's own loop."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def compositional_baseline(
 
 
 def _baselines() -> dict[str, Baseline]:
-    names = ["gp_rbf_ard", "random", "sobol", "gp_matern52_ard", "gp_rq", "vanilla_bo", "turbo"]
+    names = ["gp_rbf_ard", "random", "sobol", "gp_matern52_ard", "gp_rq", "vanilla_bo", "turbo",
+             "gp_rbf", "gp_matern12_ard", "gp_matern32_ard", "cmaes", "hesbo", "kernel_search"]  # fmt: skip
     out = {n: _bo_baseline(n) for n in names}
     out["compositional"] = compositional_baseline
     return out

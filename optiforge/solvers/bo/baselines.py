@@ -1,7 +1,9 @@
 """Baselines measured in the same eval as discovered kernels; all minimise within ``budget``.
 
 ``random`` (uniform), ``sobol`` (scrambled), ``gp_rbf_ard`` / ``gp_matern52_ard`` / ``gp_rq``
-(our ExactGP + qLogEI with a fixed kernel), ``vanilla_bo`` (BoTorch ``SingleTaskGP`` with
+/ ``gp_rbf`` (isotropic) / ``gp_matern12_ard`` / ``gp_matern32_ard`` (our ExactGP + qLogEI
+with a fixed kernel), ``cmaes`` (CMA-ES, ``cma`` package, in the unit cube), ``hesbo``
+(GP-BO on a HeSBO count-sketch embedding, Nayebi et al. 2019), ``vanilla_bo`` (BoTorch ``SingleTaskGP`` with
 its default dimension-scaled lengthscale prior, Hvarfner et al. 2024, + qLogEI) and
 ``turbo`` (TuRBO-1 after the BoTorch tutorial: one trust region, Thompson sampling) and
 ``kernel_search`` (GP-BO whose kernel is re-chosen every few rounds by Kernel Discovery's
@@ -40,7 +42,7 @@ from optiforge.solvers.bo.loop import (
 )
 from optiforge.solvers.gp import grammar
 from optiforge.solvers.gp.exact import ExactGP
-from optiforge.solvers.gp.kernels import KernelSpec, matern52, rbf, rq
+from optiforge.solvers.gp.kernels import KernelSpec, matern12, matern32, matern52, rbf, rq
 
 _DT = torch.float64
 
@@ -228,6 +230,74 @@ def run_turbo(
     return obj.trace("turbo", seed, t0, info={"restarts": restarts - 1})
 
 
+def run_cmaes(
+    problem: Problem, budget: int, seed: int, *, sigma0: float = 0.3, **_: object
+) -> Trace:
+    """CMA-ES (``cma``, default population) in the unit cube, started at its centre; the last
+    generation is cut to the budget."""
+    import cma
+    import numpy as np
+
+    t0 = time.perf_counter()
+    obj = CountedObjective(problem, budget)
+    es = cma.CMAEvolutionStrategy(
+        [0.5] * obj.dim, sigma0,
+        {"bounds": [0.0, 1.0], "seed": seed + 1, "verbose": -9, "verb_log": 0, "verb_disp": 0},
+    )  # fmt: skip
+    while obj.left > 0:
+        xs = es.ask()
+        q = min(len(xs), obj.left)
+        y = obj(torch.as_tensor(np.asarray(xs[:q]), dtype=_DT))
+        if q < len(xs):
+            break
+        es.tell(xs, y.tolist())
+    return obj.trace("cmaes", seed, t0)
+
+
+class _HashedProblem:
+    """A problem seen through a HeSBO count-sketch embedding: `z` in ``[-1, 1]^de`` maps to the
+    unit-cube point ``(s_j z_{h(j)} + 1) / 2`` of the original ``D`` inputs."""
+
+    def __init__(self, problem: Problem, de: int, seed: int) -> None:
+        b = torch.as_tensor(problem.bounds, dtype=_DT)
+        self.problem, self.lb, self.ub = problem, b[0], b[1]
+        g = torch.Generator().manual_seed(seed + 77)
+        D = int(b.shape[1])
+        self.h = torch.randint(0, de, (D,), generator=g)
+        self.s = torch.randint(0, 2, (D,), generator=g).to(_DT) * 2 - 1
+        self.bounds = torch.stack([-torch.ones(de, dtype=_DT), torch.ones(de, dtype=_DT)])
+
+    def lift(self, Z: Tensor) -> Tensor:
+        """`n x de` embedded points -> `n x D` points in the original bounds."""
+        Xu = (self.s * Z[:, self.h] + 1) / 2
+        return self.lb + (self.ub - self.lb) * Xu.clamp(0, 1)
+
+    def __call__(self, Z: Tensor) -> Tensor:
+        return self.problem(self.lift(Z))
+
+
+def run_hesbo(
+    problem: Problem,
+    budget: int,
+    seed: int,
+    *,
+    n_init: int = 10,
+    acq_config: AcqConfig | None = None,
+    target_dim: int = 10,
+    **_: object,
+) -> Trace:
+    """HeSBO: GP-BO (RBF-ARD, qLogEI) in a ``target_dim``-dimensional count-sketch embedding."""
+    D = int(torch.as_tensor(problem.bounds).shape[1])
+    hashed = _HashedProblem(problem, min(target_dim, D), seed)
+    k = rbf(ard=True)
+    low = BOLoop(
+        hashed, budget=budget, n_init=n_init, kernel_provider=lambda X, y, r: k, seed=seed,
+        acq_config=acq_config, name="hesbo",
+    ).run()  # fmt: skip
+    return Trace(name="hesbo", seed=seed, X=hashed.lift(low.X), y=low.y, wall_s=low.wall_s,
+                 kernels=low.kernels, n_fallbacks=low.n_fallbacks)  # fmt: skip
+
+
 SEARCH_BASES = ["RBF_ARD", "Matern32_ARD", "Matern52_ARD", "RQ_ARD", "Periodic", "Linear"]
 """Base kernels ``kernel_search`` composes (ARD where a lengthscale per input matters)."""
 
@@ -323,6 +393,11 @@ _BASELINES: dict[str, BaselineRunner] = {
     "gp_rbf_ard": _fixed_kernel("gp_rbf_ard", lambda: rbf(ard=True)),
     "gp_matern52_ard": _fixed_kernel("gp_matern52_ard", lambda: matern52(ard=True)),
     "gp_rq": _fixed_kernel("gp_rq", lambda: rq(ard=True)),
+    "gp_rbf": _fixed_kernel("gp_rbf", lambda: rbf(ard=False)),
+    "gp_matern12_ard": _fixed_kernel("gp_matern12_ard", lambda: matern12(ard=True)),
+    "gp_matern32_ard": _fixed_kernel("gp_matern32_ard", lambda: matern32(ard=True)),
+    "cmaes": run_cmaes,
+    "hesbo": run_hesbo,
     "vanilla_bo": run_vanilla_bo,
     "turbo": run_turbo,
     "kernel_search": run_kernel_search,
