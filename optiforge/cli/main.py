@@ -176,6 +176,28 @@ def list_benchmarks() -> None:
     list_console.print(table)
 
 
+@list_app.command("optimizers")
+def list_optimizers() -> None:
+    """Numerical optimizers: the black-box portfolio and the ask/tell registry."""
+    from optiforge.solvers import asktell
+    from optiforge.solvers.blackbox.portfolio import CORE, PORTFOLIO
+
+    table = Table(title="Optimizers (a formulation's `method`; `solvers.asktell.make(NAME)`)")
+    table.add_column("name")
+    table.add_column("portfolio")
+    table.add_column("domain")
+    table.add_column("description")
+    for name in CORE:
+        table.add_row(name, "yes", "search space", "the black-box portfolio's own")
+    for name in asktell.names():
+        cls = asktell.OPTIMIZERS[name]
+        domain = "box" if cls.box else "R^d (unbounded)"
+        if cls.max_dim is not None:
+            domain += f", d <= {cls.max_dim}"
+        table.add_row(name, "yes" if name in PORTFOLIO else "no", domain, cls.summary)
+    list_console.print(table)
+
+
 @list_app.command("tasks")
 def list_tasks(
     bench: Annotated[

@@ -63,10 +63,14 @@ class AskTellOptimizer(ABC):
     """True when the optimizer needs bounds (a box); False for unbounded ones (ZO trainers)."""
     summary: ClassVar[str] = ""
     """One line for ``optiforge list optimizers``: the method and the paper's idea."""
+    max_dim: ClassVar[int | None] = None
+    """The largest ``dim`` it handles (e.g. 1 for a 1-D bandit); None: any."""
 
     def __init__(self, dim: int, *, bounds: Bounds | None = None, seed: int = 0) -> None:
         if dim < 1:
             raise ConfigError(f"{self.name or type(self).__name__}: dim must be >= 1, got {dim}")
+        if self.max_dim is not None and dim > self.max_dim:
+            raise ConfigError(f"{self.name}: handles at most {self.max_dim} dimensions, got {dim}")
         self.dim = int(dim)
         if bounds is None:
             if self.box:
@@ -89,6 +93,14 @@ class AskTellOptimizer(ABC):
         self.X = np.zeros((0, dim))
         self.y = np.zeros(0)
         self._pending: Array | None = None
+
+    @classmethod
+    def example(cls, seed: int = 0) -> AskTellOptimizer:
+        """A small instance (2-D unit box, or 2-D unbounded) for docs and the contract test;
+        optimizers that need more (a model, a hint function) override it."""
+        d = min(2, cls.max_dim or 2)
+        bounds = (np.zeros(d), np.ones(d)) if cls.box else None
+        return cls(d, bounds=bounds, seed=seed)
 
     # -- the interface -------------------------------------------------------------------
     def ask(self) -> Array:

@@ -13,7 +13,10 @@ function of a configuration of ``space``) with one of ``PORTFOLIO``:
 - ``kernel_search``: GP-BO whose kernel is re-chosen every few rounds by Kernel
   Discovery's compositional search (grammar mutations scored by leave-one-out CRPS);
   ``gp`` with ``kernel=EXPR`` uses one fixed grammar expression instead of RBF-ARD (e.g.
-  a kernel a Kernel Discovery run found), and ``kernel_search`` starts from it.
+  a kernel a Kernel Discovery run found), and ``kernel_search`` starts from it;
+- every bounded optimizer of the ask/tell registry (``solvers.asktell``: GP-BTS, nonlinear
+  parametric BO, FICBO, ...), run on the unit cube; ``optiforge list optimizers`` names
+  them.
 
 The unit-cube optimizers see ints and categoricals through ``SearchSpace.decode``
 (rounding); the objective always gets a valid configuration of the active variables. A
@@ -33,11 +36,19 @@ import numpy as np
 import torch
 
 from optiforge.errors import ConfigError
+from optiforge.solvers import asktell
 from optiforge.solvers.blackbox.space import CategoricalVar, FloatVar, SearchSpace
 
 Objective = Callable[[dict[str, Any]], float]
 
-PORTFOLIO = ("random", "sobol", "cma", "tpe", "gp", "vanilla_bo", "turbo", "kernel_search")
+CORE = ("random", "sobol", "cma", "tpe", "gp", "vanilla_bo", "turbo", "kernel_search")
+"""The portfolio's own optimizers."""
+
+ASKTELL: tuple[str, ...] = ()
+"""The bounded optimizers of ``solvers.asktell`` in the portfolio (named here, so that
+importing the portfolio imports none of them; a test checks the list is complete)."""
+
+PORTFOLIO = CORE + ASKTELL
 """The optimizers every formulation may name (plus registered ``solvers.bo`` baselines)."""
 
 
@@ -145,6 +156,8 @@ def optimize(
         _run_cma(space, record, budget, seed)
     elif method == "tpe":
         _run_tpe(space, record, budget, seed, init)
+    elif method in ASKTELL:
+        _run_asktell(method, space, record, budget, seed)
     else:
         from optiforge.solvers.bo.baselines import BASELINES, run_baseline, run_fixed_expression
 
@@ -179,6 +192,20 @@ def _run_cma(space: SearchSpace, record: _Recorder, budget: int, seed: int) -> N
         n += len(take)
         if len(take) == len(xs):
             es.tell(xs, ys)
+
+
+def _run_asktell(name: str, space: SearchSpace, record: _Recorder, budget: int, seed: int) -> None:
+    """A bounded ask/tell optimizer on the unit cube; the last batch is cut to the budget."""
+    d = space.dim
+    opt = asktell.make(name, d, bounds=(np.zeros(d), np.ones(d)), seed=seed)
+    n = 0
+    while n < budget:
+        X = opt.ask()
+        take = X[: budget - n]
+        y = np.array([record(space.decode(x)) for x in take])
+        n += len(take)
+        if len(take) == len(X):
+            opt.tell(X, y)
 
 
 def _run_tpe(space: SearchSpace, record: _Recorder, budget: int, seed: int, n_init: int) -> None:
