@@ -2,8 +2,8 @@
 
 The agent runs BO on an ``hdbo`` task; every ``refresh_every`` BO rounds it refreshes the
 GP kernel by a short evolutionary search on the shared loop (population, selection by
-leave-one-out CRPS on the BO data seen so far, mutation and crossover), and the
-acquisition (qLogEI) uses the best kernel found.
+held-out CRPS on the BO data seen so far, mutation and crossover), and the acquisition
+(qLogEI) uses the kernel selected.
 
 Proposers (``proposers.py``):
 
@@ -18,9 +18,26 @@ Proposers (``proposers.py``):
 Functional duplicates (kernels whose fitted, normalised Gram matrices agree on the data)
 are counted per refresh and kept out of the carried population.
 
-Selection margin: a refresh keeps the incumbent kernel (the previous refresh's choice,
-RBF-ARD at round 0) unless the search's best beats the incumbent's LOO-CRPS by more than
-``selection_margin * |incumbent|`` (selection on 10-25 points overfits).
+Selection that generalizes (issue 23; selection on 10-25 points overfits):
+
+- score (``selection_score="kfold"``, default): the mean CRPS of points held out in
+  ``selection_folds`` folds, each fold predicted with hyperparameters (kernel, signal
+  variance, noise, mean) fitted on the other folds only. The closed-form LOO-CRPS
+  (``"loo"``, the old rule) keeps the full-data hyperparameters, which saw the point they
+  predict: with 20 points in 25-60 dims an ARD kernel interpolates and its LOO-CRPS looks
+  several times better than its held-out CRPS;
+- complexity: the score is multiplied by ``1 + complexity_penalty * (groups - 1)`` (a
+  group is one named hyperparameter);
+- incumbent: a refresh keeps the incumbent kernel (the previous refresh's choice, RBF-ARD
+  at round 0) unless the search's best beats it by more than ``selection_margin *
+  |incumbent|`` *and* by ``selection_se`` standard errors of the paired per-point
+  differences (both kernels are scored on the same held-out points).
+
+The final comparison (``finish``) reports three out-of-sample measures of the last
+selected kernel against RBF-ARD: LOO-CRPS refitted on the final BO data (the measure
+before issue 23), 5-fold held-out CRPS on the final data, and the *forward* CRPS: each
+refresh's choice and RBF-ARD fitted on that refresh's data predict the points BO
+evaluated until the next refresh (points no selection saw).
 
 Trust boundary: LLM-written kernel code never runs in this process. The parent handles it
 as text, and as numbers computed by trusted code here or received from a harness program
@@ -239,7 +256,8 @@ def discovery_run(
         trace = cache.get(state, ctx).trace()
         if ctx.progress is not None:
             ctx.progress({"evaluations": int(trace.y.numel()), "best": trace.best_value})
-        final = _final_comparison(task, trace, state.get("carried", []), ctx, config)
+        final = _final_comparison(task, trace, state.get("carried", []), ctx, config,
+                                  state.get("refreshes", []))  # fmt: skip
         _remember_lesson(task, ctx, state.get("refreshes", []), final)
         return {"final": final}
 
@@ -313,7 +331,8 @@ def _refresh(
         None,
     )
     best = res.best
-    chosen = select_kernel(best, inc, config.selection_margin)
+    n_se = config.selection_se if config.selection_score == "kfold" else 0.0
+    chosen = select_kernel(best, inc, config.selection_margin, n_se)
     # Payloads, not identity: res.best and the history entries are separate objects.
     kept = chosen is not None and best is not None and chosen.payload != best.payload
     if chosen is not None:
@@ -335,6 +354,9 @@ def _refresh(
         "search_best_loo_crps": best.value if best else None,
         "kept_incumbent": kept,
         "rbf_ard_loo_crps": ref.value if ref else None,
+        "selection_score": config.selection_score,
+        # the chosen payload: the final comparison's forward CRPS refits it on this data
+        "kernel": chosen.payload if chosen is not None else {"expression": "RBF_ARD"},
         "stop": res.stop_reason,
     }
     ctx.tracer.event("kernel_refresh", **info)
@@ -353,12 +375,22 @@ def _key(payload: dict[str, Any]) -> str:
 
 
 def select_kernel(
-    best: Evaluated | None, incumbent: Evaluated | None, margin: float
+    best: Evaluated | None, incumbent: Evaluated | None, margin: float, n_se: float = 0.0
 ) -> Evaluated | None:
-    """The search's best unless it beats the incumbent's LOO-CRPS by no more than ``margin * |inc|``."""
+    """The search's best if it beats the incumbent's score by more than ``margin * |inc|``
+    plus ``n_se`` standard errors of their paired per-point held-out CRPS differences
+    (``details["heldout_crps"]``, the same points for both; without them, the margin
+    alone); else the incumbent."""
     if incumbent is None or best is None or best.value is None or incumbent.value is None:
         return best or incumbent
-    if best.value < incumbent.value - margin * abs(incumbent.value):
+    if best.payload == incumbent.payload:
+        return incumbent
+    need = margin * abs(incumbent.value)
+    a, b = best.details.get("heldout_crps"), incumbent.details.get("heldout_crps")
+    if n_se > 0 and isinstance(a, list) and isinstance(b, list) and len(a) == len(b) >= 2:
+        diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+        need += n_se * float(diff.std(ddof=1)) / float(np.sqrt(len(diff)))
+    if best.value < incumbent.value - need:
         return best
     return incumbent
 
@@ -444,14 +476,29 @@ class SandboxedKernel:
         return ProposedPoints(torch.from_numpy(arr.astype(np.float64, copy=True)))
 
 
+FINAL_FOLDS = 5
+"""Folds of the final comparison's held-out CRPS (fixed: before/after comparisons share it)."""
+
+
 def _final_comparison(
     task: Any,
     trace: Any,
     carried: list[dict[str, Any]],
     ctx: RunContext,
     config: KernelDiscoveryConfig,
+    refreshes: list[dict[str, Any]] | None = None,
 ) -> dict[str, float | str | None]:
-    """LOO-CRPS of the discovered kernel vs RBF-ARD on the final BO data (same data, same fit)."""
+    """The last selected kernel vs RBF-ARD out of sample (lower is better, no complexity penalty):
+
+    - ``discovered`` / ``RBF_ARD``: LOO-CRPS refitted on the final BO data (the measure
+      before issue 23: the hyperparameters saw every point, the selection most of them);
+    - ``discovered_heldout`` / ``RBF_ARD_heldout``: ``FINAL_FOLDS``-fold held-out CRPS on
+      the final data (hyperparameters refitted without each fold);
+    - ``discovered_forward`` / ``RBF_ARD_forward``: mean CRPS of the points evaluated after
+      each refresh (until the next), predicted by that refresh's choice and by RBF-ARD,
+      both fitted on that refresh's data only (``forward_points`` of them).
+    """
+    from optiforge.evals.suites.hdbo.scoring import kfold_splits
     from optiforge.solvers.bo.loop import standardize
 
     bounds = task.problem(0).bounds
@@ -461,22 +508,48 @@ def _final_comparison(
     )
     Xu = (trace.X - lo) / (hi - lo)
     y = standardize(trace.y)
-    ev = KernelEvaluator(
-        task,
-        Xu,
-        y,
-        seed=ctx.seed,
-        restarts=config.gp_restarts,
-        events_path=str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None,
-    )
+    events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
+
+    def evaluator(X: torch.Tensor, yy: torch.Tensor, heldout: Any) -> KernelEvaluator:
+        return KernelEvaluator(task, X, yy, seed=ctx.seed, restarts=config.gp_restarts,
+                               events_path=events, heldout=heldout)  # fmt: skip
+
+    n = int(Xu.shape[0])
+    ev = evaluator(Xu, y, kfold_splits(n, FINAL_FOLDS, ctx.seed))
     out: dict[str, float | str | None] = {}
-    rbf = ev({"expression": "RBF_ARD"})
-    out["RBF_ARD"] = rbf.value if rbf.passed else None
     best = carried[0] if carried else {"expression": "RBF_ARD"}
-    disc = ev(best)
-    out["discovered"] = disc.value if disc.passed else None
+    for key, payload in (("RBF_ARD", {"expression": "RBF_ARD"}), ("discovered", best)):
+        sc = ev(payload)
+        out[key] = sc.metrics.get("loo_crps") if sc.passed else None
+        out[f"{key}_heldout"] = sc.value if sc.passed else None
     out["discovered_kernel"] = describe(best)
     payload = best.payload if isinstance(best, Evaluated) else best
     # a grammar expression (not LLM-written code) can seed a later run's refreshes
     out["discovered_expression"] = payload.get("expression")
+    # forward: each refresh's choice predicts the points BO evaluated after it
+    fwd: dict[str, list[float]] = {"RBF_ARD": [], "discovered": []}
+    starts = [r for r in (refreshes or []) if isinstance(r.get("kernel"), dict)]
+    for i, r in enumerate(starts):
+        n0 = int(r["n_data"])
+        n1 = int(starts[i + 1]["n_data"]) if i + 1 < len(starts) else n
+        if n1 <= n0 or n0 < 2:
+            continue
+        # the refresh's data as the refresh saw it: standardised on its own points
+        yy = torch.cat([standardize(trace.y[:n0]), _restandardized(trace.y, n0, n1)])
+        e2 = evaluator(Xu[:n1], yy, [list(range(n0, n1))])
+        scores = {k: e2(p) for k, p in (("RBF_ARD", {"expression": "RBF_ARD"}),
+                                        ("discovered", r["kernel"]))}  # fmt: skip
+        if all(sc.passed for sc in scores.values()):
+            for k, sc in scores.items():
+                fwd[k] += list(sc.details["heldout_crps"])
+    for k, v in fwd.items():
+        out[f"{k}_forward"] = float(np.mean(v)) if v else None
+    out["forward_points"] = float(len(fwd["RBF_ARD"]))
     return out
+
+
+def _restandardized(y: torch.Tensor, n0: int, n1: int) -> torch.Tensor:
+    """``y[n0:n1]`` on the scale ``standardize`` gives ``y[:n0]`` (later points are predicted
+    on the scale the refresh's GP was fitted on)."""
+    ref = y[:n0]
+    return (y[n0:n1] - ref.mean()) / ref.std().clamp_min(1e-9)

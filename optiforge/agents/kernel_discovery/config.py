@@ -55,5 +55,25 @@ class KernelDiscoveryConfig(BaseModel):
     the observed points). Its GP-BO baselines use the same one (paired)."""
     acq_restarts: int = Field(default=2, ge=1)
     acq_raw_samples: int = Field(default=64, ge=8)
-    selection_margin: float = Field(default=0.0, ge=0.0)
-    """Relative LOO-CRPS improvement over the incumbent kernel a new kernel needs to replace it."""
+    selection_score: Literal["kfold", "loo"] = "kfold"
+    """How a refresh scores its candidates. ``kfold``: mean held-out CRPS over
+    ``selection_folds`` folds of the BO data, each fold's points predicted by a GP whose
+    hyperparameters (kernel's, signal variance, noise, mean) were fitted on the other folds
+    only. ``loo``: closed-form leave-one-out CRPS with the hyperparameters at the full-data
+    fit (the rule before issue 23; optimistic on 10-25 points in 20-100 dims, since the
+    hyperparameters saw the point they predict)."""
+    selection_folds: int = Field(default=5, ge=2)
+    """Folds of ``kfold`` scoring (a seeded split, the same for every candidate of a refresh,
+    so two kernels are compared on the same points); at least the number of points is LOO
+    with a refit per point."""
+    complexity_penalty: float = Field(default=0.01, ge=0.0, le=1.0)
+    """Relative score penalty per hyperparameter group beyond the first (a group: one named
+    hyperparameter, a scalar or a per-dimension vector; RBF-ARD has one, ``RBF_ARD + Linear``
+    five): the score is multiplied by ``1 + complexity_penalty * (groups - 1)``."""
+    selection_margin: float = Field(default=0.02, ge=0.0, lt=1.0)
+    """Relative score improvement over the incumbent kernel (the previous refresh's choice,
+    RBF-ARD at first) a challenger needs to replace it (0.0 before issue 23)."""
+    selection_se: float = Field(default=1.0, ge=0.0)
+    """With ``kfold``: the challenger must also beat the incumbent by this many standard
+    errors of the paired per-point held-out CRPS differences (both kernels scored on the
+    same points); 0 turns the paired test off. Ignored with ``loo``."""

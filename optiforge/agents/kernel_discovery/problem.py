@@ -1,8 +1,8 @@
 """Kernel Discovery's domain: one kernel refresh as a search problem, and its sandbox glue.
 
 ``KernelSearchProblem`` is one refresh's search (kernels for the current BO data);
-``KernelEvaluator`` scores a kernel payload by LOO-CRPS (library kernels in process, LLM
-code through the hdbo harness in the sandbox); ``validate_source`` runs the kernel
+``KernelEvaluator`` scores a kernel payload by held-out (k-fold, refit per fold) CRPS or
+LOO-CRPS (library kernels in process, LLM code through the hdbo harness in the sandbox); ``validate_source`` runs the kernel
 validator in the sandbox for the re-ask loop; ``functional_clusters`` groups functional
 duplicates.
 """
@@ -25,7 +25,14 @@ from optiforge.solvers.gp import grammar
 
 
 class KernelEvaluator:
-    """Picklable: LOO-CRPS of one kernel payload on fixed data (runs in executor workers)."""
+    """Picklable: the selection score of one kernel payload on fixed data (runs in executor workers).
+
+    Without ``heldout`` the score is the LOO-CRPS (hyperparameters at the full-data fit);
+    with test-index sets (``kfold_splits``) it is the mean held-out CRPS, each set predicted
+    with hyperparameters fitted without it (``hdbo.scoring.heldout_score``). Either way
+    ``complexity_penalty`` multiplies the value by ``1 + penalty * (groups - 1)``
+    (``hyperparameter_groups``); the unpenalised value stays in ``metrics["unpenalized"]``.
+    """
 
     def __init__(
         self,
@@ -37,31 +44,55 @@ class KernelEvaluator:
         restarts: int,
         backend: str = "local",
         events_path: str | None = None,
+        heldout: list[list[int]] | None = None,
+        complexity_penalty: float = 0.0,
     ) -> None:
         self.task, self.X, self.y = task, X, y
         self.seed, self.restarts = seed, restarts
         self.backend, self.events_path = backend, events_path
+        self.heldout, self.complexity_penalty = heldout, complexity_penalty
 
     def __call__(self, payload: dict[str, Any]) -> Score:
         if "expression" in payload:
             # Library kernels are trusted code: fitted in this process.
             spec = grammar.build_kernel(payload["expression"])
-            return self.task.score_kernel(
-                spec, self.X, self.y, seed=self.seed, n_restarts=self.restarts
-            )
+            score = self.task.score_kernel(
+                spec, self.X, self.y, seed=self.seed, n_restarts=self.restarts,
+                heldout=self.heldout,
+            )  # fmt: skip
+            return self._penalized(score, len(spec.hyperparameters))
         from optiforge.runs import FileTracer
         from optiforge.sandboxes import get_sandbox
 
         tracer = FileTracer(self.events_path) if self.events_path else None
         sandbox = get_sandbox(self.backend, tracer=tracer)
-        return self.task.score_kernel(
+        score = self.task.score_kernel(
             {"source": payload["source"]},
             self.X,
             self.y,
             sandbox,
             seed=self.seed,
             n_restarts=self.restarts,
+            heldout=self.heldout,
         )
+        return self._penalized(score, len(score.details.get("params") or {}))
+
+    def _penalized(self, score: Score, groups: int) -> Score:
+        if not score.passed:
+            return score
+        score.metrics["unpenalized"] = score.value
+        score.metrics["hyperparameter_groups"] = float(groups)
+        score.value = score.value * (1.0 + self.complexity_penalty * max(0, groups - 1))
+        return score
+
+
+def selection_splits(n: int, config: KernelDiscoveryConfig, seed: int) -> list[list[int]] | None:
+    """The held-out sets a refresh scores every candidate on (None: ``loo`` scoring)."""
+    if config.selection_score == "loo":
+        return None
+    from optiforge.evals.suites.hdbo.scoring import kfold_splits
+
+    return kfold_splits(n, config.selection_folds, seed)
 
 
 class KernelSearchProblem:
@@ -133,6 +164,8 @@ class KernelSearchProblem:
             restarts=self.config.gp_restarts,
             backend=self.backend,
             events_path=self.events_path,
+            heldout=selection_splits(int(self.X.shape[0]), self.config, self.seed),
+            complexity_penalty=self.config.complexity_penalty,
         )
 
     def reflect(

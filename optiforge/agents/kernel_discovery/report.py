@@ -89,6 +89,7 @@ def summary_notes(rows: list[dict[str, Any]]) -> list[str]:
         return []
     in_sample = out_sample = n_out = 0
     n_refresh = 0
+    oos = oos_counts(mine)
     per_task: dict[str, list[bool]] = {}
     dup = {"evaluated": 0, "functional_duplicates": 0, "syntactic_duplicates": 0, "invalid": 0}
     for r in mine:
@@ -113,7 +114,38 @@ def summary_notes(rows: list[dict[str, Any]]) -> list[str]:
         f"Out of sample: the last selected kernel, refitted on the final BO data it was not selected on, "
         f"beat RBF-ARD's LOO-CRPS in {out_sample} of {n_out} runs; on {majority} of {len(per_task)} tasks "
         "in most seeds.",
+        "Out of sample, held out (wins/ties/losses vs RBF-ARD): 5-fold CRPS on the final BO data "
+        "(hyperparameters refitted without each fold) {}; forward CRPS (each refresh's choice, fitted "
+        "on that refresh's data, predicting the points BO evaluated next) {}.".format(
+            _wtl(oos["heldout"]), _wtl(oos["forward"])
+        ),
         f"Kernel proposals evaluated: {dup['evaluated']}; functional duplicates (fitted normalised Gram "
         f"matrices within the dedup tolerance) {dup['functional_duplicates']}; syntactic duplicates skipped "
         f"{dup['syntactic_duplicates']}; invalid {dup['invalid']}.",
     ]
+
+
+def oos_counts(rows: list[dict[str, Any]]) -> dict[str, tuple[int, int, int]]:
+    """Wins, ties, losses of the selected kernel vs RBF-ARD per out-of-sample measure of
+    ``final_loo_crps`` (``loo``, ``heldout``, ``forward``) over ``rows`` (lower CRPS wins;
+    a tie is |difference| <= 1e-9, e.g. RBF-ARD selected)."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for name, suffix in (("loo", ""), ("heldout", "_heldout"), ("forward", "_forward")):
+        w = t = lo = 0
+        for r in rows:
+            fin = (r.get("extra") or {}).get("final_loo_crps") or {}
+            d, b = fin.get(f"discovered{suffix}"), fin.get(f"RBF_ARD{suffix}")
+            if d is None or b is None:
+                continue
+            if abs(d - b) <= 1e-9:
+                t += 1
+            elif d < b:
+                w += 1
+            else:
+                lo += 1
+        out[name] = (w, t, lo)
+    return out
+
+
+def _wtl(c: tuple[int, int, int]) -> str:
+    return f"{c[0]}/{c[1]}/{c[2]} of {sum(c)} runs"

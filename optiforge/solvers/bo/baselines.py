@@ -265,15 +265,21 @@ class _HashedProblem:
         D = int(b.shape[1])
         self.h = torch.randint(0, de, (D,), generator=g)
         self.s = torch.randint(0, 2, (D,), generator=g).to(_DT) * 2 - 1
-        self.bounds = torch.stack([-torch.ones(de, dtype=_DT), torch.ones(de, dtype=_DT)])
+        self._bounds = torch.stack([-torch.ones(de, dtype=_DT), torch.ones(de, dtype=_DT)])
+
+    @property
+    def bounds(self) -> Tensor:
+        """`2 x de`: the embedded box ``[-1, 1]^de``."""
+        return self._bounds
 
     def lift(self, Z: Tensor) -> Tensor:
         """`n x de` embedded points -> `n x D` points in the original bounds."""
         Xu = (self.s * Z[:, self.h] + 1) / 2
         return self.lb + (self.ub - self.lb) * Xu.clamp(0, 1)
 
-    def __call__(self, Z: Tensor) -> Tensor:
-        return self.problem(self.lift(Z))
+    def __call__(self, X: Tensor) -> Tensor:
+        """`n x de` embedded points -> `n` values."""
+        return self.problem(self.lift(X))
 
 
 def run_hesbo(

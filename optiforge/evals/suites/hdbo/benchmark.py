@@ -37,7 +37,9 @@ from optiforge.evals.suites.hdbo.problems import HDBOProblem, embedded, lasso, r
 from optiforge.evals.suites.hdbo.scoring import (
     FAILED_VALUE,
     checked_gram,
+    checked_heldout,
     gram_score,
+    heldout_score,
     score_kernel_source,
 )
 from optiforge.solvers.bo import AcqConfig, BOLoop, KernelProvider, Trace, run_baseline
@@ -120,8 +122,13 @@ class HDBOTask:
         seed: int = 0,
         n_restarts: int = 2,
         n_fingerprint: int = 16,
+        heldout: list[list[int]] | None = None,
     ) -> Score:
         """LOO-CRPS of a kernel fitted on (``X`` `n x D` unit cube, ``y`` `n` standardised).
+
+        ``heldout`` (test-index sets, e.g. ``scoring.kfold_splits``): the value is instead the
+        mean held-out CRPS, each set scored with hyperparameters fitted on the other points
+        only (``scoring.heldout_score``; the LOO-CRPS goes to ``metrics["loo_crps"]``).
 
         ``details["fingerprint"]`` is the fitted kernel's normalised Gram matrix on the first
         ``n_fingerprint`` inputs (functional deduplication: see ``solvers.gp.validation``).
@@ -141,6 +148,7 @@ class HDBOTask:
                 n_restarts=n_restarts,
                 n_fingerprint=n_fingerprint,
                 max_hyperparameters=self.max_hyperparameters,
+                heldout=heldout,
             )
         if not isinstance(candidate, KernelSpec):
             raise InvalidCandidate(
@@ -153,17 +161,23 @@ class HDBOTask:
         if not rep.ok:
             return Score(value=FAILED_VALUE, passed=False, details={"reason": rep.reason})
         t0 = time.perf_counter()
+        n = X.shape[0]
+        sets = checked_heldout(heldout, n) if heldout is not None else []
+        grams: list[Tensor] = []
         try:
-            gp = ExactGP(candidate, n_restarts=n_restarts, seed=seed).fit(X, y)
+            for train in [None, *sets]:
+                keep = torch.ones(n, dtype=torch.bool)
+                if train is not None:  # fit without the held-out points
+                    keep[torch.tensor(train, dtype=torch.long)] = False
+                gp = ExactGP(candidate, n_restarts=n_restarts, seed=seed).fit(X[keep], y[keep])
+                assert gp.params is not None
+                with torch.no_grad():
+                    grams.append(checked_gram(candidate.fn(X, X, gp.params.kernel).to(_DT), n))
         except SolverError as e:
             return Score(value=FAILED_VALUE, passed=False, details={"reason": f"fit failed: {e}"})
-        assert gp.params is not None
-        with torch.no_grad():
-            K = candidate.fn(X, X, gp.params.kernel).to(_DT)
-        try:
-            K = checked_gram(K, X.shape[0])
         except InvalidCandidate as e:
             return Score(value=FAILED_VALUE, passed=False, details={"reason": str(e)})
+        K = grams[0]
         score = gram_score(
             K,
             y,
@@ -172,6 +186,8 @@ class HDBOTask:
             n_restarts=n_restarts,
             n_fingerprint=n_fingerprint,
         )
+        if heldout is not None:
+            score = heldout_score(score, grams[1:], y, sets, seed=seed, n_restarts=n_restarts)
         score.metrics["fit_s"] = time.perf_counter() - t0
         score.details.update(expression=candidate.expression, warnings=rep.warnings)
         return score

@@ -18,9 +18,22 @@ Library kernels (``KernelSpec`` built by the parent) go through the same ``gram_
 so both kinds are scored by one rule. Nothing the candidate prints, and no other file it
 writes (a ``result.json``, a ``loo_crps`` line), is read.
 
+Held-out scoring (``heldout``: a list of test-index sets, e.g. ``kfold_splits``): for each
+set the kernel's hyperparameters are fitted on the *other* points only (in the fit run for
+kernel source, here for library kernels), the Gram matrix is computed with those values,
+and ``heldout_crps`` (trusted code here) fits signal variance, noise and mean on the
+training block and scores the Gaussian predictive of each held-out observation. The
+score's value is the mean held-out CRPS; the per-point values (``details["heldout_crps"]``)
+let a caller pair two kernels point by point. Unlike LOO-CRPS, no hyperparameter saw the
+point it is scored on.
+
 Residual channel, stated plainly: the fit run sees ``y`` (fitting needs it), and a
 candidate that deliberately encoded ``y`` into its hyperparameter values could carry
 information about it into the Gram run. The values are checked for form, not meaning.
+With ``heldout`` the fit run receives all of ``y`` too (one run fits every fold; the
+harness code there fits each fold on its training rows only): a kernel that deliberately
+reads the request file could leak a held-out value into that fold's hyperparameters. An
+honest kernel cannot; nothing here claims more.
 """
 
 from __future__ import annotations
@@ -160,6 +173,96 @@ def gram_score(
     )
 
 
+def kfold_splits(n: int, folds: int, seed: int) -> list[list[int]]:
+    """``min(folds, n)`` disjoint test-index sets covering ``range(n)`` (a seeded permutation;
+    ``folds >= n`` is leave-one-out). Every candidate scored with the same ``(n, folds, seed)``
+    gets the same sets, so two kernels can be compared point by point."""
+    if folds < 2 or n < 2:
+        raise ValueError(f"k-fold scoring needs >= 2 folds and >= 2 points (folds={folds}, n={n})")
+    g = torch.Generator().manual_seed(int(seed) * 1_000_003 + 0xF01D)
+    perm = torch.randperm(n, generator=g).tolist()
+    k = min(folds, n)
+    return [sorted(perm[i::k]) for i in range(k)]
+
+
+def checked_heldout(heldout: Any, n: int) -> list[list[int]]:
+    """``heldout`` as non-empty test-index sets within ``range(n)``, each leaving >= 2 training points."""
+    out: list[list[int]] = []
+    for t in heldout:
+        idx = sorted({int(i) for i in t})
+        if not idx or idx[0] < 0 or idx[-1] >= n or n - len(idx) < 2:
+            raise ValueError(f"bad held-out set {t!r} for n={n}")
+        out.append(idx)
+    if not out:
+        raise ValueError("held-out scoring needs at least one test set")
+    return out
+
+
+def heldout_crps(
+    grams: list[Tensor],
+    y: Tensor,
+    heldout: list[list[int]],
+    *,
+    seed: int = 0,
+    n_restarts: int = 2,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-point held-out CRPS, predictive mean and sd (each `m`, test sets concatenated).
+
+    ``grams[j]`` (`n x n`) is the kernel matrix with hyperparameters fitted without the
+    points ``heldout[j]``; signal variance, noise and mean are fitted here on the training
+    block only, and each held-out ``y_i`` is scored under the GP's predictive of a new
+    observation (noise included). ``SolverError`` if a fold's fit fails.
+    """
+    from optiforge.solvers.gp.exact import gaussian_crps
+
+    y = torch.as_tensor(y, dtype=_DT).reshape(-1)
+    n = y.shape[0]
+    idx = torch.arange(n, dtype=_DT).unsqueeze(-1)
+    crps, mus, sds = [], [], []
+    for K, test in zip(grams, heldout, strict=True):
+        t = torch.tensor(test, dtype=torch.long)
+        mask = torch.ones(n, dtype=torch.bool)
+        mask[t] = False
+        gp = ExactGP(_precomputed(K), n_restarts=n_restarts, seed=seed).fit(idx[mask], y[mask])
+        mu, var = gp.predict(idx[t], include_noise=True)
+        sd = var.clamp_min(1e-12).sqrt()
+        crps.append(gaussian_crps(mu, sd, y[t]))
+        mus.append(mu)
+        sds.append(sd)
+    return torch.cat(crps), torch.cat(mus), torch.cat(sds)
+
+
+def heldout_score(
+    base: Score,
+    grams: list[Tensor],
+    y: Tensor,
+    heldout: list[list[int]],
+    *,
+    seed: int,
+    n_restarts: int,
+) -> Score:
+    """``base`` (the full-data ``gram_score``) re-valued by mean held-out CRPS (``heldout_crps``);
+    its LOO-CRPS moves to ``metrics["loo_crps"]``."""
+    if not base.passed:
+        return base
+    try:
+        crps, mu, sd = heldout_crps(grams, y, heldout, seed=seed, n_restarts=n_restarts)
+    except SolverError as e:
+        return Score(value=FAILED_VALUE, passed=False, details={"reason": f"fold fit failed: {e}"})
+    value = float(crps.mean())
+    base.metrics.update(loo_crps=base.value, heldout_points=float(crps.numel()),
+                        heldout_sets=float(len(heldout)))  # fmt: skip
+    base.details.update(
+        heldout=heldout,
+        heldout_crps=crps.tolist(),
+        heldout_mean=mu.tolist(),
+        heldout_sd=sd.tolist(),
+        scored_by="harness: held-out CRPS (hyperparameters fitted without the scored points)",
+    )
+    base.value, base.passed = value, math.isfinite(value)
+    return base
+
+
 # ----------------------------------------------------------------------------- kernel source
 
 
@@ -232,8 +335,13 @@ def score_kernel_source(
     n_fingerprint: int = 16,
     max_hyperparameters: int = 256,
     timeout_s: float = 300.0,
+    heldout: list[list[int]] | None = None,
 ) -> Score:
     """LOO-CRPS of kernel source on (``X`` `n x D`, ``y`` `n`): two sandbox runs, scored here.
+
+    ``heldout`` (test-index sets): the fit run also fits each set's complement, the Gram
+    run computes one matrix per fit, and the value is the mean held-out CRPS
+    (``heldout_score``).
 
     ``sandbox`` None: ``get_sandbox("local")`` (refused where the containment promise is
     unmet, unless ``--unsafe-sandbox``). Kernel source never runs in this process.
@@ -246,6 +354,10 @@ def score_kernel_source(
     y = torch.as_tensor(y, dtype=_DT).reshape(-1)
     n, d = X.shape
     try:
+        sets = checked_heldout(heldout, n) if heldout is not None else None
+    except ValueError as e:
+        raise InvalidCandidate(str(e)) from e
+    try:
         raw = _harness_run(
             sandbox,
             "kernel_fit.py",
@@ -257,6 +369,7 @@ def score_kernel_source(
                 "seed": seed,
                 "n_restarts": n_restarts,
                 "max_hyperparameters": max_hyperparameters,
+                **({"heldout": sets} if sets is not None else {}),
             },
             "fit.json",
             timeout_s,
@@ -269,14 +382,34 @@ def score_kernel_source(
             reason = fit.get("reason", "rejected") if isinstance(fit, dict) else "rejected"
             raise InvalidCandidate(str(reason)[:500])
         shapes, params = _checked_params(fit, d, max_hyperparameters)
+        fold_params = []
+        if sets is not None:
+            raw_folds = fit.get("fold_params")
+            if not isinstance(raw_folds, list) or len(raw_folds) != len(sets):
+                raise InvalidCandidate("the fit run returned no per-fold hyperparameters")
+            fold_params = [
+                _checked_params({"shapes": shapes, "params": fp}, d, max_hyperparameters)[1]
+                for fp in raw_folds
+            ]
         gram = _harness_run(
             sandbox,
             "kernel_gram.py",
-            {"source": src, "X": X.tolist(), "shapes": shapes, "params": params},
+            {"source": src, "X": X.tolist(), "shapes": shapes, "params": params,
+             **({"fold_params": fold_params} if sets is not None else {})},
             "gram.npy",
             timeout_s,
-        )
-        K = checked_gram(load_npy(gram), n)
+        )  # fmt: skip
+        arr = load_npy(gram)
+        if sets is None:
+            K = checked_gram(arr, n)
+            folds_K: list[Tensor] = []
+        else:
+            if arr.ndim != 3 or arr.shape[0] != len(sets) + 1:
+                raise InvalidCandidate(
+                    f"gram.npy has shape {arr.shape}, expected a stack of {len(sets) + 1}"
+                )
+            K = checked_gram(arr[0], n)
+            folds_K = [checked_gram(a, n) for a in arr[1:]]
     except InvalidCandidate as e:
         return Score(value=FAILED_VALUE, passed=False, details={"reason": str(e)})
     n_hyp = sum(len(v) for v in params.values())
@@ -288,6 +421,8 @@ def score_kernel_source(
         n_restarts=n_restarts,
         n_fingerprint=n_fingerprint,
     )
+    if sets is not None:
+        score = heldout_score(score, folds_K, y, sets, seed=seed, n_restarts=n_restarts)
     warnings = fit.get("warnings")
     score.details.update(
         params=params,

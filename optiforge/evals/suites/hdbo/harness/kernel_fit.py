@@ -4,7 +4,8 @@ Runs as ``python kernel_fit.py`` in a sandbox work dir holding ``request.json``
 (``source``, ``d``, ``X``, ``y``, ``seed``, ``n_restarts``, ``max_hyperparameters``) and
 the shipped ``optiforge.errors`` / ``optiforge.solvers.gp``. Writes ``fit.json``:
 ``{"ok", "reason", "warnings", "shapes": {name: "scalar"|"ard"}, "params": {name:
-[floats]}}``. The candidate's code runs in this process, so everything here is untrusted
+[floats]}}``; with ``heldout`` (test-index sets) in the request, also ``fold_params``: one
+such dict per set, fitted on the rows *outside* that set only. The candidate's code runs in this process, so everything here is untrusted
 by the caller: it only hands the kernel hyperparameters on (checked) to the Gram step,
 which never sees ``y``; no score is computed or read from here.
 """
@@ -44,6 +45,18 @@ def main() -> int:
             out["params"] = {
                 k: v.detach().reshape(-1).tolist() for k, v in gp.params.kernel.items()
             }
+            folds = []
+            for test in req.get("heldout") or []:
+                keep = torch.ones(X.shape[0], dtype=torch.bool)
+                keep[torch.tensor(test, dtype=torch.long)] = False
+                g = ExactGP(spec, n_restarts=int(req["n_restarts"]), seed=int(req["seed"]))
+                g.fit(X[keep], y[keep])
+                assert g.params is not None
+                folds.append(
+                    {k: v.detach().reshape(-1).tolist() for k, v in g.params.kernel.items()}
+                )
+            if "heldout" in req:
+                out["fold_params"] = folds
     except (InvalidCandidate, SolverError) as e:
         out = {"ok": False, "reason": str(e)}
     except Exception as e:  # any crash of candidate code is a rejection, reported verbatim
