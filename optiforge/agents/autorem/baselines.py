@@ -14,6 +14,7 @@ from typing import Any
 
 from optiforge.agents.autorem.agent import instance_run
 from optiforge.agents.autorem.config import AutoREMConfig
+from optiforge.agents.autorem.modeller import reference_modeller
 from optiforge.agents.autorem.problem import load_task
 from optiforge.agents.autorem.proposers import counterpart_program
 from optiforge.agents.kit import RunContext
@@ -24,12 +25,23 @@ from optiforge.evals.protocol import Task
 def nominal_baseline(
     task: Task, ctx: RunContext, budget: int | None, config: Any = None
 ) -> AgentOutcome:
-    """The nominal (non-robust) counterpart as a program: must score 0 on generated instances."""
+    """The nominal (non-robust) counterpart as a program: must score 0 on generated instances.
+
+    On a text-only task the model comes from the reference modeller (the statement's model
+    sheet), never from the hidden JSON.
+    """
     atask = load_task(task)
-    code = counterpart_program(atask.instance.problem, robust=False)
-    score = atask.evaluate(code, ctx.sandbox or _local_sandbox(ctx))
+    candidate: Any
+    if atask.text_only:
+        model = reference_modeller(atask.statement)
+        code = counterpart_program(model, robust=False)
+        candidate = {"model": model.model_dump(mode="json"), "code": code}
+    else:
+        code = counterpart_program(atask.instance.problem, robust=False)
+        candidate = code
+    score = atask.evaluate(candidate, ctx.sandbox or _local_sandbox(ctx))
     return AgentOutcome(
-        best_candidate=code,
+        best_candidate=candidate,
         claimed_value=score.value,
         trace=[1.0 if score.passed else None],
         n_evaluations=1,

@@ -36,6 +36,11 @@ from optiforge.solvers.robust.instance import ROInstance
 AGENT = "autorem"
 GENERAL_TAG = "general"
 """Tag of entries that apply to every instance (I/O protocol, crashes)."""
+MODELLING = "modelling"
+"""Feature (and tag) of lessons about the modelling step (text to ``ROProblem``)."""
+CURATED_TAG = "curated"
+"""Tag of consolidated, validated lessons (``curate.py``); when a store holds any, retrieval
+reads only those."""
 
 
 class EntryTrigger(BaseModel):
@@ -169,6 +174,14 @@ def retrieval_query(instance: ROInstance) -> str:
     return " ".join(words) + " uncertainty robust counterpart " + instance.description[:400]
 
 
+def has_curated(memory: Any) -> bool:
+    """Whether ``memory`` holds curated AutoREM lessons (then retrieval reads only those)."""
+    hits = memory.search(
+        CURATED_TAG, k=1, kind="experience", agent=AGENT, tags=[AGENT, CURATED_TAG]
+    )
+    return bool(hits)
+
+
 def retrieve_entries(
     memory: Any, instance: ROInstance, k: int = 4
 ) -> list[tuple[str, ExperienceEntry]]:
@@ -176,14 +189,16 @@ def retrieve_entries(
 
     One tag-filtered search per set type of the instance (so every set type gets its
     lessons), then general entries; duplicates dropped. Records that are not AutoREM
-    entries are skipped.
+    entries are skipped, and so are modelling lessons (``retrieve_modelling_entries``).
+    A store with curated lessons serves only those.
     """
     if memory is None or k < 1:
         return []
     query = retrieval_query(instance)
     found: dict[str, tuple[float, ExperienceEntry]] = {}
-    groups = [[AGENT, t] for t in sorted(set(instance.set_types))]
-    groups.append([AGENT, GENERAL_TAG])
+    extra = [CURATED_TAG] if has_curated(memory) else []
+    groups = [[AGENT, t, *extra] for t in sorted(set(instance.set_types))]
+    groups.append([AGENT, GENERAL_TAG, *extra])
     for tags in groups:
         for hit in memory.search(query, k=k, kind="experience", agent=AGENT, tags=tags):
             rec = hit.record
@@ -199,6 +214,79 @@ def retrieve_entries(
             found[rec.id] = (hit.score, entry)
     ranked = sorted(found.items(), key=lambda kv: -kv[1][0])
     return [(rid, e) for rid, (_, e) in ranked[:k]]
+
+
+def retrieve_modelling_entries(
+    memory: Any, statement: str, k: int = 4
+) -> list[tuple[str, ExperienceEntry]]:
+    """Up to ``k`` modelling lessons for a statement (tag ``modelling``), best first."""
+    if memory is None or k < 1:
+        return []
+    tags = [AGENT, MODELLING, *([CURATED_TAG] if has_curated(memory) else [])]
+    out: list[tuple[str, ExperienceEntry]] = []
+    for hit in memory.search("modelling model " + statement[:400], k=k, kind="experience",
+                             agent=AGENT, tags=tags):  # fmt: skip
+        try:
+            out.append((hit.record.id, entry_from_experience(hit.record)))
+        except MemoryStoreError:
+            continue
+    return out
+
+
+# ----------------------------------------------------------------------------- modelling
+
+_MODEL_RULES: tuple[tuple[str, str, str], ...] = (
+    (
+        "objective.uncertainty",
+        "the model dropped (or changed) the uncertainty of the objective coefficients",
+        "When the statement says the objective coefficients are uncertain, keep that set in "
+        "the model as objective.uncertainty (the objective is valued at its worst case over "
+        "it); never model the nominal objective alone.",
+    ),
+    (
+        ".uncertainty",
+        "an uncertainty set of a constraint was written wrongly (type, P, rho, delta/gamma, D/d)",
+        "Write each set exactly as stated: the type named (a Bertsimas-Sim budget 'at most "
+        "Gamma at once' is {type: budget, delta, gamma}, not a box); P is n x k with row i "
+        "the movement of x_i's coefficient; polyhedra as D z <= d row by row.",
+    ),
+    (
+        "lower|upper",
+        "variable bounds were written wrongly",
+        "Bounds: 'between l and u' gives lower l and upper u, 'fixed at v' gives lower = "
+        "upper = v, 'at least l' only a lower bound, 'free' null.",
+    ),
+    (
+        "",
+        "the model differs from the statement (coefficients, senses or right-hand sides)",
+        "Copy every coefficient, sense and right-hand side of the statement into the model, "
+        "constraints in the statement's order, variables x1..xn as indices 0..n-1.",
+    ),
+)
+
+
+def diagnose_model(fields: list[str]) -> list[ExperienceEntry]:
+    """Modelling lessons from the model fields that differed from the ground truth.
+
+    ``fields`` are paths (``objective.uncertainty``, ``constraints[2].uncertainty.P[4][0]``)
+    without values: the training label of a text-only task during adaptation. A fixed rule
+    table (first match per field), like ``diagnose_rules``.
+    """
+    entries: dict[str, ExperienceEntry] = {}
+    for f in fields:
+        for pattern, error, rule in _MODEL_RULES:
+            if pattern and not any(
+                f.startswith(p) or (p.startswith(".") and p in f) for p in pattern.split("|")
+            ):
+                continue
+            e = ExperienceEntry(
+                trigger=EntryTrigger(features=[MODELLING], description="modelling step"),
+                error_pattern=error,
+                corrective_rule=rule,
+            )
+            entries.setdefault(e.key(), e)
+            break
+    return list(entries.values())
 
 
 # ----------------------------------------------------------------------------- rules

@@ -14,8 +14,44 @@ from typing import Any
 from optiforge.errors import InvalidTask
 from optiforge.evals.suites.autoro.benchmark import AutoROTask
 from optiforge.solvers.robust.instance import ROInstance, parse_instance
+from optiforge.solvers.robust.model import ROProblem
 
-__all__ = ["AutoROTask", "load_task"]
+__all__ = ["AutoROTask", "load_task", "model_view", "structure_features"]
+
+
+def structure_features(problem: ROProblem) -> list[str]:
+    """Structure tags of a model (what retrieval matches): ``ge_rows``, ``soc``,
+    ``uncertain_objective``, ``equality``."""
+    feats: list[str] = []
+    if any(c.sense == ">=" and c.uncertainty is not None for c in problem.constraints):
+        feats.append("ge_rows")
+    if problem.soc_constraints:
+        feats.append("soc")
+    if problem.objective.uncertainty is not None:
+        feats.append("uncertain_objective")
+    if any(c.sense == "==" for c in problem.constraints):
+        feats.append("equality")
+    return sorted(feats)
+
+
+def model_view(task: AutoROTask, problem: ROProblem) -> ROInstance:
+    """The instance as the agent sees it on a text-only task: the statement and ITS model.
+
+    Set types and features come from the agent's model, so retrieval and reflection read
+    nothing hidden; ``reference_objective`` is a 0.0 placeholder (unknown to the agent,
+    never read from a view).
+    """
+    return ROInstance(
+        id=task.instance.id,
+        split=task.instance.split,
+        difficulty=task.instance.difficulty,
+        description=task.statement,
+        problem=problem,
+        reference_objective=0.0,
+        reference_x=[],
+        set_types=problem.set_types(),
+        features=structure_features(problem),
+    )
 
 
 def load_task(data: Any) -> AutoROTask:
@@ -27,7 +63,7 @@ def load_task(data: Any) -> AutoROTask:
     ``InvalidTask`` with one line. Natural language without the problem JSON is not
     accepted (extraction from prose is not implemented).
     """
-    from optiforge.solvers.robust import ROProblem, parse_problem, reference_counterpart
+    from optiforge.solvers.robust import parse_problem, reference_counterpart
 
     if isinstance(data, AutoROTask):
         return data

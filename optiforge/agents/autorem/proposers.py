@@ -158,11 +158,15 @@ def support_rule(set_type: str) -> str:
     return SUPPORT_RULES[set_type]
 
 
-def counterpart_program(problem: ROProblem, *, robust: bool = True) -> str:
+def counterpart_program(
+    problem: ROProblem, *, robust: bool = True, rules: dict[str, str] | None = None
+) -> str:
     """A standalone cvxpy program (I/O protocol) solving ``problem``'s counterpart.
 
     robust: False emits the nominal program (uncertainty ignored): the baseline that
     the verifier must reject on generated instances.
+    rules: support branches replacing ``SUPPORT_RULES`` for some set types (the
+    simulated models of ``optiforge.testing.autorem`` write their beliefs this way).
     """
     kind = "robust" if robust else "nominal (NON-robust)"
     code = _HEADER.format(kind=kind)
@@ -170,7 +174,7 @@ def counterpart_program(problem: ROProblem, *, robust: bool = True) -> str:
         types = sorted(set(problem.set_types()))
         code += _P_MATRIX
         for t in types:
-            code += SUPPORT_RULES[t]
+            code += (rules or {}).get(t, SUPPORT_RULES[t])
         code += '    raise ValueError(f"no dualisation rule for set type {t}")\n'
         body = _BODY.format(objective_block=_ROBUST_OBJECTIVE, row_block=_ROBUST_ROW)
     else:
@@ -210,9 +214,24 @@ def render_lessons(entries: list[ExperienceEntry]) -> str:
     return "Lessons from earlier failures (experience memory):\n\n" + "\n\n".join(blocks)
 
 
-def first_prompt(task: AutoROTask, lessons: list[ExperienceEntry]) -> list[dict[str, Any]]:
-    """System + user messages of the first attempt (lessons appended when retrieved)."""
-    user = task.description
+MODEL_MARKER = "Your model of this statement (the instance.json your program reads):"
+
+
+def first_prompt(
+    task: AutoROTask, lessons: list[ExperienceEntry], *, model: ROProblem | None = None
+) -> list[dict[str, Any]]:
+    """System + user messages of the first attempt (lessons appended when retrieved).
+
+    model: on a text-only task, the model the agent wrote in its modelling step; the
+    prompt shows the statement, that model as JSON and the I/O protocol (never the
+    ground-truth JSON).
+    """
+    from optiforge.solvers.robust.candidate import __doc__ as io_protocol
+
+    if model is not None:
+        user = f"{task.statement}\n\n{MODEL_MARKER}\n{model.to_json()}\n\n{io_protocol}"
+    else:
+        user = task.description
     block = render_lessons(lessons)
     if block:
         user += "\n\n" + block

@@ -128,8 +128,13 @@ def outcome_from_state(state: AutoREMState, *, memory_used: bool) -> AgentOutcom
     for a in ran:
         solved = solved or bool(a["passed"])
         trace.append(1.0 if solved else None)
+    model = state.get("model")
+    candidate: Any = None
+    if best is not None:
+        candidate = {"model": model, "code": best["code"]} if model is not None else best["code"]
+    last_metrics = ran[-1].get("metrics", {}) if ran else {}
     return AgentOutcome(
-        best_candidate=best["code"] if best else None,
+        best_candidate=candidate,
         claimed_value=(1.0 if best["passed"] else 0.0) if best else None,
         trace=trace,
         n_evaluations=len(ran),
@@ -146,5 +151,9 @@ def outcome_from_state(state: AutoREMState, *, memory_used: bool) -> AgentOutcom
             "proposer": ran[0]["origin"] if ran else None,
             "tolerance": ran[-1].get("tolerance") if ran else None,
             "last_reasons": ran[-1].get("reasons", [])[:3] if ran else [],
+            "text_only": model is not None or bool(state.get("model_origin")),
+            "modeller": state.get("model_origin"),
+            "model_match": last_metrics.get("model_match"),
+            "model_lessons": len(state.get("model_retrieved", [])),
         },
     )

@@ -115,9 +115,13 @@ def verify_candidate_code(
     rel_tol: float = DEFAULT_REL_TOL,
     abs_tol: float = DEFAULT_ABS_TOL,
     feas_tol: float = DEFAULT_FEAS_TOL,
+    instance_json: str | None = None,
 ) -> Verdict:
     """Run candidate ``code`` (see the module's I/O protocol) in ``sandbox``; verify its answer.
 
+    instance_json: the ``instance.json`` the program reads (default ``problem``'s JSON).
+    A text-only task passes the model the agent wrote, so the ground truth ``problem`` is
+    never shown to the program; the answer is still verified against ``problem``.
     sandbox: anything with ``run(cmd, *, files, timeout_s, memory_mb, network)``
     returning ``returncode/stdout/stderr/timed_out``; ``None`` raises ``SandboxError``
     (candidate code is untrusted and never runs outside a sandbox).
@@ -126,7 +130,8 @@ def verify_candidate_code(
     if sandbox is None:
         raise SandboxError("verify_candidate_code needs a sandbox: candidate code is untrusted")
     tol = {"rel_tol": rel_tol, "abs_tol": abs_tol, "feas_tol": feas_tol}
-    files: dict[str, str | bytes] = {"candidate.py": code, "instance.json": problem.to_json()}
+    data = problem.to_json() if instance_json is None else instance_json
+    files: dict[str, str | bytes] = {"candidate.py": code, "instance.json": data}
     res = sandbox.run(
         [python, "candidate.py"],
         files=files,

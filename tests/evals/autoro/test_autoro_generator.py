@@ -97,7 +97,16 @@ def test_bad_generator_input_and_bad_instance_json() -> None:
 
 def test_benchmark_tasks_score_candidates(splits: dict) -> None:
     bench = AutoROBenchmark(n_per_split=3)
-    assert isinstance(bench, Benchmark) and bench.splits == ("dev", "test", "heldout", "app")
+    assert isinstance(bench, Benchmark) and bench.splits == (
+        "dev",
+        "test",
+        "heldout",
+        "app",
+        "app-train",
+        "app-val",
+        "app-id",
+        "app-ood",
+    )
     tasks = bench.tasks("heldout")
     assert len(tasks) == 3 and all(isinstance(t, Task) for t in tasks)
     t = tasks[2]

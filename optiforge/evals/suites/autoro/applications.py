@@ -1,7 +1,13 @@
 """AutoRO-Bench application set: natural-language robust problems with ground-truth models.
 
-Each entry has a statement written for a modeller (what an agent reads), the ground-truth
-``ROProblem`` and the robust optimum recorded in ``APP_OPTIMA``. The optima were computed
+Each entry has a statement written for a modeller, the ground-truth ``ROProblem`` and the
+robust optimum recorded in ``APP_OPTIMA``. The tasks are TEXT-ONLY: what an agent reads is
+the statement followed by the problem's model sheet (``text.problem_text``: variables,
+bounds, objective, rows and uncertainty sets in words, with the numbers a modeller needs);
+the ground-truth JSON stays hidden and only the verifier reads it. ``APP_SPLITS`` divides
+the set for experience memory: ``app-train`` (memory is built here), ``app-val`` (lessons
+are pruned here), ``app-id`` (test, the set types of training: box, ellipsoidal, budget)
+and ``app-ood`` (test, set types unseen in training: polyhedral sets and intersections). The optima were computed
 by the reference reformulator; ``tests/evals/autoro`` re-derives every one of them by an
 independent cutting-plane method (scipy LP + explicit worst-case scenarios) and checks
 that the reference still reproduces the recorded number.
@@ -18,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 
 from optiforge.errors import InvalidTask
+from optiforge.evals.suites.autoro.text import problem_text
 from optiforge.solvers.robust import (
     BoxSet,
     BudgetSet,
@@ -668,6 +675,42 @@ APP_OPTIMA: dict[str, float] = {
 }
 
 
+APP_SPLITS: dict[str, tuple[str, ...]] = {
+    "app-train": (
+        "knapsack_lp",
+        "network_capacity",
+        "production_ellipsoid",
+        "portfolio_ellipsoid",
+        "inventory_box",
+        "diet_box",
+    ),
+    "app-val": ("project_selection_budget", "water_release_ellipsoid", "staffing_box"),
+    "app-id": (
+        "portfolio_budget",
+        "blending_budget",
+        "cloud_allocation_budget",
+        "crop_planning_ellipsoid",
+        "advertising_box_objective",
+        "machine_scheduling_box",
+    ),
+    "app-ood": (
+        "transportation_polyhedral",
+        "energy_dispatch_polyhedral",
+        "bandwidth_polyhedral",
+        "facility_budget",
+        "refinery_intersection",
+        "emergency_coverage_intersection",
+        "lot_sizing_budget",
+    ),
+}
+"""Memory splits of the application set (their union is every application, once)."""
+
+
+def app_statement(title: str, text: str, problem: ROProblem) -> str:
+    """What an agent reads for an application: title, statement and model sheet (no JSON)."""
+    return f"{title}.\n{text}\n\n{problem_text(problem)}"
+
+
 def app_problems() -> dict[str, App]:
     """Every application problem by name (title, difficulty, statement, ground truth)."""
     out: dict[str, App] = {}
@@ -677,18 +720,27 @@ def app_problems() -> dict[str, App]:
     return out
 
 
-def app_instances() -> list[ROInstance]:
-    """The application set as ``ROInstance`` objects carrying the recorded optima."""
+def app_instances(split: str = "app") -> list[ROInstance]:
+    """The application set (``app``) or one memory split as ``ROInstance`` objects.
+
+    ``description`` is the text an agent reads (``app_statement``); ``split`` is the
+    memory split the application belongs to.
+    """
+    if split != "app" and split not in APP_SPLITS:
+        raise InvalidTask(f"unknown application split {split!r}")
+    home = {name: sp for sp, names in APP_SPLITS.items() for name in names}
     insts = []
     for name, (title, difficulty, text, problem) in app_problems().items():
         if name not in APP_OPTIMA:
             raise InvalidTask(f"application {name!r} has no recorded optimum")
+        if split != "app" and home.get(name) != split:
+            continue
         insts.append(
             ROInstance(
                 id=f"autoro-app-{name}",
-                split="app",
+                split=home.get(name, "app"),
                 difficulty=difficulty,
-                description=f"{title}.\n{text}",
+                description=app_statement(title, text, problem),
                 problem=problem,
                 reference_objective=APP_OPTIMA[name],
                 reference_x=[],

@@ -1,7 +1,15 @@
 """``AutoROBenchmark``: the ``evals.protocol`` Benchmark over AutoRO-Bench instances.
 
 A candidate is either cvxpy code (``str``, run in the sandbox under the I/O protocol of
-``optiforge.solvers.robust.candidate``) or a dict ``{"x": [...], "objective": f}``.
+``optiforge.solvers.robust.candidate``), a dict ``{"x": [...], "objective": f}``, or a
+formulation ``{"model": <ROProblem JSON>, "code": str}``: the program runs with the
+candidate's OWN model as ``instance.json`` and its answer is verified against the hidden
+ground truth; ``metrics["model_match"]`` says whether the model equals the ground truth.
+
+Text-only tasks (every ``app`` split): ``description`` is the statement and its model
+sheet in words plus the modelling and I/O protocols, never the problem JSON; a bare
+program is rejected (it would have to read a model it was never given), a formulation
+is required.
 Accuracy = robust-feasible, reported objective consistent with ``x``, and recomputed
 objective equal to the reference within ``rel_tol`` (absolute floor ``abs_tol``); every
 score carries the tolerances it used in ``metrics``.
@@ -12,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from optiforge.errors import ConfigError, SandboxError
+from optiforge.errors import ConfigError, InvalidTask, SandboxError
 from optiforge.evals.protocol import Score, SuiteHooks
-from optiforge.evals.suites.autoro.applications import app_instances
+from optiforge.evals.suites.autoro.applications import APP_SPLITS, app_instances
 from optiforge.evals.suites.autoro.instances import generate
 from optiforge.solvers.robust import (
     DEFAULT_ABS_TOL,
@@ -25,9 +33,19 @@ from optiforge.solvers.robust import (
     verify_candidate_code,
 )
 from optiforge.solvers.robust.candidate import __doc__ as IO_PROTOCOL
+from optiforge.solvers.robust.compare import model_differences
 from optiforge.solvers.robust.instance import ROInstance
+from optiforge.solvers.robust.model import ROProblem, parse_problem
 
-AUTORO_SPLITS: tuple[str, ...] = ("dev", "test", "heldout", "app")
+APP_SPLIT_NAMES: tuple[str, ...] = ("app", *APP_SPLITS)
+AUTORO_SPLITS: tuple[str, ...] = ("dev", "test", "heldout", *APP_SPLIT_NAMES)
+
+MODELLING_PROTOCOL = """Modelling protocol (text-only task): the problem JSON is not given. First write
+the model you read in the statement as an ROProblem (the instance.json schema below;
+variables x1..xn in the statement's order are indices 0..n-1, constraints in the
+statement's order); then write the counterpart program. The program runs with YOUR
+model as instance.json, and its answer (x, objective) is verified against the hidden
+ground-truth model: a wrong model gives a wrong answer."""
 # test seeds differ from dev so "in-distribution" never means "the same instances"
 _SPLIT_SEED_OFFSET = {"dev": 0, "test": 1000, "heldout": 2000}
 
@@ -46,6 +64,8 @@ class AutoROTask:
     higher_is_better: bool = True
     budget: int | None = None
     """No budget of its own: the agent's attempt limit applies."""
+    text_only: bool | None = None
+    """The agent reads words only (default: True for the ``app`` splits)."""
     name: str = field(init=False)
     split: str = field(init=False)
     description: str = field(init=False)
@@ -53,18 +73,45 @@ class AutoROTask:
     def __post_init__(self) -> None:
         self.name = self.instance.id
         self.split = self.instance.split
-        self.description = (
-            f"{self.instance.description}\n\nProblem JSON (instance.json):\n"
-            f"{self.instance.problem.to_json()}\n\n{IO_PROTOCOL}"
-        )
+        if self.text_only is None:
+            self.text_only = self.split.startswith("app")
+        if self.text_only:
+            self.description = (
+                f"{self.instance.description}\n\n{MODELLING_PROTOCOL}\n\n{IO_PROTOCOL}"
+            )
+        else:
+            self.description = (
+                f"{self.instance.description}\n\nProblem JSON (instance.json):\n"
+                f"{self.instance.problem.to_json()}\n\n{IO_PROTOCOL}"
+            )
+
+    @property
+    def statement(self) -> str:
+        """The problem as words (text-only tasks: what the modelling step reads)."""
+        return self.instance.description
 
     def tolerance_line(self) -> str:
         """The tolerances this task scores with (printed in every report)."""
         return f"rel_tol={self.rel_tol:g} abs_tol={self.abs_tol:g} feas_tol={self.feas_tol:g}"
 
     def evaluate(self, candidate: Any, sandbox: Any = None) -> Score:
-        """Score a cvxpy program (``str``) or an ``{"x", "objective"}`` dict: 1.0 iff correct."""
+        """Score a program (``str``), an ``{"x", "objective"}`` dict or a formulation
+        ``{"model", "code"}``: 1.0 iff correct (against the hidden ground truth)."""
         ref = self.instance.reference_objective
+        model: ROProblem | None = None
+        if isinstance(candidate, dict) and "code" in candidate and "model" in candidate:
+            try:
+                raw = candidate["model"]
+                model = raw if isinstance(raw, ROProblem) else parse_problem(raw)
+            except InvalidTask as exc:  # a malformed model is the candidate's failure
+                return self._score_reason(f"candidate model is not an ROProblem: {exc}")
+            candidate = candidate["code"]
+            if not isinstance(candidate, str):
+                return self._score_reason("formulation code must be a string")
+        elif isinstance(candidate, str) and self.text_only:
+            return self._score_reason(
+                'text-only task: the candidate must be a formulation {"model": ..., "code": ...}'
+            )
         if isinstance(candidate, str):
             if sandbox is None:
                 raise SandboxError("AutoRO code candidates need a sandbox (untrusted code)")
@@ -77,8 +124,16 @@ class AutoROTask:
                 rel_tol=self.rel_tol,
                 abs_tol=self.abs_tol,
                 feas_tol=self.feas_tol,
+                instance_json=model.to_json() if model is not None else None,
             )
-        elif isinstance(candidate, dict) and "x" in candidate and "objective" in candidate:
+            score = self._score(verdict)
+            if model is not None:
+                diffs = model_differences(model, self.instance.problem)
+                score.metrics["model_match"] = 0.0 if diffs else 1.0
+                # paths only (no values): the training label adaptation's reflection reads
+                score.details["model_fields"] = [d.split(":", 1)[0] for d in diffs]
+            return score
+        if isinstance(candidate, dict) and "x" in candidate and "objective" in candidate:
             obj = candidate["objective"]
             if not isinstance(obj, int | float) or isinstance(obj, bool):
                 return self._score_reason("malformed candidate: objective is not a number")
@@ -156,8 +211,8 @@ class AutoROBenchmark(SuiteHooks):
             raise ConfigError(
                 f"unknown AutoRO split {split!r} (expected {'|'.join(AUTORO_SPLITS)})"
             )
-        if split == "app":
-            return app_instances()
+        if split in APP_SPLIT_NAMES:
+            return app_instances(split)
         return generate(split, self.n_per_split, seed=self.seed + _SPLIT_SEED_OFFSET[split])
 
     def tasks(self, split: str = "dev") -> list[AutoROTask]:
