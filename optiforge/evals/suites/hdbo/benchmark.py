@@ -36,6 +36,7 @@ from optiforge.evals.protocol import SPLITS, Score, SuiteHooks
 from optiforge.evals.suites.hdbo.problems import HDBOProblem, embedded, lasso, rover
 from optiforge.evals.suites.hdbo.scoring import (
     FAILED_VALUE,
+    FOLD_RESTARTS,
     checked_gram,
     checked_heldout,
     gram_score,
@@ -169,7 +170,8 @@ class HDBOTask:
                 keep = torch.ones(n, dtype=torch.bool)
                 if train is not None:  # fit without the held-out points
                     keep[torch.tensor(train, dtype=torch.long)] = False
-                gp = ExactGP(candidate, n_restarts=n_restarts, seed=seed).fit(X[keep], y[keep])
+                starts = n_restarts if train is None else FOLD_RESTARTS
+                gp = ExactGP(candidate, n_restarts=starts, seed=seed).fit(X[keep], y[keep])
                 assert gp.params is not None
                 with torch.no_grad():
                     grams.append(checked_gram(candidate.fn(X, X, gp.params.kernel).to(_DT), n))

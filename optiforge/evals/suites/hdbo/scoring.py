@@ -61,6 +61,11 @@ _DT = torch.float64
 FAILED_VALUE = 1e30
 """``Score.value`` of a rejected candidate (worse than any real LOO-CRPS)."""
 
+FOLD_RESTARTS = 0
+"""Random restarts of each held-out fold's kernel fit (besides the start at the declared
+initial values): the folds multiply the fitting cost, so they get none. The start is the
+declared ``init``, never the full-data fit (which saw the fold)."""
+
 GRAM_JITTER_MAX = 1e-4
 """Largest relative jitter (times mean diag) that may make a returned Gram matrix PSD."""
 
@@ -369,7 +374,7 @@ def score_kernel_source(
                 "seed": seed,
                 "n_restarts": n_restarts,
                 "max_hyperparameters": max_hyperparameters,
-                **({"heldout": sets} if sets is not None else {}),
+                **({"heldout": sets, "fold_restarts": FOLD_RESTARTS} if sets is not None else {}),
             },
             "fit.json",
             timeout_s,

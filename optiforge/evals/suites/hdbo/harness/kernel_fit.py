@@ -49,7 +49,8 @@ def main() -> int:
             for test in req.get("heldout") or []:
                 keep = torch.ones(X.shape[0], dtype=torch.bool)
                 keep[torch.tensor(test, dtype=torch.long)] = False
-                g = ExactGP(spec, n_restarts=int(req["n_restarts"]), seed=int(req["seed"]))
+                starts = int(req.get("fold_restarts", req["n_restarts"]))
+                g = ExactGP(spec, n_restarts=starts, seed=int(req["seed"]))
                 g.fit(X[keep], y[keep])
                 assert g.params is not None
                 folds.append(
