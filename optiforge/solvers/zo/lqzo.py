@@ -127,6 +127,8 @@ class LQZO(AskTellOptimizer):
             ``x`` is on-grid weights, ``mu`` is in quantization steps (0.5 is sensible).
         lr: step size; the update is ``lr c D``, so it is in the same units as ``mu``.
         resample_every: keep each matrix's ``V`` factor for this many steps (lazy).
+        clip: bound on ``|c|`` (directional-derivative clipping, as quantized ZO methods
+            use against rare huge loss differences); ``None`` = no clipping.
         keep_history: keep every told probe in ``X`` / ``y`` (the base contract); off by
             default, only the last step's two probes are kept, because the stacked
             history of ``d``-dimensional probes costs ``O(steps^2 d)`` to grow.
@@ -153,9 +155,10 @@ class LQZO(AskTellOptimizer):
         aggregate: int = 4,
         isotropic: bool = True,
         mu: float = 0.05,
-        lr: float = 0.03,
+        lr: float = 0.01,
         resample_every: int = 1,
         keep_history: bool = False,
+        clip: float | None = None,
     ) -> None:
         super().__init__(dim, bounds=bounds, seed=seed)
         self.shapes = [(int(m), int(n)) for m, n in (shapes or [(1, dim)])]
@@ -178,6 +181,9 @@ class LQZO(AskTellOptimizer):
         self.rank, self.aggregate, self.isotropic = rank, int(aggregate), bool(isotropic)
         self.mu, self.lr, self.resample_every = float(mu), float(lr), int(resample_every)
         self.keep_history = bool(keep_history)
+        if clip is not None and clip <= 0:
+            raise ConfigError("lqzo: clip must be > 0 or None")
+        self.clip = None if clip is None else float(clip)
         x = np.zeros(dim) if x0 is None else np.asarray(x0, dtype=np.float64).reshape(-1)
         if x.shape != (dim,):
             raise ConfigError(f"lqzo: x0 must have shape ({dim},)")
@@ -217,6 +223,8 @@ class LQZO(AskTellOptimizer):
     def _tell(self, X: Array, y: Array, feedback: Feedback) -> None:
         assert self._D is not None
         c = (y[0] - y[1]) / (2.0 * self.mu)
+        if self.clip is not None:  # directional-derivative clipping: one bad probe pair
+            c = float(np.clip(c, -self.clip, self.clip))  # cannot throw the scales off
         self.x = self._on_grid(self.x - self.lr * c * self._D, stochastic=True)
         self.steps += 1
         if not self.keep_history:  # d-dimensional probes: a full history grows as O(steps d)
