@@ -684,13 +684,13 @@ APP_SPLITS: dict[str, tuple[str, ...]] = {
         "inventory_box",
         "diet_box",
     ),
-    "app-val": ("project_selection_budget", "water_release_ellipsoid", "staffing_box"),
+    "app-val": ("project_selection_budget", "water_release_ellipsoid", "advertising_box_objective"),
     "app-id": (
         "portfolio_budget",
         "blending_budget",
         "cloud_allocation_budget",
         "crop_planning_ellipsoid",
-        "advertising_box_objective",
+        "staffing_box",
         "machine_scheduling_box",
     ),
     "app-ood": (
