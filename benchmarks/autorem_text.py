@@ -4,8 +4,9 @@ The ``app`` tasks are text-only: the agent reads the statement and its model she
 words, writes the model (modelling step), then the counterpart program; the verifier
 judges the answer against the hidden JSON. Steps:
 
-1. adapt: memory built with base model ``--builder`` (default scripted-A) on ``app-train``
-   (reflection by the builder; modelling lessons from the fields its model got wrong);
+1. adapt: memory built with base model ``--builder`` (default scripted-A) on ``app-train``,
+   one pass per ``--adapt-seeds`` seed into one raw store (reflection by the builder;
+   modelling lessons from the fields its model got wrong);
 2. curate: the raw lessons are consolidated and pruned on ``app-val`` (ablation per
    lesson group, with the builder), and the kept ones written to a curated store;
 3. evaluate on ``app-id`` (set types seen in training) and ``app-ood`` (polyhedral sets
@@ -19,7 +20,8 @@ Rows go to ``OUT/rows.jsonl`` (resumable: finished (proposer, memory, seed, task
 skipped); the curation report to ``OUT/curation.json``; the table is printed.
 
     .venv/bin/python benchmarks/autorem_text.py [--out /work/evals/autorem-text]
-        [--workers 2] [--seeds 0] [--proposers offline,scripted-A,scripted-B,local]
+        [--workers 2] [--seeds 0] [--adapt-seeds 0,1,2]
+        [--proposers offline,scripted-A,scripted-B,local]
         [--local-tasks 2] [--max-attempts 3]
 """
 
@@ -63,8 +65,11 @@ def _store(path: Path | None) -> Any:
     return None if path is None else Store(f"sqlite:///{path}", embedder=None)
 
 
-def build_memory(out: Path, builder: str, seed: int, cfg: Any, workers: int) -> dict[str, Any]:
-    """Steps 1-2: raw store (adapt on app-train) and curated store (pruned on app-val)."""
+def build_memory(
+    out: Path, builder: str, seeds: list[int], cfg: Any, workers: int
+) -> dict[str, Any]:
+    """Steps 1-2: raw store (adapt on app-train, once per seed) and curated store (pruned
+    on app-val with the first seed)."""
     from optiforge.agents.autorem.adapt import adapt
     from optiforge.agents.autorem.curate import agent_evaluator, curate
     from optiforge.evals.suites.autoro import AutoROBenchmark
@@ -78,17 +83,20 @@ def build_memory(out: Path, builder: str, seed: int, cfg: Any, workers: int) -> 
     bench = AutoROBenchmark(n_per_split=0)
     raw, cur = _store(raw_path), _store(cur_path)
     try:
-        llm = _llm(builder, seed)
-        ctx = _ctx(llm, raw, seed)
         t0 = time.perf_counter()
-        rep = adapt(bench, "app-train", ctx, cfg.model_copy(update={"reflector": "llm"}))
-        print(rep.text(), flush=True)
-        evaluate = agent_evaluator(_ctx(llm, None, seed), cfg, workers=workers)
+        reps = []
+        for seed in seeds:  # the same model, other draws: repairs and guesses differ
+            ctx = _ctx(_llm(builder, seed), raw, seed)
+            rep = adapt(bench, "app-train", ctx, cfg.model_copy(update={"reflector": "llm"}))
+            print(f"seed {seed}: {rep.text()}", flush=True)
+            reps.append(rep.model_dump(mode="json"))
+        llm = _llm(builder, seeds[0])
+        evaluate = agent_evaluator(_ctx(llm, None, seeds[0]), cfg, workers=workers)
         crep = curate(raw, cur, bench.tasks("app-val"), evaluate, val_split="app-val")
         print(crep.text(), flush=True)
         data = {
             "builder": builder,
-            "adapt": rep.model_dump(mode="json"),
+            "adapt": reps,
             "curation": crep.model_dump(mode="json"),
             "wall_s": round(time.perf_counter() - t0, 1),
         }
@@ -194,6 +202,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--builder", default="scripted-A")
+    ap.add_argument("--adapt-seeds", default="0,1,2", help="adaptation passes (one per seed)")
     ap.add_argument("--proposers", default="offline,scripted-A,scripted-B,local")
     ap.add_argument("--local-tasks", type=int, default=2)
     ap.add_argument("--max-attempts", type=int, default=3)
@@ -207,7 +216,8 @@ def main() -> None:
 
         cfg = AutoREMConfig(max_attempts=args.max_attempts, tools={"use": []})
         seeds = [int(s) for s in args.seeds.split(",")]
-        build_memory(out, args.builder, seeds[0], cfg, args.workers)
+        adapt_seeds = [int(s) for s in args.adapt_seeds.split(",")]
+        build_memory(out, args.builder, adapt_seeds, cfg, args.workers)
         bench = AutoROBenchmark(n_per_split=0)
         tasks = [t for s in SPLITS for t in bench.tasks(s)]
         for proposer in args.proposers.split(","):

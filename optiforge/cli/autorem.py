@@ -99,6 +99,50 @@ def adapt(
 
 
 @app.command()
+def curate(
+    memory: Annotated[str | None, typer.Option(help="Raw memory to curate. " + MEMORY_HELP)] = None,
+    into: Annotated[
+        str, typer.Option(help="Fresh store for the curated lessons (project:NAME or a URL).")
+    ] = "project:autorem-curated",
+    split: Annotated[str, typer.Option(help="Validation split the pruning runs on.")] = "app-val",
+    model: Annotated[str, typer.Option(help="litellm model string or 'offline'.")] = "offline",
+    api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
+    max_attempts: Annotated[int, typer.Option(help="Code attempts per instance.")] = 3,
+    keep_untested: Annotated[
+        bool, typer.Option(help="Keep groups never retrieved on validation.")
+    ] = False,
+    workers: Annotated[int, typer.Option(help="Validation tasks run at once.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Write the CurationReport JSON here.")] = None,
+) -> None:
+    """Consolidate the raw lessons, prune those without a positive effect on validation."""
+    from optiforge.agents.autorem.config import AutoREMConfig
+    from optiforge.agents.autorem.curate import agent_evaluator
+    from optiforge.agents.autorem.curate import curate as run_curate
+    from optiforge.errors import ConfigError
+    from optiforge.evals.suites.autoro import AutoROBenchmark
+    from optiforge.memory import Store
+    from optiforge.memory.scope import scoped_url
+
+    ctx = _context(model, api_base, memory, None, seed, embed=False)
+    url = scoped_url(into, None)
+    if ctx.memory is None or url is None:
+        raise ConfigError("curate needs a raw memory (--memory) and a destination (--into)")
+    dst = Store(url, embedder=None)
+    try:
+        evaluate = agent_evaluator(ctx, AutoREMConfig(max_attempts=max_attempts), workers)
+        tasks = AutoROBenchmark(n_per_split=0).tasks(split)
+        report = run_curate(ctx.memory, dst, tasks, evaluate, val_split=split,
+                            keep_untested=keep_untested)  # fmt: skip
+    finally:
+        dst.close()
+        _close(ctx)
+    _console.print(report.text())
+    if out is not None:
+        out.write_text(report.model_dump_json(indent=2) + "\n")
+
+
+@app.command()
 def solve(
     instance: Annotated[Path, typer.Argument(help="ROInstance or ROProblem JSON file.")],
     model: Annotated[str, typer.Option(help="litellm model string or 'offline'.")] = "offline",

@@ -3,10 +3,16 @@
 The LLM writes the deterministic robust counterpart of an instance as cvxpy code; it
 runs in the sandbox and the suite's verifier judges it; rejected code is repaired with
 the verdict fed back (``agent.py``, a LangGraph graph per instance; prompts in
-``proposers.py``). Offline adaptation (``adapt.py``) reflects failed trajectories into
-structured experience entries (``experience.py``) in the shared memory, retrieved into
-later prompts. Offline (no LLM) the writer is the reference reformulator emitted as a
-standalone cvxpy program (``proposers.counterpart_program``): offline accuracy measures
+``proposers.py``). On text-only tasks (the ``app`` splits: words, no JSON) a modelling
+step first writes the model from the statement as structured output (``modeller.py``);
+the program reads that model and its answer is verified against the hidden JSON.
+Offline adaptation (``adapt.py``) reflects failed trajectories into structured experience
+entries (``experience.py``) in the shared memory; curation (``curate.py``) consolidates
+them by failure key and keeps only the groups with a positive effect on a validation
+split; the curated lessons are retrieved into later prompts, also by another base model.
+Offline (no LLM) the modeller is the reference modeller (a parser of the model sheet) and
+the writer the reference reformulator emitted as a standalone cvxpy program
+(``proposers.counterpart_program``): offline accuracy measures the sheet round trip and
 the checker, not an LLM. Baselines (``baselines.py``): ``nominal`` and ``no-memory``.
 """
 

@@ -60,8 +60,8 @@ def load_task(data: Any) -> AutoROTask:
     A JSON object with a ``problem`` key is an ``ROInstance``; any other object is an
     ``ROProblem`` (its reference optimum is solved here so the verifier can compare).
     Bad input (malformed JSON, unknown set type, non-convex nominal model) raises
-    ``InvalidTask`` with one line. Natural language without the problem JSON is not
-    accepted (extraction from prose is not implemented).
+    ``InvalidTask`` with one line. Free text is not accepted here: it has no ground truth to
+    verify against; text-only tasks (the suite's ``app`` splits) carry their hidden JSON.
     """
     from optiforge.solvers.robust import parse_problem, reference_counterpart
 
@@ -78,8 +78,9 @@ def load_task(data: Any) -> AutoROTask:
         head = data.lstrip()[:1]
         if head not in ("{", b"{", "[", b"["):
             raise InvalidTask(
-                "AutoREM input must be the instance or problem JSON; natural language "
-                "without the JSON is not supported (no extraction step)"
+                "AutoREM input must be the instance or problem JSON: free text has no ground "
+                "truth to verify against (text-only tasks are the autoro app splits, whose "
+                "verifier holds the hidden JSON)"
             )
         try:
             data = json.loads(data)

@@ -142,7 +142,7 @@ def _problem(**over):
     ("data", "match"),
     [
         ('{"n": 2, "objective": ', "malformed JSON"),
-        ("Maximise profit subject to uncertain demand.", "natural language without the JSON"),
+        ("Maximise profit subject to uncertain demand.", "free text has no ground truth"),
         (
             _problem(
                 constraints=[
