@@ -27,34 +27,41 @@ One step at the iterate ``x`` (``d`` the dimension):
   the ``k'`` columns of ``Q`` give ``s = Q^T g`` (``k'``); ``x + mu u_i`` for ``m``
   Gaussian directions ``u_i ~ N(0, I_d)`` give ``a_i = u_i^T g``. ``1 + k' + m`` values
   per step.
-- **Control variate.** ``b_i = u_i^T Q s`` is the hint-predicted value of ``a_i``; its
-  vector mean ``(1/m) sum b_i u_i`` has the known expectation ``Q s``. The estimate is
-  ``g_hat = c Q s + (1/m) sum_i (a_i - c b_i) u_i``, unbiased for every ``c``. Its error
-  is ``E|g_hat - g|^2 = (d + 1)/m * |g - c Q s|^2``, minimized by the regression
-  coefficient ``c = E[a b] / E[b^2]``: ``c`` is the ratio of exponentially averaged
-  (``beta``) sums of ``a_i b_i`` and ``b_i^2`` over the steps so far, clipped to
-  ``[0, 1]`` (``c = 1`` is optimal for noiseless measurements; measurement noise on
-  ``s`` pulls it below 1). The step uses the coefficient from *before* its own samples
-  (starting at 1), so ``g_hat`` stays exactly unbiased given the past.
-- **Step size** (adapts to the hint quality). For an ``L``-smooth ``f`` and an unbiased
-  estimate the best step is ``(1/L) |g|^2 / E|g_hat|^2``. The residual variance
-  ``V = (d + 1)/m * mean_i (a_i - c b_i)^2`` estimates ``E|g_hat - g|^2``; the signal
-  fraction ``psi = 1 - V / |g_hat|^2`` is averaged (``beta``), clipped to
-  ``[1 / (2 (d + 1)), 1]``, and the step is ``x <- x - lr * psi * g_hat``. ``lr`` plays
-  ``1/L``: exact hints give ``V = 0``, ``psi = 1`` (a gradient-descent step); random
-  hints give ``psi ~ m / (m + d + 1)`` (the zeroth-order step).
-- **Probe allocation** (adapts too). The hint-explained fraction ``R^2 = 1 -
-  E(a - c b)^2 / E a^2`` is averaged (``beta``); progress per evaluation
-  ``m / ((m + eps)(1 + k' + m))`` with ``eps = (d + 1)(1 - R^2)`` is largest at
-  ``m* = sqrt(eps (1 + k'))``, so the next step draws ``m = clip(round(m*), m_min,
-  n_random)`` random directions: few when the hints explain the gradient, up to
-  ``n_random`` when they do not. ``m_min >= 1`` keeps measuring the residual, so a hint
-  that goes bad is noticed.
+- **Control variate.** ``b_i = u_i^T Q s`` is the hint-predicted value of ``a_i``. The
+  estimate is ``g_hat = Q s + r_hat`` with the residual estimate ``r_hat = (I - Q Q^T)
+  (1/m) sum_i (a_i - c b_i) u_i``: ``Q s`` is the gradient's part in the hint subspace,
+  measured exactly, and ``r_hat`` is unbiased for the part ``r = (I - Q Q^T) g`` outside
+  it for every ``c`` (so ``g_hat`` is unbiased whatever the hints are worth). Subtracting
+  ``c b_i`` is the control variate: the random differences then carry only what the hints
+  do not predict, and the variance ``~ (d - k' + 1)/m * |g - c Q s|^2`` is smallest at the
+  regression coefficient ``c = E[a b] / E[b^2]``: ``c`` is the ratio of exponentially
+  averaged (``beta``) sums of ``a_i b_i`` and ``b_i^2`` over the steps so far, clipped to
+  ``[0, 1]`` (``c = 1`` is optimal for noiseless measurements; measurement noise on ``s``
+  pulls it below 1). A step uses the coefficient from *before* its own samples (starting
+  at 1), so ``g_hat`` is unbiased given the past.
+- **Step sizes** (adapt to the hint quality). The two parts are orthogonal, so each gets
+  its own step: ``x <- x - lr * (Q s + psi * r_hat)``. The hint part is exact and takes
+  the full step ``lr`` (the role of ``1/L``, a gradient-descent step); the residual part
+  is noisy and takes the signal fraction ``psi = |r|^2 / E|r_hat|^2``, the best step for
+  an unbiased estimate of an ``L``-smooth ``f``: the residual variance ``V = (d - k' +
+  1)/m * mean_i (a_i - c b_i)^2`` estimates ``E|r_hat - r|^2``, ``psi = 1 - V / |r_hat|^2``
+  is averaged (``beta``) and clipped to ``[1 / (2 (d + 1)), 1]``. Exact hints: a
+  gradient-descent step; random hints: ``psi ~ m / (m + d + 1)``, the zeroth-order step.
+  So a CV-ZOD step makes at least the guided method's progress, plus the residual's.
+- **Probe allocation** (adapts too). The hint-explained fraction ``R^2 = 1 - E(a - c b)^2 /
+  E a^2`` is averaged (``beta``); the expected progress per evaluation of a step with ``m``
+  random directions is ``(R^2 + (1 - R^2) m / (m + d - k' + 1)) / (1 + k' + m)``, and the
+  next step takes the ``m`` in ``[m_min, n_random]`` that maximizes it: ``m_min`` when the
+  hints explain the gradient, up to ``~sqrt(d)`` when they do not. ``m_min >= 1`` keeps
+  measuring the residual, so a hint that goes bad is noticed.
 
 ``mode`` picks the estimator, everything else equal (the baselines of the claim):
 ``"cv"`` (CV-ZOD), ``"zo"`` (no hints: Gaussian-smoothing ZO with ``n_random``
-directions per step, the same step-size rule) and ``"guided"`` (only the hint subspace:
-``g_hat = Q s``, ``psi = 1``; it stalls where the hints miss the gradient). Without any
+directions per step, the same ``psi`` step rule) and ``"guided"`` (only the hint
+subspace: ``g_hat = Q s`` with the full step; it stalls where the hints miss the
+gradient). Forward differences are used throughout (one shared base value; the bias is
+``O(mu)``, below the noise floor at the default ``mu``); evaluations are assumed
+noiseless or nearly so. Without any
 hint (no ``hint_fn``, no feedback hint) ``"cv"`` is ``"zo"``.
 
 ``recommend()`` is the current iterate (not the best point seen: probes are
@@ -131,7 +138,7 @@ class CVZOD(AskTellOptimizer):
         lr: float = 0.1,
         mu: float = 1e-6,
         n_random: int = 8,
-        m_min: int = 2,
+        m_min: int = 1,
         hint_fn: HintFn | None = None,
         mode: str = "cv",
         beta: float = 0.8,
@@ -162,7 +169,7 @@ class CVZOD(AskTellOptimizer):
         self.c = 1.0
         """Control-variate coefficient used by the next step."""
         self.psi = 1.0
-        """Signal fraction ``|g|^2 / E|g_hat|^2`` (the step multiplier) of the last step."""
+        """Step multiplier of the residual part (its signal fraction) in the last step."""
         self.r2 = 0.0
         """Running hint-explained fraction ``R^2`` of the directional derivatives."""
         self.m = n_random
@@ -223,24 +230,28 @@ class CVZOD(AskTellOptimizer):
             self.last_grad = np.zeros(d)
             self.steps += 1
             return
-        Qs = Q @ s
+        k = Q.shape[1]
+        Qs = Q @ s  # the gradient's projection on the hint subspace, measured exactly
         if self.mode == "guided":
-            g_hat, psi = Qs, 1.0
+            g_hat, step, psi = Qs, Qs, 1.0
         else:
-            b = U @ Qs if Q.shape[1] else np.zeros(m)
+            b = U @ Qs if k else np.zeros(m)
             c = self.c if self.mode == "cv" else 0.0
             res = a - c * b
-            g_hat = c * Qs + (res @ U) / m
-            V = (d + 1) / m * float(np.mean(res**2))
-            g2 = float(g_hat @ g_hat)
-            ratio = V / g2 if g2 > 0 else 1.0
+            r_hat = (res @ U) / m
+            if k:
+                r_hat -= Q @ (Q.T @ r_hat)  # the residual lives in the hints' complement
+            V = (d - k + 1) / m * float(np.mean(res**2))
+            r2 = float(r_hat @ r_hat)
+            ratio = V / r2 if r2 > 0 else 1.0
             self._ratio = ratio if self._ratio is None else self._avg(self._ratio, ratio)
             psi = float(np.clip(1.0 - self._ratio, 1.0 / (2 * (d + 1)), 1.0))
+            g_hat, step = Qs + r_hat, Qs + psi * r_hat
             if self.mode == "cv":
                 self._adapt(a, b)
         self.psi = psi
         self.last_grad = g_hat
-        self.x = self._inside(self.x - self.lr * psi * g_hat)
+        self.x = self._inside(self.x - self.lr * step)
         self.steps += 1
 
     def _adapt(self, a: Array, b: Array) -> None:
@@ -253,9 +264,10 @@ class CVZOD(AskTellOptimizer):
         self._s_res = self._avg(self._s_res, float(np.mean((a - self.c * b) ** 2)), first)
         self._s_aa = self._avg(self._s_aa, float(np.mean(a * a)), first)
         self.r2 = float(np.clip(1.0 - self._s_res / self._s_aa, 0.0, 1.0)) if self._s_aa else 0.0
-        eps = (self.dim + 1) * (1.0 - self.r2)
-        m_star = np.sqrt(eps * (1 + self._Q.shape[1]))
-        self.m = int(np.clip(round(m_star), self.m_min, self.n_random))
+        k = self._Q.shape[1]
+        ms = np.arange(self.m_min, self.n_random + 1)
+        gain = (self.r2 + (1 - self.r2) * ms / (ms + self.dim - k + 1)) / (1 + k + ms)
+        self.m = int(ms[int(np.argmax(gain))])
 
     # -- helpers -------------------------------------------------------------------------
     def _avg(self, old: float, new: float, first: bool = False) -> float:
