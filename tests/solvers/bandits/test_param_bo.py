@@ -25,6 +25,7 @@ The tests assert what holds.
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,7 +41,7 @@ threadpool_limits(1)
 
 BUDGET = 30
 PROBLEMS = {"branin": (branin01, BRANIN_MIN, 2), "hartmann6": (hartmann6, HARTMANN6_MIN, 6)}
-SMALL = {"hidden": 8, "n_candidates": 64, "n_local": 16, "maxiter": 50}
+SMALL: dict[str, Any] = {"hidden": 8, "n_candidates": 64, "n_local": 16, "maxiter": 50}
 SEEDS_BY_PROBLEM = {"branin": (0, 1, 2), "hartmann6": (0, 1, 2, 3, 4)}
 """Hartmann-6 runs vary more from seed to seed (0.39 to 1.01 for param_bo), so 5 seeds."""
 
