@@ -2,8 +2,9 @@
 
 The claim (issue 24 item 7): with Byzantine workers, asynchronous FAR-SIGN beats
 synchronous SGD with coordinate-wise median and trimmed-mean aggregation in accuracy
-and wall-clock. Wall-clock is a simulated clock here (see ``farsign`` module docs);
-the numbers these tests pin are in their comments and in the module docstring.
+and wall-clock. Wall-clock is a simulated clock here (see ``farsign`` module docs).
+What holds: final accuracy under sign-flipping (3 of 10) and ALIE (2 of 10) workers;
+time to 0.9 test accuracy only under ALIE; under sign flipping FAR-SIGN is slower.
 """
 
 from __future__ import annotations
@@ -154,15 +155,24 @@ def _mean_traces(attack: str, f: int) -> dict[str, tuple[float, float]]:
     return out
 
 
-@pytest.mark.parametrize(("attack", "f"), [("flip", 3), ("alie", 2)])
-def test_farsign_matches_robust_aggregation_in_accuracy_under_byzantine_workers(
-    attack: str, f: int
-) -> None:
+@pytest.mark.parametrize(("attack", "f", "faster"), [("flip", 3, False), ("alie", 2, True)])
+def test_farsign_under_byzantine_workers(attack: str, f: int, faster: bool) -> None:
+    """Accuracy holds under both attacks; simulated time to 0.9 only under ALIE.
+
+    Measured (seeds 0-1, horizon 120): flip f=3: FAR-SIGN 0.932 final vs 0.918 for median
+    and trimmed mean, but 40 vs 26 time units to 0.9 (three sign-flippers cancel 60% of
+    the signal in every direction while the aggregators drop their huge vectors);
+    ALIE f=2: 0.958 vs 0.945 / 0.947 and 16 vs 30 / 31 time units.
+    """
     res = _mean_traces(attack, f)
     print(f"{attack}, f={f}: (final acc, time to 0.9) {res}")
     best = max(res["median"][0], res["trimmed_mean"][0])
-    assert res["farsign"][0] >= best - 0.005
+    assert res["farsign"][0] >= best - 0.005  # the documented margin
     assert res["farsign"][0] > 0.9
+    if faster:
+        assert res["farsign"][1] < min(res["median"][1], res["trimmed_mean"][1])
+    else:  # what holds: it gets there, later
+        assert res["farsign"][1] < float("inf")
 
 
 def test_zeroth_order_farsign_learns_where_plain_averaging_collapses() -> None:
