@@ -199,16 +199,26 @@ class CVZOD(AskTellOptimizer):
             probes.insert(0, self.x[None, :])
         return np.vstack(probes)
 
-    def _tell(self, X: Array, y: Array, feedback: Feedback) -> None:
-        if self._f0 is None and X.shape[0] == 1 and self.uses_hints and self.hint_fn is None:
-            self._f0 = float(y[0])
-            hint = None if feedback is None else feedback[0].get("hint")
+    def _awaits_hint(self) -> bool:
+        """True while the pending ask is the base point whose feedback carries the hint."""
+        return self._f0 is None and self.uses_hints and self.hint_fn is None
+
+    def tell(self, X: Array, y: Array, feedback: Feedback = None) -> None:
+        """``AskTellOptimizer.tell``; the hint in the base point's feedback is checked first
+        (before any state changes, so a corrected ``tell`` can follow a refused one)."""
+        if self._pending is not None and self._awaits_hint():
+            hint = None if not feedback else feedback[0].get("hint")
             if hint is None:
                 raise ValueError(
                     "cvzod: without hint_fn, tell() of the base point needs "
                     "feedback=[{'hint': H}] with H of shape (d,) or (d, k)"
                 )
-            self._Q = orthonormal_hints(hint, self.dim)
+            self._Q = orthonormal_hints(hint, self.dim)  # ValueError on a bad shape
+        super().tell(X, y, feedback)
+
+    def _tell(self, X: Array, y: Array, feedback: Feedback) -> None:
+        if self._awaits_hint():  # phase 1 done: the hint (checked in tell) and f(x)
+            self._f0 = float(y[0])
             return
         k = self._Q.shape[1]
         if self._f0 is None:

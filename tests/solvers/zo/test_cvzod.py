@@ -158,6 +158,10 @@ def test_base_point_without_hint_feedback_is_an_error() -> None:
     X = opt.ask()
     with pytest.raises(ValueError, match="hint"):
         opt.tell(X, np.array([f(X[0])]))
+    with pytest.raises(ValueError, match="shape"):
+        opt.tell(X, np.array([f(X[0])]), [{"hint": np.ones(D + 1)}])
+    opt.tell(X, np.array([f(X[0])]), [{"hint": grad(X[0])}])  # a corrected retry works
+    assert opt.ask().shape[0] == 1 + 8
 
 
 def test_guided_with_an_empty_hint_makes_a_null_step() -> None:
