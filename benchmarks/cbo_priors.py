@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def _task(name: str) -> Any:
     from optiforge.evals.suites.cbo import CBOBenchmark
 
     bench = CBOBenchmark()
-    for split in ("dev", "heldout"):
+    for split in ("dev", "test", "heldout"):
         for t in bench.tasks(split):
             if t.name == name:
                 return t
@@ -99,13 +100,13 @@ def run_one(
     }  # fmt: skip
 
 
-def table(rows: list[dict[str, Any]], arms: list[str]) -> str:
+def table(rows: list[dict[str, Any]], arms: list[str], tasks: Sequence[str] = TEN) -> str:
     """Markdown: per task and arm, within-tolerance count, mean regret, trials to tolerance."""
     import numpy as np
 
     lines = ["| task | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
     totals = {a: [0, 0] for a in arms}
-    for name in TEN:
+    for name in tasks:
         cells = []
         for a in arms:
             rs = sorted((r for r in rows if r["task"] == name and r["arm"] == a),
@@ -162,7 +163,7 @@ def main() -> None:
             print(f"[{i}/{len(jobs)}] {job}: regret {row['regret']:.3g} within {row['within']} "
                   f"t={row['trials_to_tolerance']} ({row['wall_s']} s)", flush=True)  # fmt: skip
     rows = [json.loads(x) for x in path.read_text().splitlines()]
-    text = table(rows, arms)
+    text = table(rows, arms, [t for t in args.tasks.split(",") if t])
     (args.out / "table.md").write_text(text + "\n")
     print(text)
 

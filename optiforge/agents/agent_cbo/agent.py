@@ -68,6 +68,8 @@ from optiforge.agents.agent_cbo.structure import (
     EdgeBelief,
     EdgeBeliefs,
     Edit,
+    InterventionalBIC,
+    NeighbourScore,
     Structure,
     belief_log_odds,
     build_structure,
@@ -84,6 +86,24 @@ from optiforge.errors import BudgetExceeded, ConfigError, InvalidTask, LLMError
 from optiforge.solvers.cbo.session import CBOSession
 
 CHECKPOINTS = "agent_cbo_checkpoints.sqlite"
+
+
+def edit_data_delta(
+    scorer: InterventionalBIC | NeighbourScore, g: nx.DiGraph, edit: Edit, st: Structure
+) -> float:
+    """The data score change of ``edit``: on the interventional rows alone when it breaks
+    the soft-protected backbone (``Structure.breaks_protection``), else on all rows."""
+    if st.breaks_protection(edit) and isinstance(scorer, NeighbourScore):
+        return scorer.delta(g, edit, interventional=True)
+    return scorer.delta(g, edit)
+
+
+def structure_edits(g: nx.DiGraph, st: Structure, target: str) -> list[Edit]:
+    """Every local edit the agent may consider: uncertain pairs and the soft-protected
+    backbone pairs (the gate asks the latter for interventional evidence)."""
+    return candidate_edits(g, [*st.uncertain, *st.protected_pairs()], target)
+
+
 THREAD_ID = "agent_cbo"
 
 
@@ -203,7 +223,7 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
         g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
         session = cache.get(state, ctx)
         scorer = cache.scorer(session)
-        edits = candidate_edits(g, st.uncertain, target)
+        edits = structure_edits(g, st, target)
         beliefs = [EdgeBelief.model_validate(b) for b in state.get("beliefs", [])]
         out: dict[str, Any] = {}
         if _llm_due(state, ctx):
@@ -219,7 +239,7 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
                 )
                 ctx.tracer.event("cbo_calibration", round=state.get("round", 0), changes=notes)
                 out["beliefs"] = [b.model_dump() for b in beliefs]
-        data = {e.label(): scorer.delta(g, e) for e in edits}
+        data = {e.label(): edit_data_delta(scorer, g, e, st) for e in edits}
         deltas = {e.label(): data[e.label()] + config.prior_weight * belief_log_odds(e, g, beliefs)
                   for e in edits}  # fmt: skip
         return {**out, "deltas": deltas, "data_deltas": data}
@@ -244,7 +264,7 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
                 chosen.append(e)
                 tried[e.label()] = rnd
         deltas = state.get("deltas", {})
-        candidates = candidate_edits(g, st.uncertain, target)
+        candidates = structure_edits(g, st, target)
         decisions = list(state.get("decisions", []))
         if k > len(chosen) and _llm_due(state, ctx):
             data = state.get("data_deltas", {})
@@ -296,6 +316,7 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
             prior_tolerance=config.prior_tolerance, prior_for=session.prior_for,
             observed_outcomes=session.observed_outcomes,
             incumbent_set=lambda: session.incumbent_set, scm_for_sets=scm,
+            intervened=lambda: {v for d in session.interventions for v in d.x},
         )  # fmt: skip
         decisions = list(state.get("decisions", []))
         changed = False
@@ -308,7 +329,8 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
                 continue
             cand = edit.apply(g)
             delta = (
-                scorer.delta(g, edit) + config.prior_weight * belief_log_odds(edit, g, beliefs)
+                edit_data_delta(scorer, g, edit, st)
+                + config.prior_weight * belief_log_odds(edit, g, beliefs)
                 if nx.is_directed_acyclic_graph(cand)
                 else -np.inf
             )

@@ -9,7 +9,7 @@ after fixed checks, in a fixed order; every decision is returned with its reason
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import networkx as nx
 import numpy as np
@@ -62,6 +62,13 @@ class CommitGate:
         prior_for: ``(graph, set) -> DoPrior`` (the session's cached fitter).
         observed_outcomes: ``set -> (x n x k, y n)`` interventional means seen so far.
         incumbent_set: the exploration set of the current incumbent (None before trials).
+        intervened: the variables some trial has intervened on so far. The backbone is
+            soft-protected: an edit may remove or reverse a backbone edge (or remove a
+            protected adjacency) only once ``a`` or ``b`` has been intervened on, and its
+            ``score_delta`` is then the caller's interventional-rows-only score change
+            (plus the beliefs' log-odds), so an edge the LLM confirmed wrongly falls when
+            the interventions contradict it by the margin, and never on the
+            observational data that PC already read.
     """
 
     def __init__(
@@ -79,6 +86,7 @@ class CommitGate:
         observed_outcomes: Callable[[tuple[str, ...]], tuple[np.ndarray, np.ndarray]],
         incumbent_set: Callable[[], tuple[str, ...] | None],
         scm_for_sets: object,
+        intervened: Callable[[], Collection[str]] = frozenset,
     ) -> None:
         self.manipulable = list(manipulable)
         self.target = target
@@ -92,6 +100,7 @@ class CommitGate:
         self.observed_outcomes = observed_outcomes
         self.incumbent_set = incumbent_set
         self._scm = scm_for_sets
+        self.intervened = intervened
 
     def _sig(self, g: nx.DiGraph) -> object:
         return routing_signature(
@@ -118,12 +127,18 @@ class CommitGate:
             reasons.append("creates a cycle")
         if edit.edge[0] == self.target and edit.op == "add":
             reasons.append("adds an edge out of the target")
+        done = set(self.intervened())
         for a, b in self.backbone:
-            if not cand.has_edge(a, b):
-                reasons.append(f"breaks protected backbone edge {a}->{b}")
+            if current.has_edge(a, b) and not cand.has_edge(a, b) and not {a, b} & done:
+                reasons.append(
+                    f"breaks protected backbone edge {a}->{b} with no intervention on {a} or {b}"
+                )
         for a, b in self.protected_adjacent:
-            if not (cand.has_edge(a, b) or cand.has_edge(b, a)):
-                reasons.append(f"removes protected adjacency {a}-{b}")
+            adjacent = current.has_edge(a, b) or current.has_edge(b, a)
+            if adjacent and not (cand.has_edge(a, b) or cand.has_edge(b, a)) and not {a, b} & done:
+                reasons.append(
+                    f"removes protected adjacency {a}-{b} with no intervention on {a} or {b}"
+                )
         if not reasons:
             sets_after = graph_sets(cand, self._scm, self.max_set_size)  # type: ignore[arg-type]
             if score_delta < self.margin:

@@ -21,7 +21,7 @@ import networkx as nx
 import numpy as np
 
 from optiforge.agents.agent_cbo.config import AgentCBOConfig
-from optiforge.agents.agent_cbo.structure import InterventionalBIC
+from optiforge.agents.agent_cbo.structure import InterventionalBIC, NeighbourScore
 from optiforge.agents.kit import RunContext
 from optiforge.errors import InvalidTask
 from optiforge.solvers.cbo import CBOConfig, CBOTrace, TrialRecord
@@ -35,6 +35,7 @@ def cbo_config(task: Any, config: AgentCBOConfig, n_trials: int | None) -> CBOCo
         units_per_trial=config.units_per_trial, grid_1d=config.grid_1d,
         grid_2d=config.grid_2d, max_set_size=config.max_set_size,
         stuck_patience=config.stuck_patience, stuck_margin=config.stuck_margin,
+        coverage_patience=config.coverage_patience,
     )  # fmt: skip
 
 
@@ -86,18 +87,28 @@ def state_trace(state: Mapping[str, Any], seed: int) -> CBOTrace:
     )  # fmt: skip
 
 
-def interventional_scorer(session: CBOSession, config: AgentCBOConfig) -> InterventionalBIC:
-    """The interventional BIC on the session's observational and interventional units."""
+def interventional_scorer(
+    session: CBOSession, config: AgentCBOConfig
+) -> InterventionalBIC | NeighbourScore:
+    """The structure score (``config.score_basis``) on the session's observational and
+    interventional units."""
     names = list(session.obs)
     cols = {v: [session.obs[v]] for v in names}
     flags = {v: [np.zeros(len(session.obs[v]), dtype=bool)] for v in names}
+    # The knn score reads at most ``score_units`` units of a trial (its first ones):
+    # nearest-neighbour searches over every unit of 30-50 trials cost seconds a round.
+    cap = config.score_units if config.score_basis == "knn" else None
     for d in session.interventions:
         for v in names:
-            cols[v].append(d.units[v])
-            flags[v].append(np.full(len(d.units[v]), v in d.x))
+            cols[v].append(np.asarray(d.units[v])[:cap])
+            flags[v].append(np.full(len(cols[v][-1]), v in d.x))
+    columns = {v: np.concatenate(c) for v, c in cols.items()}
+    intervened = {v: np.concatenate(f) for v, f in flags.items()}
+    if config.score_basis == "knn":
+        return NeighbourScore(columns, intervened, k=config.score_neighbours)
     return InterventionalBIC(
-        {v: np.concatenate(c) for v, c in cols.items()},
-        {v: np.concatenate(f) for v, f in flags.items()},
+        columns,
+        intervened,
         basis=config.score_basis,
         n_knots=config.score_knots,
     )
@@ -119,7 +130,7 @@ class SessionCache:
     def __init__(self, task: Any, config: AgentCBOConfig, n_trials: int | None) -> None:
         self.task, self.config, self.n_trials = task, config, n_trials
         self._session: CBOSession | None = None
-        self._scorer: tuple[CBOSession, int, InterventionalBIC] | None = None
+        self._scorer: tuple[CBOSession, int, InterventionalBIC | NeighbourScore] | None = None
 
     def new(self, seed: int) -> CBOSession:
         """A fresh session (observational sample drawn, no graph yet), now the cached one."""
@@ -137,8 +148,8 @@ class SessionCache:
             ctx.tracer.event("cbo_resume", n_trials_restored=len(state.get("trials", [])))
         return s
 
-    def scorer(self, session: CBOSession) -> InterventionalBIC:
-        """The interventional BIC of ``session``'s data as it is now."""
+    def scorer(self, session: CBOSession) -> InterventionalBIC | NeighbourScore:
+        """The structure score of ``session``'s data as it is now."""
         c = self._scorer
         if c is None or c[0] is not session or c[1] != len(session.interventions):
             c = (session, len(session.interventions),

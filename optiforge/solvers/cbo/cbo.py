@@ -70,6 +70,11 @@ class CBOConfig(BaseModel):
     improves again; None: plain EI throughout."""
     stuck_margin: float = Field(default=1.0, ge=0)
     """That margin, in units of the observational sd of the target."""
+    coverage_patience: int | None = Field(default=None, ge=1)
+    """Stall rule of ``CBOSession``: after this many acquisitions without the incumbent's
+    posterior mean improving, the next trial goes to the least-intervened variable (the
+    affordable exploration set holding it with the fewest trials, at its EI maximiser),
+    and the count restarts; None: EI alone chooses the set (``run_cbo`` ignores it)."""
 
 
 class TrialRecord(BaseModel):

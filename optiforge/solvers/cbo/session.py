@@ -166,14 +166,42 @@ class CBOSession:
             return None
         best_f = min(float(_post_mean(m, m.train_inputs[0]).min()) for m in self._models.values())
         cands = {s: candidate_grid(len(s), cfg, self.seed) for s in self._models}
-        choice = _acquire(
-            self._models, list(self._models), cands, self._xs, self.scm.cost,
-            best_f - self._stuck.margin(best_f),
-            lambda s: _affordable(cfg, self.spent, self.scm.cost(s), n_done),
-        )  # fmt: skip
+        target = best_f - self._stuck.margin(best_f)
+
+        def affordable(s: ExplorationSet) -> bool:
+            return _affordable(cfg, self.spent, self.scm.cost(s), n_done)
+
+        choice = None
+        if cfg.coverage_patience is not None and self._stuck.since >= cfg.coverage_patience:
+            forced = self.coverage_set(affordable)
+            if forced is not None:
+                choice = _acquire(self._models, [forced], cands, self._xs, self.scm.cost,
+                                  target, affordable)  # fmt: skip
+                self._stuck.since = 0  # the stall rule fires once per stall
+        if choice is None:
+            choice = _acquire(self._models, list(self._models), cands, self._xs,
+                              self.scm.cost, target, affordable)  # fmt: skip
         if choice is None:
             return None
         return self._observe(choice[0], choice[1], "acquire")
+
+    def coverage_set(self, affordable: Any = None) -> ExplorationSet | None:
+        """The set the stall rule intervenes on: among the affordable modelled sets, one
+        holding the variable intervened on least often so far (ties: the order of
+        ``sets``), and of those the set with the fewest trials, then the cheapest."""
+        ok = [s for s in self.sets if s in self._models and (affordable is None or affordable(s))]
+        if not ok:
+            return None
+        count: dict[str, int] = {}
+        for t in self.trace.trials:
+            for v in t.exploration_set:
+                count[v] = count.get(v, 0) + 1
+        names = [v for s in ok for v in s]
+        least = min(names, key=lambda v: (count.get(v, 0), names.index(v)))
+        return min(
+            (s for s in ok if least in s),
+            key=lambda s: (len(self._xs.get(s, [])), self.scm.cost(s), ok.index(s)),
+        )
 
     def _observe(
         self, s: ExplorationSet, u: np.ndarray, kind: Literal["init", "acquire"]
