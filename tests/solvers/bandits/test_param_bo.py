@@ -177,6 +177,7 @@ def test_input_scale_by_evidence_picks_a_listed_scale_and_refits() -> None:
 
 
 # -- the claims ----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_low_dimension_beats_random_search_but_not_gp_bo() -> None:
     param, cover = measured("branin", "param_bo")
     gp, _ = measured("branin", "gp")
