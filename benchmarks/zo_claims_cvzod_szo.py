@@ -129,10 +129,10 @@ def cvzod_tables(quick: bool) -> None:
         print(f"\n## CV-ZOD on {title}: f0 = {f0:.4g}, N = {budget} evaluations, lr = 1/L")
         print(
             f"{'method':<10}{'hint':<10}{'f/f0 @ N/4':>12}{'f/f0 @ N':>12}"
-            f"{f'evals to {rel:g} f0':>18}{f'steps to {rel:g} f0':>18}"
+            f"{f'evals to {rel:g} f0':>20}{f'steps to {rel:g} f0':>20}"
         )
         gq, gn = gd_vals[budget // 4 - 1] / f0, gd_vals[-1] / f0
-        print(f"{'GD':<10}{'(grad)':<10}{gq:>12.3g}{gn:>12.3g}{'-':>18}{gd_steps or 'inf':>18}")
+        print(f"{'GD':<10}{'(grad)':<10}{gq:>12.3g}{gn:>12.3g}{'-':>20}{gd_steps or 'inf':>20}")
         print("  (GD row: per gradient, i.e. N/4 and N gradient steps)")
         rows: list[tuple[str, str, dict[str, Any]]] = []
         for name in ("exact", "q=0.9", "q=0.5", "q=0.0", "biased"):
@@ -158,7 +158,7 @@ def cvzod_tables(quick: bool) -> None:
                 st.append(float(hit[0] + 1) if hit.size else float("inf"))
             print(
                 f"{mode:<10}{name:<10}{np.median(quarter):>12.3g}{np.median(full):>12.3g}"
-                f"{np.median(tt):>18.6g}{np.median(st):>18.6g}"
+                f"{np.median(tt):>20.6g}{np.median(st):>20.6g}"
             )
 
 

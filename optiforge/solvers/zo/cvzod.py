@@ -21,7 +21,8 @@ One step at the iterate ``x`` (``d`` the dimension):
 
 - **Hints.** ``H`` (``d x k``) from ``hint_fn(x)`` or, without it, from the feedback of
   the step's base point (``tell(..., feedback=[{"hint": H}])``: the step is then two
-  asks, ``[x]`` then the probes). ``H`` is orthonormalized (SVD; columns below ``1e-10``
+  asks, ``[x]`` then the probes; a missing hint counts as none, with a warning, so a
+  generic loop without feedback still runs, as plain ZO). ``H`` is orthonormalized (SVD; columns below ``1e-10``
   of the largest singular value are dropped) to ``Q`` (``d x k'``).
 - **Probes** (forward differences, one shared base value ``f(x)``): ``x + mu q_j`` for
   the ``k'`` columns of ``Q`` give ``s = Q^T g`` (``k'``); ``x + mu u_i`` for ``m``
@@ -65,12 +66,14 @@ noiseless or nearly so. Without any
 hint (no ``hint_fn``, no feedback hint) ``"cv"`` is ``"zo"``.
 
 ``recommend()`` is the current iterate (not the best point seen: probes are
-perturbations, not candidates). The optimizer is unbounded (``box = False``); with
-bounds, the iterate is kept inside them.
+perturbations, not candidates). The optimizer is unbounded (``box = False``); given
+bounds, the iterate is kept inside them (``ask`` clips the probes, so the differences
+next to a bound are approximate).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -179,6 +182,7 @@ class CVZOD(AskTellOptimizer):
         self.steps = 0
         # the step in progress
         self._f0: float | None = None
+        self._warned = False
         self._Q = np.zeros((dim, 0))
         self._U = np.zeros((0, dim))
 
@@ -204,15 +208,21 @@ class CVZOD(AskTellOptimizer):
         return self._f0 is None and self.uses_hints and self.hint_fn is None
 
     def tell(self, X: Array, y: Array, feedback: Feedback = None) -> None:
-        """``AskTellOptimizer.tell``; the hint in the base point's feedback is checked first
-        (before any state changes, so a corrected ``tell`` can follow a refused one)."""
+        """``AskTellOptimizer.tell``; the hint in the base point's feedback is read first
+        (a bad shape is refused before any state changes, so a corrected ``tell`` can
+        follow; a missing hint counts as none, with one warning)."""
         if self._pending is not None and self._awaits_hint():
             hint = None if not feedback else feedback[0].get("hint")
             if hint is None:
-                raise ValueError(
-                    "cvzod: without hint_fn, tell() of the base point needs "
-                    "feedback=[{'hint': H}] with H of shape (d,) or (d, k)"
-                )
+                if not self._warned:
+                    warnings.warn(
+                        "cvzod: no hint_fn and no feedback=[{'hint': H}] at the base point: "
+                        "steps run without hints (plain zeroth-order steps)",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+                    self._warned = True
+                hint = np.zeros(self.dim)
             self._Q = orthonormal_hints(hint, self.dim)  # ValueError on a bad shape
         super().tell(X, y, feedback)
 

@@ -67,7 +67,9 @@ Shapes and choices (the issue leaves them open; each is documented and tested):
   perturbation, orthogonalized; with ``orthogonalize=False, rademacher=True`` it is
   classic SPSA (``+-1`` perturbations).
 
-``recommend()`` is the current parameter vector.
+``recommend()`` is the current parameter vector. The optimizer is unbounded (``box =
+False``); given bounds, the iterate is kept inside them (``ask`` clips the probes, so
+the differences next to a bound are approximate).
 """
 
 from __future__ import annotations
@@ -254,7 +256,9 @@ class SZO(AskTellOptimizer):
         mu: finite-difference step along directions of norm ``sqrt(D_eff)``.
         n_probes: ``m``, symmetric probe pairs per step.
         kappa: singular directions per layer.
-        directions: ``"spectral"`` (SZO-kappa) or ``"random"`` (full-space perturbations).
+        directions: ``"spectral"`` (SZO-kappa) or ``"random"`` (full-space perturbations);
+            by default spectral when ``layers`` or ``model`` is given, else random (so a
+            generic ``f`` without a layout or activations still runs, as weight perturbation).
         orthogonalize: QR-orthogonalize the ``m`` probe directions.
         rademacher: ``"random"`` only, without ``orthogonalize``: ``+-1`` perturbations (SPSA).
         whiten: exponent ``gamma`` of the singular-value scaling of the spectral directions.
@@ -279,16 +283,18 @@ class SZO(AskTellOptimizer):
         layers: Sequence[LayerSpec] | None = None,
         model: nn.Module | None = None,
         x0: Array | None = None,
-        lr: float = 10.0,
+        lr: float = 0.5,
         mu: float = 1e-3,
         n_probes: int = 4,
         kappa: int = 16,
-        directions: str = "spectral",
+        directions: str | None = None,
         orthogonalize: bool = True,
         rademacher: bool = False,
         whiten: float = 0.5,
     ) -> None:
         super().__init__(dim, bounds=bounds, seed=seed)
+        if directions is None:  # spectral when the layout is known, else the plain baseline
+            directions = "spectral" if layers is not None or model is not None else "random"
         if directions not in DIRECTIONS:
             raise ConfigError(f"szo: directions must be one of {DIRECTIONS}, got {directions!r}")
         if not lr > 0 or not mu > 0 or n_probes < 1 or kappa < 1:
@@ -442,6 +448,8 @@ class SZO(AskTellOptimizer):
         g_hat = (a @ self._P) / m
         self.last_grad = g_hat
         self.x = self.x - self.lr * (m / self.d_eff) * g_hat
+        if self.lower is not None and self.upper is not None:
+            self.x = np.clip(self.x, self.lower, self.upper)
         self.steps += 1
         if self.directions == "spectral":
             self.phase = "base"

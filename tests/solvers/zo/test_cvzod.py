@@ -153,15 +153,17 @@ def test_hint_through_feedback_matches_hint_fn() -> None:
     np.testing.assert_allclose(a.recommend(), b.recommend(), rtol=1e-9, atol=1e-12)
 
 
-def test_base_point_without_hint_feedback_is_an_error() -> None:
+def test_base_point_hint_feedback_checked_and_optional() -> None:
     opt = cvzod()
     X = opt.ask()
-    with pytest.raises(ValueError, match="hint"):
-        opt.tell(X, np.array([f(X[0])]))
     with pytest.raises(ValueError, match="shape"):
         opt.tell(X, np.array([f(X[0])]), [{"hint": np.ones(D + 1)}])
     opt.tell(X, np.array([f(X[0])]), [{"hint": grad(X[0])}])  # a corrected retry works
     assert opt.ask().shape[0] == 1 + 8
+    plain = cvzod()  # no hint at all (a generic loop): plain ZO steps, one warning
+    with pytest.warns(RuntimeWarning, match="without hints"):
+        res = minimize(f, plain, 400)
+    assert f(res.recommended) < F0 and plain.steps > 10
 
 
 def test_guided_with_an_empty_hint_makes_a_null_step() -> None:

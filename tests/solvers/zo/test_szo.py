@@ -153,14 +153,16 @@ def test_tell_checks(mlp: DigitsMLP) -> None:
 
 def test_bad_options(mlp: DigitsMLP) -> None:
     with pytest.raises(ConfigError, match="layers"):
-        make("szo", 10)
+        make("szo", 10, directions="spectral")
     with pytest.raises(ConfigError, match="tile"):
         make("szo", mlp.dim + 1, layers=mlp.specs)
     with pytest.raises(ConfigError):
         szo(mlp, directions="sideways")
     with pytest.raises(ConfigError, match="rademacher"):
         szo(mlp, rademacher=True)
-    make("szo", 10, directions="random")  # the baseline needs no layers
+    plain = make("szo", 10)  # no layout: the weight-perturbation baseline, one ask per step
+    assert isinstance(plain, SZO) and plain.directions == "random"
+    assert plain.ask().shape == (8, 10)
 
 
 def test_seeded_determinism(mlp: DigitsMLP) -> None:
