@@ -215,6 +215,58 @@ def _replayed(spec: str, out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _selection_replay(args: tuple[dict[str, Any], str, str]) -> list[dict[str, Any]]:
+    """Old vs new selection on the *same* BO data: one finished offline KD run (old rule)
+    replayed refresh by refresh with the default (new) selection, its compositional search
+    seeded as the agent seeds it; both rules' choices are then measured out of sample
+    (``_final_comparison``: LOO refit, 5-fold held-out, forward CRPS on the points BO
+    evaluated after each refresh). Two rows: NAME-old (the recorded choices) and NAME-new."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from optiforge.agents.kernel_discovery.agent import _refresh
+    from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
+    from optiforge.agents.kernel_discovery.proposers import CompositionalProposer
+    from optiforge.agents.kit import RunContext
+    from optiforge.evals.suites.hdbo import HDBOBenchmark
+    from optiforge.solvers.bo.loop import standardize
+    from optiforge.solvers.gp import grammar
+
+    row, run_dir, name = args
+    old = dict(row)
+    old["extra"] = dict(row["extra"])
+    old["extra"]["final_loo_crps"] = _replay_oos(row, Path(run_dir))
+    old["method"], old["oos_only"] = f"{name}-old", True
+    task = next(t for t in HDBOBenchmark().tasks(row["split"]) if t.name == row["task"])
+    cand = json.loads((Path(run_dir) / "best" / "candidate.json").read_text())
+    X = torch.tensor(cand["X"], dtype=torch.float64)
+    b = torch.as_tensor(task.problem(0).bounds, dtype=torch.float64)
+    Xu = (X - b[0]) / (b[1] - b[0])
+    yy = torch.tensor(cand["y"], dtype=torch.float64)
+    config = KernelDiscoveryConfig()
+    seeds = [{"expression": grammar.canonical(e)}
+             for e in dict.fromkeys(["RBF_ARD", *config.seed_kernels])]  # fmt: skip
+    ctx = RunContext(seed=int(row["seed"]))
+    state: dict[str, Any] = {"incumbent": {"expression": "RBF_ARD"}, "carried": [], "refreshes": []}
+    for r in row["extra"]["refreshes"]:
+        n = int(r["n_data"])
+        out = _refresh(task, ctx, config, CompositionalProposer(config), seeds, state,  # type: ignore[arg-type]
+                       Xu[:n], standardize(yy[:n]), int(r["round"]))  # fmt: skip
+        state.update(out)
+    new = dict(row)
+    new["extra"] = {**row["extra"], "refreshes": state["refreshes"]}
+    new["method"], new["oos_only"] = f"{name}-new", True
+    from optiforge.agents.kernel_discovery.agent import _final_comparison
+
+    trace = SimpleNamespace(X=X, y=yy)
+    new["extra"]["final_loo_crps"] = _final_comparison(
+        task, trace, state["carried"], SimpleNamespace(seed=int(row["seed"]), run_dir=None),  # type: ignore[arg-type]
+        config, state["refreshes"],
+    )  # fmt: skip
+    return [old, new]
+
+
 def _read(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
@@ -226,7 +278,8 @@ def report(rows: list[dict[str, Any]], split: str) -> str:
     from optiforge.agents.kernel_discovery.report import oos_counts
     from optiforge.harness.runner import average_ranks
 
-    ok = [r for r in rows if "error" not in r and r.get("best_score") is not None]
+    every = [r for r in rows if "error" not in r and r.get("best_score") is not None]
+    ok = [r for r in every if not r.get("oos_only")]  # replays are not BO runs: not ranked
     tasks = sorted({r["task"] for r in ok})
     methods = sorted({r["method"] for r in ok})
     means: dict[str, dict[str, float]] = {}
@@ -271,8 +324,8 @@ def report(rows: list[dict[str, Any]], split: str) -> str:
         "| variant | runs | LOO-CRPS refit on final data | 5-fold held-out CRPS | forward CRPS |",
         "|---|---|---|---|---|",
     ]
-    for m in methods:
-        kd = [r for r in ok if r["method"] == m and (r.get("extra") or {}).get("final_loo_crps")]
+    for m in sorted({r["method"] for r in every}):
+        kd = [r for r in every if r["method"] == m and (r.get("extra") or {}).get("final_loo_crps")]
         if not kd:
             continue
         c = oos_counts(kd)
@@ -303,6 +356,11 @@ def main() -> None:
         action="append",
         default=[],
         help="DIR=NAME: an offline eval's KD rows with recomputed OOS measures",
+    )
+    ap.add_argument(
+        "--selection-replay",
+        default="",
+        help="DIR=NAME: replay an offline eval's KD runs with the new selection",
     )
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
@@ -345,6 +403,26 @@ def main() -> None:
             rows.append(r)
     for spec in args.oos_replay:
         rows += _replayed(spec, out)
+    if args.selection_replay:
+        d, _, name = args.selection_replay.partition("=")
+        cache = out / f"selection-replay-{name}.jsonl"
+        have = {(r["task"], int(r["seed"])) for r in _read(cache)}
+        todo = [
+            (r, str(Path(d) / "runs" / f"{r['task']}--kernel-discovery--s{r['seed']}"), name)
+            for r in _read(Path(d) / "results.jsonl")
+            if r.get("method") == "kernel-discovery" and "error" not in r
+            and (r["task"], int(r["seed"])) not in have
+        ]  # fmt: skip
+        with cache.open("a") as fh, ProcessPoolExecutor(args.workers) as ex:
+            for pair in ex.map(_selection_replay, todo):
+                for r in pair:
+                    fh.write(json.dumps(r, default=str) + "\n")
+                fh.flush()
+                fin = [r["extra"]["final_loo_crps"] for r in pair]
+                print("selection replay", pair[0]["task"], pair[0]["seed"],
+                      [(f.get("discovered_kernel"), f.get("discovered_forward"),
+                        f.get("RBF_ARD_forward")) for f in fin], flush=True)  # fmt: skip
+        rows += _read(cache)
     latest = {(r["task"], int(r["seed"]), r["method"]): r for r in rows}
     text = report(list(latest.values()), args.split)
     (out / "report.md").write_text(text)

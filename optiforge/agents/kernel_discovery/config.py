@@ -70,7 +70,7 @@ class KernelDiscoveryConfig(BaseModel):
     """Relative score penalty per hyperparameter group beyond the first (a group: one named
     hyperparameter, a scalar or a per-dimension vector; RBF-ARD has one, ``RBF_ARD + Linear``
     five): the score is multiplied by ``1 + complexity_penalty * (groups - 1)``."""
-    selection_margin: float = Field(default=0.02, ge=0.0, lt=1.0)
+    selection_margin: float = Field(default=0.02, ge=0.0)
     """Relative score improvement over the incumbent kernel (the previous refresh's choice,
     RBF-ARD at first) a challenger needs to replace it (0.0 before issue 23)."""
     selection_se: float = Field(default=1.0, ge=0.0)

@@ -169,7 +169,7 @@ def test_agent_never_runs_llm_code_in_the_parent(
         return res.model_copy(update={"best": llm[0]}) if llm else res
 
     monkeypatch.setattr(kd_agent, "run_search", prefer_llm)
-    monkeypatch.setattr(kd_agent, "select_kernel", lambda best, inc, margin: best or inc)
+    monkeypatch.setattr(kd_agent, "select_kernel", lambda best, inc, *_: best or inc)
 
     marker = tmp_path / "ran-in-parent"
     src = _marker_source(marker)

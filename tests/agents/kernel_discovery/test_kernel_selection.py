@@ -127,7 +127,7 @@ def test_paired_rule_keeps_the_incumbent_when_the_gain_is_noise() -> None:
         {"selection_folds": 1},
         {"selection_score": "bic"},
         {"complexity_penalty": -0.1},
-        {"selection_margin": 1.5},
+        {"selection_margin": -0.5},
         {"selection_se": -1},
     ],
 )
