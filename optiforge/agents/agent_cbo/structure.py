@@ -499,10 +499,6 @@ class NeighbourScore:
             spread = (q3 - q1) / 1.349  # the sd of a normal with this IQR
             self._scaled[v] = (a - np.median(a)) / (spread if spread > 1e-9 else a.std() + 1e-9)
         self._free = {v: ~np.asarray(intervened[v], dtype=bool) for v in columns}
-        any_do = np.zeros(len(next(iter(self._free.values()))), dtype=bool)
-        for f in self._free.values():
-            any_do |= ~f
-        self._interventional = any_do  # rows of some do() (not of observational sampling)
         self._cache: dict[tuple[str, frozenset[str]], np.ndarray] = {}
 
     def _residuals(self, v: str, parents: frozenset[str]) -> np.ndarray:
@@ -530,13 +526,17 @@ class NeighbourScore:
             self._cache[key] = res
         return self._cache[key]
 
-    def local(self, v: str, parents: Iterable[str], *, interventional: bool = False) -> float:
-        """Score of node ``v``'s family; ``interventional``: summed over the rows of
-        interventions only (the variance is still the family's, from all its rows)."""
+    def local(self, v: str, parents: Iterable[str], *, on: Iterable[str] | None = None) -> float:
+        """Score of node ``v``'s family; ``on``: summed only over the rows where one of
+        these variables was intervened on (the variance is still the family's, from all
+        its rows)."""
         res = self._residuals(v, frozenset(parents))
         var = max(float(np.mean(res**2)), 1e-6) if res.size else 1.0
-        if interventional:
-            res = res[self._interventional[self._free[v]]]
+        if on is not None:
+            hit = np.zeros(res.size, dtype=bool)
+            for u in on:
+                hit |= ~self._free[u][self._free[v]]
+            res = res[hit]
         return float(-0.5 * np.sum(np.log(2 * np.pi * var) + res**2 / var))
 
     def score(self, g: nx.DiGraph) -> float:
@@ -545,12 +545,14 @@ class NeighbourScore:
 
     def delta(self, g: nx.DiGraph, edit: Edit, *, interventional: bool = False) -> float:
         """Score change of ``edit`` (only the touched families are recomputed);
-        ``interventional``: the change on the interventional rows alone."""
+        ``interventional``: the change on the rows where one of the edited pair was
+        intervened on (0 before any such row): the only rows that can tell ``a -> b``
+        from ``b -> a``, or overrule what the observational sample said about them."""
         h = edit.apply(g)
+        on = set(edit.edge) if interventional else None
         return float(
             sum(
-                self.local(v, h.predecessors(v), interventional=interventional)
-                - self.local(v, g.predecessors(v), interventional=interventional)
+                self.local(v, h.predecessors(v), on=on) - self.local(v, g.predecessors(v), on=on)
                 for v in set(edit.edge)
             )
         )

@@ -102,7 +102,8 @@ def test_llm_confirmed_wrong_edge_falls_to_interventional_evidence() -> None:
     dec = gate({"A"}).check(g, remove, delta, 5)
     assert dec.accepted, dec.reasons
     assert not remove.apply(g).has_edge("A", "Y")
-    # A true backbone edge is not removed by the same evidence.
+    # A true backbone edge is not removed by the same evidence: no trial set C or Y, so
+    # there are no rows that could overrule it.
     keep = Edit(op="remove", edge=("C", "Y"))
     st2 = build_structure(
         ["A", "C", "Y"], "Y", ["A", "C"],
@@ -110,7 +111,7 @@ def test_llm_confirmed_wrong_edge_falls_to_interventional_evidence() -> None:
         [EdgeBelief(cause="C", effect="Y", confidence=0.9)],
     )  # fmt: skip
     g2 = to_graph(st2.nodes, st2.initial)
-    assert edit_data_delta(score, g2, keep, st2) < 0
+    assert edit_data_delta(score, g2, keep, st2) <= 0
 
 
 def test_stall_rule_intervenes_on_a_variable_ei_never_picks(monkeypatch: Any) -> None:
