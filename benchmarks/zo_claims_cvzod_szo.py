@@ -287,8 +287,8 @@ def szo_tables(quick: bool) -> None:
                     best[m] = (v, lr)
             print(
                 f"{lr:<8g}"
-                + "".join(f"{row[m]:>14.3f}" for m in METHODS)
-                + f"{row['backprop']:>12.3f}"
+                + "".join(f"{row[m]:>14.4g}" for m in METHODS)
+                + f"{row['backprop']:>12.4g}"
             )
         print("best lr:  " + ", ".join(f"{m} {v:.3f} (lr {lr:g})" for m, (v, lr) in best.items()))
 
