@@ -39,7 +39,8 @@ Shapes and choices (the issue leaves them open; each is documented and tested):
   difference ``a_i = (f(x + mu p_i) - f(x - mu p_i)) / (2 mu)`` cancels the ``O(mu)``
   curvature bias of a one-sided SPSA difference).
 - **Whitening** (``whiten = gamma``, default 0.5). Inside the subspace, layer ``l``'s
-  singular direction ``j`` is scaled by ``(s_j / s_1)^-gamma`` (``s`` the singular values),
+  singular direction ``j`` is scaled by ``max(s_j / s_1, 0.01)^-gamma`` (``s`` the
+  singular values; the floor keeps a near-degenerate direction from taking the budget),
   then all scales by one factor so that their mean square over the ``D_eff`` coordinates
   is 1. The probes' covariance is then ``I_out (x) V diag(s^-2 gamma) V^T``, proportional
   to ``(A^T A)^-gamma`` on the subspace: a square-root, K-FAC-like preconditioner (the
@@ -87,6 +88,8 @@ from optiforge.errors import ConfigError
 from optiforge.solvers.asktell import Array, AskTellOptimizer, Bounds, Feedback, register
 
 DIRECTIONS = ("spectral", "random")
+WHITEN_FLOOR = 1e-2
+"""Smallest singular-value ratio ``s_j / s_1`` the whitening uses (caps a scale at 100^gamma)."""
 
 
 @dataclass(frozen=True)
@@ -426,9 +429,12 @@ class SZO(AskTellOptimizer):
                 self._svals.append(sv)
             if self.whiten:
                 # directions scaled by (s_j / s_1)^-whiten per layer, then one global factor so
-                # that the mean squared scale over the D_eff coordinates stays 1
+                # that the mean squared scale over the D_eff coordinates stays 1; the ratio is
+                # floored (WHITEN_FLOOR) so a near-degenerate direction cannot take the budget
                 sc = [
-                    (sv / sv[0]) ** -self.whiten if sv[0] > 0 else np.ones_like(sv)
+                    np.maximum(sv / sv[0], WHITEN_FLOOR) ** -self.whiten
+                    if sv[0] > 0
+                    else np.ones_like(sv)
                     for sv in self._svals
                 ]
                 tot = sum(
