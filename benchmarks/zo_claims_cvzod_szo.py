@@ -1,6 +1,6 @@
 """The claims of CV-ZOD and SZO-kappa (issue 24, items 4-5), as printed tables.
 
-    python benchmarks/zo_claims_cvzod_szo.py --quick          # ~1-3 CPU-minutes
+    python benchmarks/zo_claims_cvzod_szo.py --quick          # a few CPU-minutes
     python benchmarks/zo_claims_cvzod_szo.py --part cvzod     # one half, full size
 
 CV-ZOD: quadratic (condition number 10 and 100, d = 30) and the chained Rosenbrock
