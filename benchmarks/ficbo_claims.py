@@ -7,7 +7,8 @@ monotone warp, scale and offset), irrelevant (``rho = 0``: an independent functi
 misleading (``rho = -0.95``: the sign flipped), and Forrester's function with its classic
 low-fidelity model (correlated but with its minimizer elsewhere) and that model negated.
 
-Arms: ``ficbo`` (history + feedback), ``ficbo_no_feedback`` (the same transformer with
+Arms: ``ficbo`` (history + feedback), ``ficbo_gate`` (the same with ``gate=True``, the
+leave-one-out source guard), ``ficbo_no_feedback`` (the same transformer with
 the feedback masked), ``gp_ei`` (BoTorch GP + log-EI over the same kind of candidate set,
 no feedback), ``feedback_greedy`` (minimizes the source as if it were the target) and
 ``random``. Printed: normalized simple regret ``(best f - min f) / (max f - min f)`` after
@@ -80,6 +81,8 @@ def run(task: FeedbackTask, method: str, budget: int, seed: int) -> float:
     if method == "gp_ei":
         opt = GPEI(task.dim, bounds=(np.zeros(task.dim), np.ones(task.dim)), seed=seed)
         return task.regret(float(minimize(task.f, opt, budget).y.min()))
+    if method == "ficbo_gate":
+        return regret_after(task, "ficbo", budget, seed=seed, gate=True)
     return regret_after(task, method, budget, seed=seed)
 
 
@@ -90,8 +93,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     n_fun, n_seed = (8, 5) if args.quick else (24, 10)
-    methods = [*CLAIM_METHODS[:1], CLAIM_METHODS[1], *([] if args.no_gp else ["gp_ei"]),
-               *CLAIM_METHODS[2:]]  # fmt: skip
+    methods = [CLAIM_METHODS[0], "ficbo_gate", CLAIM_METHODS[1],
+               *([] if args.no_gp else ["gp_ei"]), *CLAIM_METHODS[2:]]  # fmt: skip
     budgets = {1: 12, 2: 20}
     scenarios: list[tuple[str, list[tuple[FeedbackTask, int]], int]] = []
     for dim in (1, 2):
