@@ -186,6 +186,8 @@ class FarSign(AskTellOptimizer):
         worker = int(feedback[0].get("worker", 0)) if feedback else 0
         signs = np.sign(y[0::2] - y[1::2])
         self.server.apply(worker, signs, self._U)
+        if self.lower is not None and self.upper is not None:  # optional bounds: stay inside
+            np.clip(self.server.x, self.lower, self.upper, out=self.server.x)
         # d-dimensional probes: keep only the last message's (the history grows O(t^2 d))
         self.X, self.y = self.X[-len(y) :], self.y[-len(y) :]
 

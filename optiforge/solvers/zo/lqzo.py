@@ -241,6 +241,8 @@ class LQZO(AskTellOptimizer):
         if self.clip is not None:  # directional-derivative clipping: one bad probe pair
             c = float(np.clip(c, -self.clip, self.clip))  # cannot throw the scales off
         self.x = self._on_grid(self.x - self.lr * c * self._D, stochastic=True)
+        if self.lower is not None and self.upper is not None:  # optional bounds: stay inside
+            self.x = np.clip(self.x, self.lower, self.upper)
         self.steps += 1
         if not self.keep_history:  # d-dimensional probes: a full history grows as O(steps d)
             self.X, self.y = self.X[-2:], self.y[-2:]

@@ -38,6 +38,15 @@ def test_registered_unbounded_and_asks_2k_probes() -> None:
     np.testing.assert_allclose(np.abs(X[0::2] - X[1::2]), 0.2)  # +-mu along +-1 entries
 
 
+def test_optional_bounds_keep_the_iterate_inside() -> None:
+    opt = FarSign(4, seed=0, bounds=(np.zeros(4), np.ones(4)), x0=np.full(4, 0.5), eta=5.0)
+    for _ in range(10):
+        X = opt.ask()
+        assert np.all((X >= 0) & (X <= 1))
+        opt.tell(X, np.array([-np.sum(x) for x in X]))
+    assert np.all((opt.recommend() >= 0) & (opt.recommend() <= 1))
+
+
 def test_tell_checks_its_arguments() -> None:
     opt = FarSign(4, seed=0, k=2)
     X = opt.ask()

@@ -48,6 +48,12 @@ def test_registered_unbounded_and_asks_a_probe_pair() -> None:
     np.testing.assert_allclose((X[0] + X[1]) / 2, opt.recommend())
 
 
+def test_optional_bounds_keep_the_iterate_inside() -> None:
+    opt = LQZO(4, seed=0, bounds=(np.zeros(4), np.ones(4)), x0=np.full(4, 0.5), mu=0.1, lr=5.0)
+    _run(opt, lambda x: float(-np.sum(x)), 20)  # pushes every coordinate up
+    assert np.all(opt.recommend() <= 1.0) and np.all(opt.recommend() >= 0.0)
+
+
 def test_tell_checks_its_arguments() -> None:
     opt = LQZO(6, seed=0)
     X = opt.ask()
