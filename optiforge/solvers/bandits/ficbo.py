@@ -589,7 +589,7 @@ class FICBO(_CandidateMixin):
     def source_gate(self, U_ctx: Array) -> Array:
         """Which sources to read: starting from all, drop each source whose removal does not
         raise the leave-one-out NLL of the history (a tie drops it). ``(K_MAX,)`` booleans."""
-        keep = self._fb_avail.any(0)
+        keep: Array = np.asarray(self._fb_avail.any(0), dtype=bool)
         if len(self.y) < 4 or not keep.any():
             return keep
         current = self.loo_nll(U_ctx, keep)

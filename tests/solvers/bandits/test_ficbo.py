@@ -260,11 +260,11 @@ def claim_table() -> dict[str, dict[str, float]]:
                 row.setdefault(arm, []).append(
                     F.regret_after(t, name, 8, seed=seed, n_candidates=128)
                 )
-    for label, row in acc.items():
-        table[label] = {arm: float(np.mean(v)) for arm, v in row.items()}
+    for label, runs in acc.items():
+        table[label] = {arm: float(np.mean(v)) for arm, v in runs.items()}
     print("\nFICBO claim (mean normalized regret):")
-    for label, row in table.items():
-        print(f"  {label:<18}" + "  ".join(f"{a}={v:.3f}" for a, v in row.items()))
+    for label, means in table.items():
+        print(f"  {label:<18}" + "  ".join(f"{a}={v:.3f}" for a, v in means.items()))
     return table
 
 
