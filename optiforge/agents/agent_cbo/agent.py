@@ -13,9 +13,11 @@ One LangGraph graph, nodes in order::
 - ``cbo_step``: one intervention of cost-aware causal BO on the committed graph
   (``solvers.cbo.CBOSession``).
 - ``calibration`` (the Calibration agent): scores every single-edge edit on uncertain
-  pairs by the change of an interventional BIC (observational + interventional units,
-  intervened mechanisms cut) plus the LLM beliefs' log-odds (a structure prior; zero
-  offline). Every ``llm_every`` rounds the LLM first revises its beliefs on uncertain
+  pairs and on the soft-protected backbone by the change of the structure score
+  (``NeighbourScore``: leave-one-out nearest-neighbour likelihood on observational +
+  interventional units, intervened mechanisms cut; a reversal or a backbone break counts
+  only the rows where the edited pair was intervened on) plus the LLM beliefs' log-odds
+  (a structure prior; zero offline). Every ``llm_every`` rounds the LLM first revises its beliefs on uncertain
   pairs against the interventional evidence (``proposers.Calibration``).
 - ``residual_repair`` (the Residual Repair agent): picks at most ``max_edits_per_round``
   edits: the language prior's proposals first, then (every ``llm_every`` rounds) the
@@ -23,8 +25,9 @@ One LangGraph graph, nodes in order::
   edits above the margin. An LLM choice that is not a local edit of an uncertain pair is
   rejected here, with its reason, and never reaches the gate.
 - ``commit_gate``: deterministic; accepts an edit only if it keeps the graph acyclic,
-  keeps the backbone, gains the score margin, and, when it changes the optimizer's routing
-  (exploration sets or do-priors), passes routing-proxy checks. Every decision is a
+  keeps the backbone (unless a trial intervened on the edge's pair), gains the score
+  margin, and, when it changes the optimizer's routing (exploration sets or do-priors),
+  passes routing-proxy checks. Every decision is a
   tracer event and is returned in ``AgentOutcome.extra["edits"]``.
 
 The offline agent (no LLM) is the ``discovery-only`` baseline of the paper.
@@ -32,7 +35,7 @@ The offline agent (no LLM) is the ``discovery-only`` baseline of the paper.
 State: the graph state is the only source of truth. It is serializable (edge lists,
 decisions, trial records, and per trial the units and RNG state the numerical session
 needs), and the outcome is read from it (``problem.state_trace``), never from a live
-object. The numerical ``CBOSession`` and the interventional BIC are a pure cache of that
+object. The numerical ``CBOSession`` and the structure score are a pure cache of that
 state (``problem.SessionCache``): a node uses the cached session only if it is the one the
 state describes (same seed, graph, exploration sets, trial records and last trial log),
 and otherwise rebuilds it from the state (``CBOSession.restore``). Why a cache and not the
@@ -124,7 +127,7 @@ class AgentCBOState(TypedDict, total=False):
     deltas: dict[str, float]
     """Edit label -> data score + prior log-odds (what the gate compares to the margin)."""
     data_deltas: dict[str, float]
-    """Edit label -> interventional-BIC change alone (what the repair prompt shows)."""
+    """Edit label -> structure-score change alone (what the repair prompt shows)."""
     decisions: list[dict[str, Any]]
     llm_tried: dict[str, int]
     trials: list[dict[str, Any]]

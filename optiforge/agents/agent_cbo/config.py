@@ -23,7 +23,7 @@ class AgentCBOConfig(BaseModel):
     max_edits_per_round: int = Field(default=2, ge=0)
     """Bound on edits sent to the commit gate per round."""
     score_margin: float = Field(default=6.0, ge=0)
-    """Minimum interventional-BIC gain (nats) of an accepted edit."""
+    """Minimum structure-score gain (nats) of an accepted edit."""
     prior_tolerance: float = Field(default=0.25, ge=0)
     """Allowed relative rise of the do-prior MSE on observed interventions."""
     score_basis: Literal["knn", "cubic", "spline", "rank"] = "knn"

@@ -1,7 +1,7 @@
 """agent-CBO's proposers: the LLM sides of its Calibration and Residual Repair agents.
 
 Both work only on the residual (uncertain) structure and only ever *suggest*: what they
-return is scored (interventional BIC + the beliefs' log-odds) and passes the commit gate
+return is scored (the structure score + the beliefs' log-odds) and passes the commit gate
 like any other edit.
 
 - Calibration: the LLM sees the interventional evidence gathered so far
@@ -9,7 +9,7 @@ like any other edit.
   standard errors of the observational mean) and the data score of every candidate edit,
   and revises its confidence in edges on uncertain pairs (``Calibration``). The revised
   beliefs replace the earlier ones on those pairs; beliefs on protected pairs cannot be
-  revised. Offline the interventional BIC alone is the calibration.
+  revised. Offline the structure score alone is the calibration.
 - Residual repair: the LLM picks at most ``k`` of the candidate edits (``RepairPlan``),
   which go to the gate before the best data edits. Offline the best-scoring data edits
   above the margin are picked.
@@ -206,7 +206,7 @@ def repair_messages(
         {
             "role": "user",
             "content": _context(variables, target, committed, backbone, evidence)
-            + "\nCandidate edits (data score: interventional BIC gain in nats; positive "
+            + "\nCandidate edits (data score: structure-score gain in nats; positive "
             f"means the data prefer the edit):\n{_edit_table(candidates, data_scores)}\n\n"
             f"Choose at most {k} edits from the candidates that make the graph more correct "
             "(op, cause, effect, rationale). Choose none if the graph looks right; a "
