@@ -190,4 +190,4 @@ def test_zeroth_order_farsign_learns_where_plain_averaging_collapses() -> None:
     zo = simulate_farsign(task, cl, horizon=300, order="zeroth", k=8, eta=0.1, eval_every=10)
     mean = simulate_sync_robust(task, cl, horizon=300, aggregator="mean", eval_every=10)
     print(f"zeroth-order FAR-SIGN {zo.final_acc:.3f}, undefended mean {mean.final_acc:.3f}")
-    assert zo.final_acc > 0.5 and mean.final_acc < 0.2  # measured 0.656, 0.090
+    assert zo.final_acc > 0.5 and mean.final_acc < 0.2  # measured 0.686, 0.090
