@@ -20,7 +20,7 @@ Rows go to ``OUT/rows.jsonl`` (resumable: finished (proposer, memory, seed, task
 skipped); the curation report to ``OUT/curation.json``; the table is printed.
 
     .venv/bin/python benchmarks/autorem_text.py [--out /work/evals/autorem-text]
-        [--workers 2] [--seeds 0] [--adapt-seeds 0,1,2]
+        [--workers 2] [--seeds 0] [--adapt-seeds 0,1,2] [--adapt-mode independent|online]
         [--proposers offline,scripted-A,scripted-B,local]
         [--local-tasks 2] [--max-attempts 3]
 """
@@ -66,10 +66,15 @@ def _store(path: Path | None) -> Any:
 
 
 def build_memory(
-    out: Path, builder: str, seeds: list[int], cfg: Any, workers: int
+    out: Path, builder: str, seeds: list[int], cfg: Any, workers: int, independent: bool = True
 ) -> dict[str, Any]:
     """Steps 1-2: raw store (adapt on app-train, once per seed) and curated store (pruned
-    on app-val with the first seed)."""
+    on app-val with the first seed).
+
+    independent: each pass adapts without retrieval, so the passes are independent
+    evidence (repeated lessons for consolidation to count, and each pass's own guesses);
+    else a pass reads what earlier passes wrote (online: later passes mostly fail less).
+    """
     from optiforge.agents.autorem.adapt import adapt
     from optiforge.agents.autorem.curate import agent_evaluator, curate
     from optiforge.evals.suites.autoro import AutoROBenchmark
@@ -87,7 +92,8 @@ def build_memory(
         reps = []
         for seed in seeds:  # the same model, other draws: repairs and guesses differ
             ctx = _ctx(_llm(builder, seed), raw, seed)
-            rep = adapt(bench, "app-train", ctx, cfg.model_copy(update={"reflector": "llm"}))
+            acfg = cfg.model_copy(update={"reflector": "llm", "use_memory": not independent})
+            rep = adapt(bench, "app-train", ctx, acfg)
             print(f"seed {seed}: {rep.text()}", flush=True)
             reps.append(rep.model_dump(mode="json"))
         llm = _llm(builder, seeds[0])
@@ -96,6 +102,7 @@ def build_memory(
         print(crep.text(), flush=True)
         data = {
             "builder": builder,
+            "adapt_mode": "independent" if independent else "online",
             "adapt": reps,
             "curation": crep.model_dump(mode="json"),
             "wall_s": round(time.perf_counter() - t0, 1),
@@ -203,6 +210,7 @@ def main() -> None:
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--builder", default="scripted-A")
     ap.add_argument("--adapt-seeds", default="0,1,2", help="adaptation passes (one per seed)")
+    ap.add_argument("--adapt-mode", choices=("independent", "online"), default="independent")
     ap.add_argument("--proposers", default="offline,scripted-A,scripted-B,local")
     ap.add_argument("--local-tasks", type=int, default=2)
     ap.add_argument("--max-attempts", type=int, default=3)
@@ -217,7 +225,8 @@ def main() -> None:
         cfg = AutoREMConfig(max_attempts=args.max_attempts, tools={"use": []})
         seeds = [int(s) for s in args.seeds.split(",")]
         adapt_seeds = [int(s) for s in args.adapt_seeds.split(",")]
-        build_memory(out, args.builder, adapt_seeds, cfg, args.workers)
+        build_memory(out, args.builder, adapt_seeds, cfg, args.workers,
+                     independent=args.adapt_mode == "independent")  # fmt: skip
         bench = AutoROBenchmark(n_per_split=0)
         tasks = [t for s in SPLITS for t in bench.tasks(s)]
         for proposer in args.proposers.split(","):
@@ -243,7 +252,14 @@ def main() -> None:
         data = json.loads(f.read_text())
         from optiforge.agents.autorem.curate import CurationReport
 
-        print(f"\n{data['builder']}: " + CurationReport.model_validate(data["curation"]).text())
+        mode = data.get("adapt_mode", "online")
+        print(f"\n{data['builder']} ({mode} adaptation): "
+              + CurationReport.model_validate(data["curation"]).text())  # fmt: skip
+        for g in data["curation"]["groups"]:
+            e = g["entry"]
+            print(f"  - sets {e['trigger']['set_types'] or e['trigger']['features'] or 'any'}: "
+                  f"{e['error_pattern'][:70]!r} x{g['count']} effect={g['effect']} "
+                  f"{'kept' if g['kept'] else 'pruned'}")  # fmt: skip
     print()
     print(table(out))
 

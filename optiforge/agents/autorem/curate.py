@@ -8,11 +8,13 @@ by content hash. Curation turns them into the memory a later run reads:
    dropped; the normalised rule text when there is no example) - are one lesson group. The
    group's lesson is its most frequent member; it carries ``count`` (members), the member
    ids and the base models that wrote them.
-2. **prune** (``prune``): on a validation split, the agent runs with all groups, then once
-   per group with that group removed, on the validation tasks where the group was
-   retrieved (the others cannot change). ``effect`` = tasks solved with it minus without.
-   A group is kept iff ``effect > 0``; a group never retrieved on validation is
-   ``untested`` and dropped unless ``keep_untested`` (it cannot be shown to help).
+2. **prune** (``prune``): backward elimination on a validation split. The agent runs with
+   all groups; then, weakest evidence (lowest count) first, once per group with that group
+   removed from the groups still kept, on the validation tasks where it was retrieved (the
+   others cannot change). ``effect`` = tasks solved with it minus without. A group is kept
+   iff ``effect > 0``; a group never retrieved on validation is ``untested`` and dropped
+   unless ``keep_untested`` (it cannot be shown to help). Against the kept set, not the
+   full one: two lessons that substitute for each other keep one, not zero.
 3. **write** (``write_curated``): kept groups go to a destination store as experience
    records tagged ``curated`` (``exp_autorem_cur_<key>``); a store holding curated lessons
    serves only those to retrieval (``experience.has_curated``). The destination must hold
@@ -223,32 +225,41 @@ def prune(
     keep_untested: bool = False,
     report: CurationReport | None = None,
 ) -> list[LessonGroup]:
-    """Ablate each group on the validation ``tasks``; mark ``kept`` (see the module docstring)."""
+    """Backward elimination on the validation ``tasks``; marks ``kept`` (module docstring).
+
+    Groups are visited weakest evidence first (lowest ``count``); each is ablated against
+    the groups still kept, so of two lessons that substitute for each other one survives
+    (a one-shot leave-one-out would drop both: neither alone changes the result).
+    """
     rep = report or CurationReport()
-    full = evaluate(groups, tasks)
+    base = evaluate(groups, tasks)
     rep.runs += len(tasks)
-    rep.val_tasks, rep.val_solved_all = len(tasks), sum(s for s, _ in full.values())
+    rep.val_tasks, rep.val_solved_all = len(tasks), sum(s for s, _ in base.values())
     by_name = {t.name: t for t in tasks}
-    out = []
-    for g in groups:
-        seen = [name for name, (_, ids) in full.items() if g.id in ids]
+    current = {g.key: g for g in groups}
+    out: dict[str, LessonGroup] = {}
+    for g in sorted(groups, key=lambda h: (h.count, h.key)):
+        seen = [name for name, (_, ids) in base.items() if g.id in ids]
         g = g.model_copy(update={"tested_on": seen})
         if not seen:
             g.effect, g.kept = None, keep_untested
             rep.n_untested += 1
         else:
-            rest = [h for h in groups if h.key != g.key]
+            rest = [h for k, h in current.items() if k != g.key]
             ablated = evaluate(rest, [by_name[n] for n in seen])
             rep.runs += len(seen)
-            g.effect = sum(full[n][0] for n in seen) - sum(ablated[n][0] for n in seen)
+            g.effect = sum(base[n][0] for n in seen) - sum(ablated[n][0] for n in seen)
             g.kept = g.effect > 0
             if not g.kept:
+                base.update(ablated)  # only the tasks that retrieved g can change
                 if g.effect < 0:
                     rep.n_pruned_harmful += 1
                 else:
                     rep.n_pruned_no_effect += 1
-        out.append(g)
-    return out
+        if not g.kept:
+            current.pop(g.key, None)
+        out[g.key] = g
+    return [out[g.key] for g in groups]
 
 
 def curate(

@@ -158,6 +158,17 @@ def test_prune_keeps_only_groups_that_help_on_validation(tmp_path: Path) -> None
             out[t.name] = (solved, [f"exp_autorem_cur_{k}" for k in keys if k != "n"])
         return out
 
+    # two substitutes (t3 is solved with either): backward elimination keeps one, not zero
+    sub1, sub2 = group("s1"), group("s2")
+
+    def evaluate_sub(groups, ts):
+        keys = {g.key for g in groups}
+        return {t.name: (bool(keys & {"s1", "s2"}), [f"exp_autorem_cur_{k}" for k in keys])
+                for t in ts}  # fmt: skip
+
+    kept = [g.key for g in prune([sub1, sub2], [T("t3")], evaluate_sub) if g.kept]
+    assert kept == ["s2"]
+
     src = Store(f"sqlite:///{tmp_path / 'src.db'}", embedder=None)
     dst = Store(f"sqlite:///{tmp_path / 'dst.db'}", embedder=None)
     try:
