@@ -55,7 +55,8 @@ class AskTellOptimizer(ABC):
     """Base of every ask/tell optimizer: bounds, seed, shape checks and the history.
 
     Subclasses implement ``_ask`` and ``_tell`` (called after the checks) and may override
-    ``recommend``. ``self.X`` / ``self.y`` hold every told point and value, in order.
+    ``recommend``. ``self.X`` / ``self.y`` hold every told point and value, in order (the
+    last batch only with ``keep_history=False``); ``n_told`` counts them all.
     """
 
     name: ClassVar[str] = ""
@@ -66,7 +67,18 @@ class AskTellOptimizer(ABC):
     max_dim: ClassVar[int | None] = None
     """The largest ``dim`` it handles (e.g. 1 for a 1-D bandit); None: any."""
 
-    def __init__(self, dim: int, *, bounds: Bounds | None = None, seed: int = 0) -> None:
+    keep_history_default: ClassVar[bool] = True
+    """Whether ``X`` / ``y`` keep every told point by default; trainers whose points are a
+    model's parameters keep only the last batch (``keep_history=False``)."""
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        bounds: Bounds | None = None,
+        seed: int = 0,
+        keep_history: bool | None = None,
+    ) -> None:
         if dim < 1:
             raise ConfigError(f"{self.name or type(self).__name__}: dim must be >= 1, got {dim}")
         if self.max_dim is not None and dim > self.max_dim:
@@ -90,9 +102,42 @@ class AskTellOptimizer(ABC):
             self.lower, self.upper = lo, hi
         self.seed = int(seed)
         self.rng = np.random.default_rng(seed)
-        self.X = np.zeros((0, dim))
-        self.y = np.zeros(0)
+        self.keep_history = self.keep_history_default if keep_history is None else keep_history
+        self._Xbuf = np.zeros((0, dim))
+        self._ybuf = np.zeros(0)
+        self._n = 0
+        self.n_told = 0
+        """Points told so far (also when ``keep_history`` is off)."""
         self._pending: Array | None = None
+
+    @property
+    def X(self) -> Array:
+        """Told points, ``(n, d)``: all of them, or the last batch when ``keep_history`` is
+        off (a read-only view; amortized O(d) per told point)."""
+        v = self._Xbuf[: self._n]
+        v.flags.writeable = False
+        return v
+
+    @property
+    def y(self) -> Array:
+        """Told values, ``(n,)``, matching ``X``."""
+        v = self._ybuf[: self._n]
+        v.flags.writeable = False
+        return v
+
+    def _record(self, X: Array, y: Array) -> None:
+        q = X.shape[0]
+        if not self.keep_history:
+            self._Xbuf, self._ybuf, self._n = X.copy(), y.copy(), q
+            return
+        need = self._n + q
+        if need > self._Xbuf.shape[0]:
+            cap = max(need, 2 * self._Xbuf.shape[0], 16)
+            Xb, yb = np.zeros((cap, self.dim)), np.zeros(cap)
+            Xb[: self._n], yb[: self._n] = self._Xbuf[: self._n], self._ybuf[: self._n]
+            self._Xbuf, self._ybuf = Xb, yb
+        self._Xbuf[self._n : need], self._ybuf[self._n : need] = X, y
+        self._n = need
 
     @classmethod
     def example(cls, seed: int = 0) -> AskTellOptimizer:
@@ -131,9 +176,10 @@ class AskTellOptimizer(ABC):
             raise ValueError(f"{self.name}: y has a non-finite value; report a finite penalty")
         if feedback is not None and len(feedback) != X.shape[0]:
             raise ValueError(f"{self.name}: feedback needs one mapping per point")
+        self._check_feedback(X, y, feedback)
         self._pending = None
-        self.X = np.vstack([self.X, X])
-        self.y = np.concatenate([self.y, y])
+        self._record(X, y)
+        self.n_told += X.shape[0]
         self._tell(X, y, feedback)
 
     def recommend(self) -> Array:
@@ -148,6 +194,10 @@ class AskTellOptimizer(ABC):
 
     @abstractmethod
     def _tell(self, X: Array, y: Array, feedback: Feedback) -> None: ...
+
+    def _check_feedback(self, X: Array, y: Array, feedback: Feedback) -> None:  # noqa: B027
+        """Raise ``ValueError`` for feedback this optimizer cannot use, before any state
+        changes (so the caller may ``tell`` again, corrected); by default accepts all."""
 
     def _uniform(self, n: int) -> Array:
         """``n`` uniform points in the box (``(n, d)``)."""

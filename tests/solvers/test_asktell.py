@@ -106,5 +106,25 @@ def test_every_registered_optimizer_meets_the_contract(name: str) -> None:
 
 
 def test_portfolio_names_every_bounded_optimizer() -> None:
-    assert set(portfolio.ASKTELL) == set(asktell.names(box_only=True))
+    """Every bounded optimizer that takes any dimension (not the 1-D bandit) is in it."""
+    unrestricted = {
+        n for n in asktell.names(box_only=True) if asktell.OPTIMIZERS[n].max_dim is None
+    }
+    assert set(portfolio.ASKTELL) == unrestricted
     assert not set(portfolio.ASKTELL) & set(portfolio.CORE)
+
+
+def test_history_grows_in_place_or_keeps_the_last_batch() -> None:
+    full = _Pattern(3, bounds=(np.zeros(3), np.ones(3)), seed=2)
+    last = _Pattern(3, bounds=(np.zeros(3), np.ones(3)), seed=2, keep_history=False)
+    told: dict[int, list[np.ndarray]] = {id(full): [], id(last): []}
+    for _ in range(40):
+        for opt in (full, last):
+            X = opt.ask()
+            opt.tell(X, np.array([_sphere(x) for x in X]))
+            told[id(opt)].append(X)
+    assert full.X.shape == (80, 3) and np.array_equal(full.X, np.vstack(told[id(full)]))
+    assert last.X.shape == (2, 3) and np.array_equal(last.X, told[id(last)][-1])
+    assert full.n_told == last.n_told == 80
+    with pytest.raises(ValueError, match="read-only"):
+        full.X[0, 0] = 1.0

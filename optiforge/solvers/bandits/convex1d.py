@@ -87,6 +87,7 @@ class ConvexBisection(AskTellOptimizer):
     """
 
     name = "convex1d"
+    max_dim = 1
     box = True
     summary = (
         "1-D stochastic convex bandit: trisection with sequential confidence tests; "

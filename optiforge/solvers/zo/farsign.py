@@ -141,10 +141,13 @@ class FarSign(AskTellOptimizer):
     Args:
         x0: starting point ``(d,)`` (default zeros); k, eta, beta, decay: ``FarSignServer``.
         mu: finite-difference step along each direction.
+        keep_history: keep every told probe in ``X`` / ``y`` (off by default: only the
+            last message's).
     """
 
     name = "farsign"
     box = False
+    keep_history_default = False  # X / y: the last message's probes (d-dimensional each)
     summary = (
         "FAR-SIGN: K-bit signed random projections of (ZO) gradients, applied as they "
         "arrive with a two-timescale sign-bias correction; Byzantine-robust by bounded influence"
@@ -162,8 +165,9 @@ class FarSign(AskTellOptimizer):
         beta: float = 0.02,
         decay: float = 500.0,
         mu: float = 1e-3,
+        keep_history: bool | None = None,
     ) -> None:
-        super().__init__(dim, bounds=bounds, seed=seed)
+        super().__init__(dim, bounds=bounds, seed=seed, keep_history=keep_history)
         x = np.zeros(dim) if x0 is None else np.asarray(x0, dtype=np.float64).reshape(-1)
         if x.shape != (dim,):
             raise ConfigError(f"farsign: x0 must have shape ({dim},)")
@@ -188,8 +192,6 @@ class FarSign(AskTellOptimizer):
         self.server.apply(worker, signs, self._U)
         if self.lower is not None and self.upper is not None:  # optional bounds: stay inside
             np.clip(self.server.x, self.lower, self.upper, out=self.server.x)
-        # d-dimensional probes: keep only the last message's (the history grows O(t^2 d))
-        self.X, self.y = self.X[-len(y) :], self.y[-len(y) :]
 
     def recommend(self) -> Array:
         """The server's current model."""

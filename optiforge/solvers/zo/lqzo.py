@@ -145,8 +145,8 @@ class LQZO(AskTellOptimizer):
         clip: bound on ``|c|`` (directional-derivative clipping, as quantized ZO methods
             use against rare huge loss differences); ``None`` = no clipping.
         keep_history: keep every told probe in ``X`` / ``y`` (the base contract); off by
-            default, only the last step's two probes are kept, because the stacked
-            history of ``d``-dimensional probes costs ``O(steps^2 d)`` to grow.
+            default: only the last step's two probes are kept (``d``-dimensional probes
+            of every step would hold ``O(steps d)`` memory for nothing).
     """
 
     name = "lqzo"
@@ -175,7 +175,7 @@ class LQZO(AskTellOptimizer):
         keep_history: bool = False,
         clip: float | None = None,
     ) -> None:
-        super().__init__(dim, bounds=bounds, seed=seed)
+        super().__init__(dim, bounds=bounds, seed=seed, keep_history=keep_history)
         self.shapes = [(int(m), int(n)) for m, n in (shapes or [(1, dim)])]
         if sum(m * n for m, n in self.shapes) != dim:
             raise ConfigError(f"lqzo: shapes {self.shapes} do not tile dim {dim}")
@@ -195,7 +195,6 @@ class LQZO(AskTellOptimizer):
             self.qmax = None if qmax is None else int(qmax)
         self.rank, self.aggregate, self.isotropic = rank, int(aggregate), bool(isotropic)
         self.mu, self.lr, self.resample_every = float(mu), float(lr), int(resample_every)
-        self.keep_history = bool(keep_history)
         if clip is not None and clip <= 0:
             raise ConfigError("lqzo: clip must be > 0 or None")
         self.clip = None if clip is None else float(clip)
@@ -244,8 +243,6 @@ class LQZO(AskTellOptimizer):
         if self.lower is not None and self.upper is not None:  # optional bounds: stay inside
             self.x = np.clip(self.x, self.lower, self.upper)
         self.steps += 1
-        if not self.keep_history:  # d-dimensional probes: a full history grows as O(steps d)
-            self.X, self.y = self.X[-2:], self.y[-2:]
 
     def recommend(self) -> Array:
         """The current iterate (on the quantization grid when there are scales)."""

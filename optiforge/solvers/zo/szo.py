@@ -265,12 +265,12 @@ class SZO(AskTellOptimizer):
         orthogonalize: QR-orthogonalize the ``m`` probe directions.
         rademacher: ``"random"`` only, without ``orthogonalize``: ``+-1`` perturbations (SPSA).
         whiten: exponent ``gamma`` of the singular-value scaling of the spectral directions.
+        keep_history: keep every told point in ``X`` / ``y`` (off by default: the last batch).
     """
 
     name = "szo"
     box = False
-    _X_chunks: list[Array]
-    _y_chunks: list[Array]
+    keep_history_default = False  # X / y: the last batch (each row is a network's weights)
     summary = (
         "SZO-kappa: zeroth-order training that perturbs each layer inside the top-kappa "
         "singular subspace of its forward-pass input activations (orthogonalized, "
@@ -294,8 +294,9 @@ class SZO(AskTellOptimizer):
         orthogonalize: bool = True,
         rademacher: bool = False,
         whiten: float = 0.5,
+        keep_history: bool | None = None,
     ) -> None:
-        super().__init__(dim, bounds=bounds, seed=seed)
+        super().__init__(dim, bounds=bounds, seed=seed, keep_history=keep_history)
         if directions is None:  # spectral when the layout is known, else the plain baseline
             directions = "spectral" if layers is not None or model is not None else "random"
         if directions not in DIRECTIONS:
@@ -347,52 +348,9 @@ class SZO(AskTellOptimizer):
         self._svals: list[Array] = []
         self._P = np.zeros((0, dim))
 
-    # -- the history, kept in chunks ----------------------------------------------------
-    # ``AskTellOptimizer.tell`` appends with ``np.vstack``, quadratic in the number of tells;
-    # with ``D`` in the thousands (a network's parameters) that dominates the run time, so
-    # SZO keeps the told rows in a list and joins them only when ``X`` / ``y`` are read.
-    @property  # type: ignore[override]
-    def X(self) -> Array:
-        if len(self._X_chunks) != 1:
-            self._X_chunks = [
-                np.vstack(self._X_chunks) if self._X_chunks else np.zeros((0, self.dim))
-            ]
-        return self._X_chunks[0]
-
-    @X.setter
-    def X(self, value: Array) -> None:
-        self._X_chunks = [np.asarray(value, dtype=np.float64)]
-
-    @property  # type: ignore[override]
-    def y(self) -> Array:
-        if len(self._y_chunks) != 1:
-            self._y_chunks = [np.concatenate(self._y_chunks) if self._y_chunks else np.zeros(0)]
-        return self._y_chunks[0]
-
-    @y.setter
-    def y(self, value: Array) -> None:
-        self._y_chunks = [np.asarray(value, dtype=np.float64)]
-
-    def tell(self, X: Array, y: Array, feedback: Feedback = None) -> None:
-        """``AskTellOptimizer.tell`` (the same checks), appending the history in O(1)."""
-        if self._pending is None:
-            raise RuntimeError(f"{self.name}: tell() without a matching ask()")
-        X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
-        if X.shape != self._pending.shape or not np.array_equal(X, self._pending):
-            raise ValueError(f"{self.name}: tell() got points that are not the asked ones")
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"{self.name}: y must have shape ({X.shape[0]},), got {y.shape}")
-        if not np.all(np.isfinite(y)):
-            raise ValueError(f"{self.name}: y has a non-finite value; report a finite penalty")
-        if feedback is not None and len(feedback) != X.shape[0]:
-            raise ValueError(f"{self.name}: feedback needs one mapping per point")
+    def _check_feedback(self, X: Array, y: Array, feedback: Feedback) -> None:
         if self.phase == "base":
             self._activations(feedback)  # checked before any state changes: a retry can follow
-        self._pending = None
-        self._X_chunks.append(X)
-        self._y_chunks.append(y)
-        self._tell(X, y, feedback)
 
     def _activations(self, feedback: Feedback) -> list[Array]:
         """The base point's activation matrices, one ``(n_l, in_l)`` per layer, checked."""

@@ -167,7 +167,7 @@ def test_bad_options(mlp: DigitsMLP) -> None:
 
 def test_seeded_determinism(mlp: DigitsMLP) -> None:
     def run(seed: int) -> np.ndarray:
-        opt = szo(mlp, seed=seed, lr=3.0)
+        opt = szo(mlp, seed=seed, lr=3.0, keep_history=True)
         for _ in range(3):
             step(opt, mlp, mlp.feedback)
         return opt.X
