@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -34,8 +32,7 @@ from optiforge.solvers.bandits.gp_bts import GPBatchedThompson  # noqa: E402
 from optiforge.solvers.bandits.param_bo import NeuralParametricBO  # noqa: E402
 
 # One definition of the test functions, shared with the claim tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "solvers" / "bandits"))
-from bandit_problems import BRANIN_MIN, HARTMANN6_MIN, branin01, hartmann6  # noqa: E402
+from optiforge.solvers.bandits.testfns import BRANIN_MIN, HARTMANN6_MIN, branin01, hartmann6
 
 Fn = Callable[[np.ndarray], np.ndarray]
 

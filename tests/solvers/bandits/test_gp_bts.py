@@ -16,12 +16,12 @@ from functools import cache
 
 import numpy as np
 import pytest
-from bandit_problems import BRANIN_MIN, branin01
 from threadpoolctl import threadpool_limits
 
 from optiforge.errors import ConfigError
 from optiforge.solvers.asktell import OPTIMIZERS
 from optiforge.solvers.bandits.gp_bts import GPBatchedThompson, matern52
+from optiforge.solvers.bandits.testfns import BRANIN_MIN, branin01
 
 threadpool_limits(1)
 

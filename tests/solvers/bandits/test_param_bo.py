@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bandit_problems import BRANIN_MIN, HARTMANN6_MIN, branin01, hartmann6
 from threadpoolctl import threadpool_limits
 
 from optiforge.errors import ConfigError
 from optiforge.solvers.asktell import OPTIMIZERS
 from optiforge.solvers.bandits.gp_bts import GPBatchedThompson
 from optiforge.solvers.bandits.param_bo import NeuralParametricBO, TanhMLP
+from optiforge.solvers.bandits.testfns import BRANIN_MIN, HARTMANN6_MIN, branin01, hartmann6
 
 threadpool_limits(1)
 

@@ -1,4 +1,5 @@
-"""Test functions on the unit cube for the bandit optimizers' claim tests (numpy, ``m x d``)."""
+"""Standard test functions on the unit cube (numpy, ``m x d`` in, ``(m,)`` out) for the bandit
+optimizers' claim tests and benchmarks."""
 
 from __future__ import annotations
 
