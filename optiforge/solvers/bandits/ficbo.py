@@ -608,10 +608,10 @@ class FICBO(_CandidateMixin):
         if not self.use_feedback:
             a_ctx = np.zeros_like(a_ctx)
             a_q = np.zeros_like(a_q)
-        x = torch.as_tensor(np.vstack([U_ctx, U_q]), dtype=torch.float32)[None]
+        x = torch.tensor(np.vstack([U_ctx, U_q]), dtype=torch.float32)[None]
         fb = torch.as_tensor(np.vstack([v_ctx, v_q]), dtype=torch.float32)[None]
         av = torch.as_tensor(np.vstack([a_ctx, a_q]))[None]
-        y = torch.as_tensor(y_ctx, dtype=torch.float32)[None]
+        y = torch.tensor(np.asarray(y_ctx), dtype=torch.float32)[None]  # a copy: y may be read-only
         with torch.no_grad():
             tok, mean, std = encode_tokens(x, y, fb, av)
             mu, logvar = self.net(tok, len(y_ctx))
