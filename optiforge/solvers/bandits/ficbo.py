@@ -39,11 +39,13 @@ Choices (the issue leaves them open; each is documented here and tested):
   (``d_model = 64``, 4 heads, feed-forward 128); queries attend to the context only,
   the context to itself; a Gaussian head (mean, log-variance) on the query tokens.
   Trained with the PFN objective, the Gaussian negative log-likelihood of query targets
-  given the context, on fresh prior samples each step (``train``;
+  given the context (contexts of 3 to 40 points, 32 queries; targets clipped to 10
+  context standard deviations, as a 3-point context can have a tiny spread), on fresh
+  prior samples each step (``train``;
   ``benchmarks/ficbo_pretrain.py`` writes the shipped ``ficbo_weights.pt``: 10,000
   steps of 32 functions, 110k parameters, 0.46 MB, 28 min on one busy CPU core).
-- **Optimizer** (``FICBO``). ``n_init`` uniform points, then one point per ``ask``: the
-  maximizer of expected improvement (of the predicted Gaussian, in standardized units)
+- **Optimizer** (``FICBO``). ``n_init`` uniform points (``max(3, d + 2)``), then one
+  point per ``ask``: the maximizer of expected improvement under the predicted Gaussian
   over ``n_candidates`` candidates (half uniform, half Gaussian moves around the best
   three points). Feedback at candidates comes from the ``feedback_fn(x) -> {source:
   value}`` option (it must be cheap: it is called on every candidate); feedback at told
@@ -53,6 +55,8 @@ Choices (the issue leaves them open; each is documented here and tested):
   (drop a source when the history's leave-one-out likelihood does not need it); off by
   default, as it measured neutral. ``use_feedback=False`` masks all
   feedback: the same transformer as feedback-free in-context BO (the baseline).
+  Histories longer than the 40 points seen in training are read as they are (not
+  measured beyond 20 evaluations).
 - **Baseline that trusts feedback** (``FeedbackGreedy``, not registered): after the same
   initial design it evaluates the candidate whose feedback is lowest, i.e. it optimizes
   the source as if it were the target.
