@@ -236,9 +236,12 @@ def main() -> None:
                 else ["none", "raw", "curated"]
             )
             ptasks = tasks
-            if proposer == "local":  # slow on CPU: one ID and one OOD task per slot
+            if proposer == "local":  # slow on CPU: the smallest ID and OOD tasks only
+                per = max(1, args.local_tasks // 2)
                 ptasks = [
-                    t for s in SPLITS for t in bench.tasks(s)[: max(1, args.local_tasks // 2)]
+                    t
+                    for s in SPLITS
+                    for t in sorted(bench.tasks(s), key=lambda t: t.instance.problem.n)[:per]
                 ]
             for seed in seeds if proposer.startswith("scripted") else seeds[:1]:
                 for mem in mems:
