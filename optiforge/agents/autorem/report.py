@@ -22,7 +22,10 @@ from optiforge.agents.spec import AgentOutcome
 if TYPE_CHECKING:  # the agent imports outcome_from_state from here
     from optiforge.agents.autorem.agent import AutoREMState
 
-OFFLINE_NOTE = "offline accuracy measures the checker (reference reformulator as code), not an LLM"
+OFFLINE_NOTE = (
+    "offline accuracy measures the checker (reference reformulator as code; on text-only "
+    "tasks the reference modeller parses the model sheet), not an LLM"
+)
 
 
 def load_rows(source: str | Path | Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -82,7 +85,8 @@ def accuracy_table(source: str | Path | Iterable[Any] | list[dict[str, Any]]) ->
     for r in rows:
         key = (str(r.get("split", "?")), str(r.get("method", "?")), _memory_label(r))
         groups.setdefault(key, []).append(r)
-    order = {"dev": 0, "test": 1, "heldout": 2, "app": 3}
+    order = {"dev": 0, "test": 1, "heldout": 2, "app": 3, "app-train": 4, "app-val": 5,
+             "app-id": 6, "app-ood": 7}  # fmt: skip
     lines = [
         f"Accuracy = robust-feasible and objective within tolerance ({tol_line}).",
         "",
