@@ -187,8 +187,8 @@ def table(out: Path) -> str:
     mem_order = {"none": 0, "raw": 1, "curated": 2}
     lines = [
         "| proposer | memory | split | n (tasks x seeds) | solved | accuracy | model matches | "
-        "attempts / task | LLM calls / task |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "attempts / task | LLM calls / task | lessons shown / task |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (p, m, s), grp in sorted(
         groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][2], mem_order[kv[0][1]])
@@ -198,7 +198,8 @@ def table(out: Path) -> str:
         mm = sum(1 for r in grp if r["model_match"] == 1.0)
         lines.append(
             f"| {p} | {m} | {s} | {n} | {solved} | {solved / n:.2f} | {mm}/{n} | "
-            f"{sum(r['attempts'] for r in grp) / n:.2f} | {sum(r['llm_calls'] for r in grp) / n:.1f} |"
+            f"{sum(r['attempts'] for r in grp) / n:.2f} | {sum(r['llm_calls'] for r in grp) / n:.1f} | "
+            f"{sum(r['retrieved'] + r['model_lessons'] for r in grp) / n:.1f} |"
         )
     return "\n".join(lines)
 
