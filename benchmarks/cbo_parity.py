@@ -1,10 +1,11 @@
 """Issue 23's parity table: agent-CBO (offline) before vs after, beside known-graph CBO and
 plain BO, within tolerance at budget on the ten literature SCMs and on heldout random DAGs.
 
-Reads the ``rows.jsonl`` that ``benchmarks/cbo_priors.py`` writes: ``--before`` holds the
-runs of the old code (all arms), ``--after`` those of the new agent (``discovery-only``
-and ``wrong-prior``; the baselines do not depend on the agent and are read from
-``--before``). Budgets and tolerances are the suite's own, the same for every arm.
+Reads the ``rows.jsonl`` that ``benchmarks/cbo_priors.py`` writes: ``--before`` (one or
+more folders) holds runs of the default agent and of the baselines (these do not depend
+on the agent), ``--after`` those of a variant of the agent (``discovery-only``), and
+``--wrong`` folders ``wrong-prior`` runs (printed with their folder's name). Budgets and
+tolerances are the suite's own, the same for every arm.
 
     python benchmarks/cbo_priors.py --seeds 5 --arms known-graph,plain-bo,discovery-only \\
         --tasks <TEN>,random_dag_6_s1,random_dag_10_s1,random_dag_15_s1 --out DIR_BEFORE
@@ -38,11 +39,13 @@ def counts(rows: list[dict[str, Any]], arm: str, tasks: tuple[str, ...], seeds: 
     return len(ok), len(sel), ok
 
 
-def table(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
+def table(before: list[dict[str, Any]], after: list[dict[str, Any]],
+          wrong: dict[str, list[dict[str, Any]]] | None = None,
+          after_label: str = "agent variant") -> str:  # fmt: skip
     """Markdown: within tolerance per suite part, seeds 0-2 and 0-4, per arm."""
     arms = [("known-graph CBO", before, "known-graph"), ("plain BO", before, "plain-bo"),
-            ("agent before", before, "discovery-only"),
-            ("agent after", after, "discovery-only")]  # fmt: skip
+            ("agent (default)", before, "discovery-only"),
+            (after_label, after, "discovery-only")]  # fmt: skip
     lines = ["| part | seeds | " + " | ".join(a[0] for a in arms) + " |",
              "|---|---|" + "---|" * len(arms)]  # fmt: skip
     for part, tasks in (("ten literature SCMs", TEN), ("heldout random DAGs", DAGS)):
@@ -61,7 +64,7 @@ def table(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
             cells.append(f"{k}/{n}" if n else "-")
         lines.append(f"| {task} | " + " | ".join(cells) + " |")
     lines.append("")
-    for label, rows in (("before", before), ("after", after)):
+    for label, rows in (wrong or {}).items():
         for r in sorted((r for r in rows if r["arm"] == "wrong-prior"),
                         key=lambda r: (r["task"], r["seed"])):  # fmt: skip
             lines.append(f"- wrong-prior {label}: {r['task']} seed {r['seed']}: regret "
@@ -72,10 +75,14 @@ def table(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", type=Path, required=True)
+    ap.add_argument("--before", type=Path, nargs="+", required=True)
     ap.add_argument("--after", type=Path, required=True)
+    ap.add_argument("--after-label", default="agent variant")
+    ap.add_argument("--wrong", type=Path, nargs="*", default=[])
     args = ap.parse_args()
-    print(table(_rows(args.before), _rows(args.after)))
+    before = [r for d in args.before for r in _rows(d)]
+    wrong = {d.name: _rows(d) for d in args.wrong}
+    print(table(before, _rows(args.after), wrong, args.after_label))
 
 
 if __name__ == "__main__":

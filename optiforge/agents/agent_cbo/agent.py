@@ -92,15 +92,27 @@ CHECKPOINTS = "agent_cbo_checkpoints.sqlite"
 
 
 def edit_data_delta(
-    scorer: InterventionalBIC | NeighbourScore, g: nx.DiGraph, edit: Edit, st: Structure
+    scorer: InterventionalBIC | NeighbourScore,
+    g: nx.DiGraph,
+    edit: Edit,
+    st: Structure,
+    evidence: NeighbourScore | None = None,
 ) -> float:
-    """The data score change of ``edit``: on the rows where the edited pair was intervened
-    on when it reverses an edge (observational data cannot orient one, and the
-    nonparametric score is not score-equivalent: on CompleteGraph it reversed the true
-    B -> C at +44 nats from observational rows) or breaks the soft-protected backbone
-    (``Structure.breaks_protection``); else on all rows."""
-    interventional = edit.op == "reverse" or st.breaks_protection(edit)
-    if interventional and isinstance(scorer, NeighbourScore):
+    """The data score change of ``edit``.
+
+    An edit that breaks the soft-protected backbone (``Structure.breaks_protection``) is
+    judged by ``evidence`` (the nearest-neighbour score, whatever ``scorer`` is) on the
+    rows where the edited pair was intervened on: the observational sample already spoke
+    through PC. With the ``knn`` score a reversal is judged the same way (observational
+    data cannot orient an edge, and that score is not score-equivalent: on CompleteGraph
+    it reversed the true B -> C at +44 nats from observational rows). Else: ``scorer``'s
+    change on all rows.
+    """
+    if st.breaks_protection(edit):
+        judge = evidence if evidence is not None else scorer
+        if isinstance(judge, NeighbourScore):
+            return judge.delta(g, edit, interventional=True)
+    if edit.op == "reverse" and isinstance(scorer, NeighbourScore):
         return scorer.delta(g, edit, interventional=True)
     return scorer.delta(g, edit)
 
@@ -246,7 +258,8 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
                 )
                 ctx.tracer.event("cbo_calibration", round=state.get("round", 0), changes=notes)
                 out["beliefs"] = [b.model_dump() for b in beliefs]
-        data = {e.label(): edit_data_delta(scorer, g, e, st) for e in edits}
+        evidence = cache.evidence(session)
+        data = {e.label(): edit_data_delta(scorer, g, e, st, evidence) for e in edits}
         deltas = {e.label(): data[e.label()] + config.prior_weight * belief_log_odds(e, g, beliefs)
                   for e in edits}  # fmt: skip
         return {**out, "deltas": deltas, "data_deltas": data}
@@ -336,7 +349,7 @@ def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
                 continue
             cand = edit.apply(g)
             delta = (
-                edit_data_delta(scorer, g, edit, st)
+                edit_data_delta(scorer, g, edit, st, cache.evidence(session))
                 + config.prior_weight * belief_log_odds(edit, g, beliefs)
                 if nx.is_directed_acyclic_graph(cand)
                 else -np.inf

@@ -88,28 +88,29 @@ def state_trace(state: Mapping[str, Any], seed: int) -> CBOTrace:
 
 
 def interventional_scorer(
-    session: CBOSession, config: AgentCBOConfig
+    session: CBOSession, config: AgentCBOConfig, basis: str | None = None
 ) -> InterventionalBIC | NeighbourScore:
-    """The structure score (``config.score_basis``) on the session's observational and
-    interventional units."""
+    """The structure score (``basis``, default ``config.score_basis``) on the session's
+    observational and interventional units."""
+    basis = basis or config.score_basis
     names = list(session.obs)
     cols = {v: [session.obs[v]] for v in names}
     flags = {v: [np.zeros(len(session.obs[v]), dtype=bool)] for v in names}
     # The knn score reads at most ``score_units`` units of a trial (its first ones):
     # nearest-neighbour searches over every unit of 30-50 trials cost seconds a round.
-    cap = config.score_units if config.score_basis == "knn" else None
+    cap = config.score_units if basis == "knn" else None
     for d in session.interventions:
         for v in names:
             cols[v].append(np.asarray(d.units[v])[:cap])
             flags[v].append(np.full(len(cols[v][-1]), v in d.x))
     columns = {v: np.concatenate(c) for v, c in cols.items()}
     intervened = {v: np.concatenate(f) for v, f in flags.items()}
-    if config.score_basis == "knn":
+    if basis == "knn":
         return NeighbourScore(columns, intervened, k=config.score_neighbours)
     return InterventionalBIC(
         columns,
         intervened,
-        basis=config.score_basis,
+        basis=config.score_basis if basis == "knn" else basis,  # type: ignore[arg-type]
         n_knots=config.score_knots,
     )
 
@@ -131,6 +132,7 @@ class SessionCache:
         self.task, self.config, self.n_trials = task, config, n_trials
         self._session: CBOSession | None = None
         self._scorer: tuple[CBOSession, int, InterventionalBIC | NeighbourScore] | None = None
+        self._evidence: tuple[CBOSession, int, NeighbourScore] | None = None
 
     def new(self, seed: int) -> CBOSession:
         """A fresh session (observational sample drawn, no graph yet), now the cached one."""
@@ -147,6 +149,22 @@ class SessionCache:
             self._session = s
             ctx.tracer.event("cbo_resume", n_trials_restored=len(state.get("trials", [])))
         return s
+
+    def evidence(self, session: CBOSession) -> NeighbourScore | None:
+        """The nearest-neighbour score that judges backbone breaks (``edit_data_delta``);
+        None until a trial has run (no interventional rows to judge by)."""
+        if not session.interventions:
+            return None
+        main = self.scorer(session)
+        if isinstance(main, NeighbourScore):
+            return main
+        c = self._evidence
+        if c is None or c[0] is not session or c[1] != len(session.interventions):
+            ev = interventional_scorer(session, self.config, "knn")
+            assert isinstance(ev, NeighbourScore)
+            c = (session, len(session.interventions), ev)
+            self._evidence = c
+        return c[2]
 
     def scorer(self, session: CBOSession) -> InterventionalBIC | NeighbourScore:
         """The structure score of ``session``'s data as it is now."""
