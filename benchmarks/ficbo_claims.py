@@ -15,6 +15,26 @@ no feedback), ``feedback_greedy`` (minimizes the source as if it were the target
 the budget, mean +- standard error over functions (prior) or seeds (Forrester)::
 
     OMP_NUM_THREADS=1 python benchmarks/ficbo_claims.py --quick
+
+Measured (full mode, shipped weights, 806 s on one busy core; mean +- se):
+
+    scenario                     ficbo        no feedback  gp_ei        trusting     random
+    prior 1-D informative        0.000+-0.000 0.009+-0.009 0.002+-0.002 0.013+-0.006 0.047
+    prior 1-D irrelevant         0.010+-0.009 0.009+-0.009 0.002+-0.002 0.142+-0.033 0.047
+    prior 1-D misleading         0.000+-0.000 0.009+-0.009 0.002+-0.002 0.198+-0.042 0.047
+    prior 2-D informative        0.003+-0.001 0.062+-0.018 0.056+-0.019 0.033+-0.012 0.144
+    prior 2-D irrelevant         0.062+-0.020 0.062+-0.018 0.056+-0.019 0.245+-0.026 0.144
+    prior 2-D misleading         0.008+-0.006 0.062+-0.018 0.056+-0.019 0.273+-0.028 0.144
+    Forrester low-fidelity       0.070+-0.035 0.072+-0.036 0.053+-0.031 0.165+-0.031 0.045
+    Forrester flipped            0.049+-0.030 0.072+-0.036 0.053+-0.031 0.178+-0.036 0.045
+
+What holds: informative feedback cuts the 2-D regret ~20x against both feedback-free
+arms; a sign-flipped source is exploited, not feared (the reversal is learnt in
+context); an irrelevant source costs nothing measurable; the trusting baseline is 3-30x
+worse wherever the source misleads. What does not: on Forrester no arm separates from
+random at 10 evaluations (one seed in three is caught in the local minimum), so the
+low-fidelity source gives no measurable gain there; and without feedback the small
+transformer is no better than GP-EI (1-D: 0.009 vs 0.002).
 """
 
 from __future__ import annotations
