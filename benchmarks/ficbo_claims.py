@@ -32,7 +32,7 @@ What holds: informative feedback cuts the 2-D regret ~20x against both feedback-
 arms; a sign-flipped source is exploited, not feared (the reversal is learnt in
 context); an irrelevant source costs nothing measurable; the trusting baseline is 3-30x
 worse wherever the source misleads. What does not: on Forrester no arm separates from
-random at 10 evaluations (one seed in three is caught in the local minimum), so the
+random at 10 evaluations (some seeds stay in the local minimum, regret 0.23), so the
 low-fidelity source gives no measurable gain there; and without feedback the small
 transformer is no better than GP-EI (1-D: 0.009 vs 0.002).
 """
