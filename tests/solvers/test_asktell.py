@@ -128,3 +128,28 @@ def test_history_grows_in_place_or_keeps_the_last_batch() -> None:
     assert full.n_told == last.n_told == 80
     with pytest.raises(ValueError, match="read-only"):
         full.X[0, 0] = 1.0
+
+
+def test_portfolio_runs_an_asktell_optimizer_on_a_mixed_space() -> None:
+    from optiforge.solvers.blackbox import SearchSpace, optimize
+
+    space = SearchSpace.model_validate(
+        {
+            "variables": [
+                {"name": "a", "kind": "float", "low": -2, "high": 2},
+                {"name": "b", "kind": "int", "low": 0, "high": 10},
+                {"name": "c", "kind": "categorical", "choices": ["x", "y"]},
+            ]
+        }
+    )
+
+    def f(c: dict[str, object]) -> float:
+        a, b = float(c["a"]), int(c["b"])  # type: ignore[arg-type]
+        return (a - 0.5) ** 2 + 0.1 * (b - 3) ** 2 + (0.0 if c["c"] == "y" else 1.0)
+
+    res = optimize(f, space, 10, method="gp_bts", seed=0)
+    assert len(res.values) == 10 and res.method == "gp_bts"
+    assert all(isinstance(c["b"], int) and c["c"] in ("x", "y") for c in res.configs)
+    assert res.best_value < max(res.values)
+    with pytest.raises(ConfigError, match="at most 1"):
+        asktell.make("convex1d", 2, bounds=(np.zeros(2), np.ones(2)))

@@ -529,6 +529,7 @@ class FICBO(_CandidateMixin):
     """
 
     name = "ficbo"
+    max_dim = D_MAX
     summary = ("FICBO: feedback-informed in-context BO; a pretrained transformer conditions on the "
                "history and cheap auxiliary feedback (sources of varying access, relevance, distortion)")  # fmt: skip
 

@@ -14,8 +14,8 @@ function of a configuration of ``space``) with one of ``PORTFOLIO``:
   Discovery's compositional search (grammar mutations scored by leave-one-out CRPS);
   ``gp`` with ``kernel=EXPR`` uses one fixed grammar expression instead of RBF-ARD (e.g.
   a kernel a Kernel Discovery run found), and ``kernel_search`` starts from it;
-- every bounded optimizer of the ask/tell registry (``solvers.asktell``: GP-BTS, nonlinear
-  parametric BO, FICBO, ...), run on the unit cube; ``optiforge list optimizers`` names
+- the bounded ask/tell optimizers that take any dimension (``solvers.asktell``: GP-BTS,
+  nonlinear parametric BO), run on the unit cube; ``optiforge list optimizers`` names
   them.
 
 The unit-cube optimizers see ints and categoricals through ``SearchSpace.decode``
@@ -44,7 +44,7 @@ Objective = Callable[[dict[str, Any]], float]
 CORE = ("random", "sobol", "cma", "tpe", "gp", "vanilla_bo", "turbo", "kernel_search")
 """The portfolio's own optimizers."""
 
-ASKTELL: tuple[str, ...] = ()
+ASKTELL: tuple[str, ...] = ("gp_bts", "param_bo")
 """The bounded optimizers of ``solvers.asktell`` in the portfolio (named here, so that
 importing the portfolio imports none of them; a test checks the list is complete)."""
 

@@ -131,6 +131,11 @@ class CVZOD(AskTellOptimizer):
         "probe count adapt online to the hint quality"
     )
 
+    @classmethod
+    def example(cls, seed: int = 0) -> CVZOD:
+        """2-D, unbounded, with a fixed (uninformed) hint: the first coordinate axis."""
+        return cls(2, seed=seed, hint_fn=lambda x: np.array([1.0, 0.0]))
+
     def __init__(
         self,
         dim: int,
