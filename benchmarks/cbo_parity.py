@@ -80,7 +80,11 @@ def main() -> None:
     ap.add_argument("--after-label", default="agent variant")
     ap.add_argument("--wrong", type=Path, nargs="*", default=[])
     args = ap.parse_args()
-    before = [r for d in args.before for r in _rows(d)]
+    before, seen = [], set()
+    for r in (r for d in args.before for r in _rows(d)):  # first row of a (task, arm, seed)
+        if (key := (r["task"], r["arm"], r["seed"])) not in seen:
+            seen.add(key)
+            before.append(r)
     wrong = {d.name: _rows(d) for d in args.wrong}
     print(table(before, _rows(args.after), wrong, args.after_label))
 

@@ -31,11 +31,11 @@ class AgentCBOConfig(BaseModel):
     interventional BIC (``InterventionalBIC``), which credits spurious parents where its
     basis misfits (ToyGraph seed 0: X -> Y at +21 nats); ``knn`` is the leave-one-out
     nearest-neighbour likelihood (``NeighbourScore``), which does not, and judges
-    reversals and backbone breaks on the interventional rows of the edited pair. Measured
-    offline on the ten literature SCMs, seeds 0-2 (issue 23): ``knn`` with the stall rule
-    fixed ToyGraph and Independent but lost PSA, Synthetic2 and Graph4Nodes runs (14/23
-    within tolerance where cubic had 19/27 on the same runs so far), so cubic stays the
-    default until that is understood."""
+    reversals on the interventional rows of the edited pair. Measured offline on the ten
+    literature SCMs, seeds 0-2 (``benchmarks/cbo_parity.py``, issue 23): ``knn`` with
+    ``coverage_patience=6`` 14/28 runs within tolerance against cubic's 19/30 (it won
+    ToyGraph and Independent runs, lost CompleteGraph, PSA, Synthetic2 and Graph4Nodes
+    runs), so cubic stays the default."""
     score_neighbours: int = Field(default=20, ge=1)
     """Neighbours of the ``knn`` score."""
     score_units: int = Field(default=25, ge=1)
