@@ -11,8 +11,8 @@ CRPS, complexity penalty, paired incumbent rule), ``kd-oldsel`` (offline, the se
 before issue 23: LOO-CRPS with full-data hyperparameters, no penalty, margin 0),
 ``kd-scripted`` / ``kd-scripted-oldsel`` (the LLM proposer answered by ``ScriptedKernelLLM``:
 a fixed pool of hand-written kernels, in the sandbox like any LLM kernel). ``--import
-DIR=NAME`` also reads the rows of an ``optiforge eval`` directory or of another output
-directory of this script (method ``kernel-discovery`` renamed NAME, others as they are). Rows go to ``OUT/rows.jsonl`` (resumable: a
+DIR=NAME`` also reads the rows of an ``optiforge eval`` directory, of another output
+directory of this script, or of a ``.jsonl`` file of rows (method ``kernel-discovery`` renamed NAME, others as they are). Rows go to ``OUT/rows.jsonl`` (resumable: a
 (task, seed, method) row already there is not rerun); the report to ``OUT/report.md``.
 
 ``--oos-replay DIR=NAME`` imports an offline eval's KD rows with the three out-of-sample
@@ -283,21 +283,27 @@ def report(rows: list[dict[str, Any]], split: str) -> str:
     tasks = sorted({r["task"] for r in ok})
     methods = sorted({r["method"] for r in ok})
     means: dict[str, dict[str, float]] = {}
-    seeds: dict[str, set[int]] = {}
+    used: dict[str, list[int]] = {}
     for t in tasks:
-        for m in methods:
-            v = [float(r["best_score"]) for r in ok if r["task"] == t and r["method"] == m]
+        per = {m: {int(r["seed"]): float(r["best_score"]) for r in ok
+                   if r["task"] == t and r["method"] == m} for m in methods}  # fmt: skip
+        # paired: every method's mean over the seeds all methods ran on this task
+        common = set.intersection(*(set(v) for v in per.values())) if per else set()
+        used[t] = sorted(common)
+        for m, v in per.items():
             if v:
-                means.setdefault(t, {})[m] = sum(v) / len(v)
-                seeds.setdefault(m, set()).update(
-                    int(r["seed"]) for r in ok if r["task"] == t and r["method"] == m
-                )
+                pool = [v[s] for s in common] if common else list(v.values())
+                means.setdefault(t, {})[m] = sum(pool) / len(pool)
     # rank only tasks every method finished: a missing run must not count as last
-    full = {t: per for t, per in means.items() if set(per) == set(methods)}
+    full = {t: per for t, per in means.items() if set(per) == set(methods) and used[t]}
     ranks = average_ranks(full, {t: False for t in full})
     runs = {m: sum(1 for r in ok if r["method"] == m) for m in methods}
     lines = [
         f"## hdbo {split}: average rank over {len(full)} tasks (of {len(tasks)}; lower is better)",
+        "",
+        "Ranked tasks (seeds every method ran): "
+        + ", ".join(f"{t} ({','.join(map(str, used[t]))})" for t in sorted(full))
+        + ". A task some method has not finished is not ranked.",
         "",
         "| rank | method | avg rank | runs |",
         "|---|---|---|---|",
@@ -306,7 +312,8 @@ def report(rows: list[dict[str, Any]], split: str) -> str:
         lines.append(f"| {i} | {m} | {ranks[m]:.2f} | {runs[m]} |")
     lines += [
         "",
-        "Per task: best noiseless value, mean over seeds (lower is better).",
+        "Per task: best noiseless value, mean over the seeds every method ran (all of a "
+        "method's seeds where some method has none; lower is better).",
         "",
         "| task | " + " | ".join(methods) + " |",
         "|---|" + "---|" * len(methods),
@@ -397,7 +404,13 @@ def main() -> None:
     rows = _read(rows_path)
     for spec in args.imports:
         d, _, name = spec.partition("=")
-        for r in _read(Path(d) / "results.jsonl") + _read(Path(d) / "rows.jsonl"):
+        src = Path(d)
+        found = (
+            _read(src)
+            if src.is_file()
+            else _read(src / "results.jsonl") + _read(src / "rows.jsonl")
+        )
+        for r in found:
             if r.get("method") == "kernel-discovery":
                 r["method"] = name or "kernel-discovery"
             rows.append(r)
