@@ -206,7 +206,7 @@ def repair_messages(
         {
             "role": "user",
             "content": _context(variables, target, committed, backbone, evidence)
-            + "\nCandidate edits (data score: structure-score gain in nats; positive "
+            + "\nCandidate edits (data score: interventional BIC gain in nats; positive "
             f"means the data prefer the edit):\n{_edit_table(candidates, data_scores)}\n\n"
             f"Choose at most {k} edits from the candidates that make the graph more correct "
             "(op, cause, effect, rationale). Choose none if the graph looks right; a "
