@@ -22,6 +22,7 @@ LAYER_RULES: list[tuple[str, str]] = [
     ("optiforge.testing.smith", "agents"),
     ("optiforge.testing.saddle", "agents"),
     ("optiforge.testing.hawkeye", "agents"),
+    ("optiforge.testing.autorem", "agents"),
     ("optiforge.cli", "cli"),
     ("optiforge.harness", "harness"),
     ("optiforge.agents", "agents"),

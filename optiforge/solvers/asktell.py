@@ -105,7 +105,7 @@ class AskTellOptimizer(ABC):
         self.keep_history = self.keep_history_default if keep_history is None else keep_history
         self._Xbuf = np.zeros((0, dim))
         self._ybuf = np.zeros(0)
-        self._n = 0
+        self._hist_len = 0
         self.n_told = 0
         """Points told so far (also when ``keep_history`` is off)."""
         self._pending: Array | None = None
@@ -114,30 +114,30 @@ class AskTellOptimizer(ABC):
     def X(self) -> Array:
         """Told points, ``(n, d)``: all of them, or the last batch when ``keep_history`` is
         off (a read-only view; amortized O(d) per told point)."""
-        v = self._Xbuf[: self._n]
+        v = self._Xbuf[: self._hist_len]
         v.flags.writeable = False
         return v
 
     @property
     def y(self) -> Array:
         """Told values, ``(n,)``, matching ``X``."""
-        v = self._ybuf[: self._n]
+        v = self._ybuf[: self._hist_len]
         v.flags.writeable = False
         return v
 
     def _record(self, X: Array, y: Array) -> None:
         q = X.shape[0]
         if not self.keep_history:
-            self._Xbuf, self._ybuf, self._n = X.copy(), y.copy(), q
+            self._Xbuf, self._ybuf, self._hist_len = X.copy(), y.copy(), q
             return
-        need = self._n + q
+        need = self._hist_len + q
         if need > self._Xbuf.shape[0]:
             cap = max(need, 2 * self._Xbuf.shape[0], 16)
             Xb, yb = np.zeros((cap, self.dim)), np.zeros(cap)
-            Xb[: self._n], yb[: self._n] = self._Xbuf[: self._n], self._ybuf[: self._n]
+            Xb[: self._hist_len], yb[: self._hist_len] = self._Xbuf[: self._hist_len], self._ybuf[: self._hist_len]
             self._Xbuf, self._ybuf = Xb, yb
-        self._Xbuf[self._n : need], self._ybuf[self._n : need] = X, y
-        self._n = need
+        self._Xbuf[self._hist_len : need], self._ybuf[self._hist_len : need] = X, y
+        self._hist_len = need
 
     @classmethod
     def example(cls, seed: int = 0) -> AskTellOptimizer:
@@ -217,34 +217,32 @@ def register(cls: type[AskTellOptimizer]) -> type[AskTellOptimizer]:
     return cls
 
 
-def _load_builtin() -> None:
-    """Import the modules that register the built-in optimizers (idempotent)."""
+BUILTIN: dict[str, str] = {
+    "gp_bts": "optiforge.solvers.bandits.gp_bts",
+    "param_bo": "optiforge.solvers.bandits.param_bo",
+    "convex1d": "optiforge.solvers.bandits.convex1d",
+    "ficbo": "optiforge.solvers.bandits.ficbo",
+    "cvzod": "optiforge.solvers.zo.cvzod",
+    "szo": "optiforge.solvers.zo.szo",
+    "lqzo": "optiforge.solvers.zo.lqzo",
+    "farsign": "optiforge.solvers.zo.farsign",
+}
+"""The built-in optimizers and the module whose import registers each (imported on first
+use: ``make(NAME)`` imports only NAME's module)."""
+
+
+def _load(name: str | None = None) -> None:
+    """Import the module registering ``name`` (every built-in one when None)."""
     import importlib
 
-    for mod in BUILTIN_MODULES:
-        try:
+    for n, mod in BUILTIN.items():
+        if (name is None or n == name) and n not in OPTIMIZERS:
             importlib.import_module(mod)
-        except ModuleNotFoundError as exc:  # a module not written yet is not an error here
-            if exc.name != mod:
-                raise
-
-
-BUILTIN_MODULES: tuple[str, ...] = (
-    "optiforge.solvers.bandits.gp_bts",
-    "optiforge.solvers.bandits.param_bo",
-    "optiforge.solvers.bandits.convex1d",
-    "optiforge.solvers.zo.cvzod",
-    "optiforge.solvers.zo.szo",
-    "optiforge.solvers.zo.lqzo",
-    "optiforge.solvers.zo.farsign",
-    "optiforge.solvers.bandits.ficbo",
-)
-"""Modules whose import registers an optimizer."""
 
 
 def names(*, box_only: bool = False) -> list[str]:
     """Registered optimizer names (``box_only``: those that run on a bounded box)."""
-    _load_builtin()
+    _load()
     return sorted(n for n, c in OPTIMIZERS.items() if c.box or not box_only)
 
 
@@ -256,7 +254,7 @@ def make(
     Raises:
         ConfigError: an unknown name or an option the optimizer does not take.
     """
-    _load_builtin()
+    _load(name)
     cls = OPTIMIZERS.get(name)
     if cls is None:
         raise ConfigError(f"unknown optimizer {name!r}; registered: {', '.join(names()) or 'none'}")

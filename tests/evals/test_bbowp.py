@@ -55,6 +55,14 @@ def test_a_formulation_runs_in_the_sandbox_and_is_scored() -> None:
     assert not outside.passed and "no evaluation was feasible" in outside.details["reason"]
 
 
+def test_an_asktell_optimizer_runs_in_the_sandbox() -> None:
+    """The sandbox ships the ask/tell optimizers the portfolio names (not only solvers.bo)."""
+    task = resolve_task("bbowp/pressure-vessel@dev")
+    res = task.evaluate({"space": task.human["space"], "method": "gp_bts"}, LocalSandbox())
+    assert res.passed, res.details.get("reason")
+    assert len(res.details["trace"]) == task.budget
+
+
 def test_formulation_quality_metrics() -> None:
     from optiforge.evals.suites.bbowp import BBOWPBenchmark, space_quality
 

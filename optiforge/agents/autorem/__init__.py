@@ -1,19 +1,10 @@
 """``autorem``: Automated Reformulation with Experience Memory on AutoRO-Bench.
 
-The LLM writes the deterministic robust counterpart of an instance as cvxpy code; it
-runs in the sandbox and the suite's verifier judges it; rejected code is repaired with
-the verdict fed back (``agent.py``, a LangGraph graph per instance; prompts in
-``proposers.py``). On text-only tasks (the ``app`` splits: words, no JSON) a modelling
-step first writes the model from the statement as structured output (``modeller.py``);
-the program reads that model and its answer is verified against the hidden JSON.
-Offline adaptation (``adapt.py``) reflects failed trajectories into structured experience
-entries (``experience.py``) in the shared memory; curation (``curate.py``) consolidates
-them by failure key and keeps only the groups with a positive effect on a validation
-split; the curated lessons are retrieved into later prompts, also by another base model.
-Offline (no LLM) the modeller is the reference modeller (a parser of the model sheet) and
-the writer the reference reformulator emitted as a standalone cvxpy program
-(``proposers.counterpart_program``): offline accuracy measures the sheet round trip and
-the checker, not an LLM. Baselines (``baselines.py``): ``nominal`` and ``no-memory``.
+cvxpy counterparts written by the LLM, run in the sandbox, judged by the suite's verifier
+and repaired with its verdict (``agent.py``, prompts in ``proposers.py``); on text-only
+tasks a modelling step first writes the model (``modeller.py``). Adaptation (``adapt.py``)
+reflects failures into experience (``experience.py``); ``curate.py`` consolidates and
+prunes it on a validation split. Offline: the reference modeller and reformulator.
 """
 
 from optiforge.agents.autorem.agent import build

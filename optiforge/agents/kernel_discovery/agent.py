@@ -498,7 +498,7 @@ def _final_comparison(
       each refresh (until the next), predicted by that refresh's choice and by RBF-ARD,
       both fitted on that refresh's data only (``forward_points`` of them).
     """
-    from optiforge.evals.suites.hdbo.scoring import kfold_splits
+    from optiforge.solvers.gp.folds import kfold_splits
     from optiforge.solvers.bo.loop import standardize
 
     bounds = task.problem(0).bounds

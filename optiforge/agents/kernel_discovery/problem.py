@@ -90,7 +90,7 @@ def selection_splits(n: int, config: KernelDiscoveryConfig, seed: int) -> list[l
     """The held-out sets a refresh scores every candidate on (None: ``loo`` scoring)."""
     if config.selection_score == "loo":
         return None
-    from optiforge.evals.suites.hdbo.scoring import kfold_splits
+    from optiforge.solvers.gp.folds import kfold_splits
 
     return kfold_splits(n, config.selection_folds, seed)
 

@@ -14,7 +14,7 @@ from optiforge.agents.kit import Evaluated
 from optiforge.config import build_config
 from optiforge.errors import ConfigError
 from optiforge.evals.suites.hdbo import HDBOBenchmark
-from optiforge.evals.suites.hdbo.scoring import kfold_splits
+from optiforge.solvers.gp.folds import kfold_splits
 from optiforge.solvers.gp import grammar
 
 RBF_SOURCE = """

@@ -44,8 +44,8 @@ MODELLING_PROTOCOL = """Modelling protocol (text-only task): the problem JSON is
 the model you read in the statement as an ROProblem (the instance.json schema below;
 variables x1..xn in the statement's order are indices 0..n-1, constraints in the
 statement's order); then write the counterpart program. The program runs with YOUR
-model as instance.json, and its answer (x, objective) is verified against the hidden
-ground-truth model: a wrong model gives a wrong answer."""
+model as instance.json, and the solution it prints (x, objective) is verified against
+the hidden ground-truth model: a wrong model gives a wrong solution."""
 # test seeds differ from dev so "in-distribution" never means "the same instances"
 _SPLIT_SEED_OFFSET = {"dev": 0, "test": 1000, "heldout": 2000}
 

@@ -123,7 +123,8 @@ class BBOWPTask:
         sandbox = sandbox or get_sandbox("local")
         files: dict[str, str | bytes] = {}
         files |= package_files("optiforge.errors", "optiforge.solvers.blackbox",
-                              "optiforge.solvers.bo", "optiforge.solvers.gp")  # fmt: skip
+                              "optiforge.solvers.bo", "optiforge.solvers.gp",
+                              "optiforge.solvers.asktell", "optiforge.solvers.bandits")  # fmt: skip
         files["request.json"] = json.dumps({"stages": stages, "black_box": self.black_box,
                                             "seed": int(form.get("seed", self.seed))})  # fmt: skip
         files["run.py"] = _RUNNER

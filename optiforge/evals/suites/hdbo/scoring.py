@@ -178,18 +178,6 @@ def gram_score(
     )
 
 
-def kfold_splits(n: int, folds: int, seed: int) -> list[list[int]]:
-    """``min(folds, n)`` disjoint test-index sets covering ``range(n)`` (a seeded permutation;
-    ``folds >= n`` is leave-one-out). Every candidate scored with the same ``(n, folds, seed)``
-    gets the same sets, so two kernels can be compared point by point."""
-    if folds < 2 or n < 2:
-        raise ValueError(f"k-fold scoring needs >= 2 folds and >= 2 points (folds={folds}, n={n})")
-    g = torch.Generator().manual_seed(int(seed) * 1_000_003 + 0xF01D)
-    perm = torch.randperm(n, generator=g).tolist()
-    k = min(folds, n)
-    return [sorted(perm[i::k]) for i in range(k)]
-
-
 def checked_heldout(heldout: Any, n: int) -> list[list[int]]:
     """``heldout`` as non-empty test-index sets within ``range(n)``, each leaving >= 2 training points."""
     out: list[list[int]] = []
