@@ -134,7 +134,10 @@ class AskTellOptimizer(ABC):
         if need > self._Xbuf.shape[0]:
             cap = max(need, 2 * self._Xbuf.shape[0], 16)
             Xb, yb = np.zeros((cap, self.dim)), np.zeros(cap)
-            Xb[: self._hist_len], yb[: self._hist_len] = self._Xbuf[: self._hist_len], self._ybuf[: self._hist_len]
+            Xb[: self._hist_len], yb[: self._hist_len] = (
+                self._Xbuf[: self._hist_len],
+                self._ybuf[: self._hist_len],
+            )
             self._Xbuf, self._ybuf = Xb, yb
         self._Xbuf[self._hist_len : need], self._ybuf[self._hist_len : need] = X, y
         self._hist_len = need

@@ -498,8 +498,8 @@ def _final_comparison(
       each refresh (until the next), predicted by that refresh's choice and by RBF-ARD,
       both fitted on that refresh's data only (``forward_points`` of them).
     """
-    from optiforge.solvers.gp.folds import kfold_splits
     from optiforge.solvers.bo.loop import standardize
+    from optiforge.solvers.gp.folds import kfold_splits
 
     bounds = task.problem(0).bounds
     lo, hi = (

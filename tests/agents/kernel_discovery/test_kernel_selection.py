@@ -14,8 +14,8 @@ from optiforge.agents.kit import Evaluated
 from optiforge.config import build_config
 from optiforge.errors import ConfigError
 from optiforge.evals.suites.hdbo import HDBOBenchmark
-from optiforge.solvers.gp.folds import kfold_splits
 from optiforge.solvers.gp import grammar
+from optiforge.solvers.gp.folds import kfold_splits
 
 RBF_SOURCE = """
 NAME = "rbf-ard-source"
