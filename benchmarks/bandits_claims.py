@@ -26,27 +26,20 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from optiforge.solvers.asktell import AskTellOptimizer  # noqa: E402
 from optiforge.solvers.bandits.convex1d import ConvexBisection, delta_eps  # noqa: E402
 from optiforge.solvers.bandits.gp_bts import GPBatchedThompson  # noqa: E402
 from optiforge.solvers.bandits.param_bo import NeuralParametricBO  # noqa: E402
 
 # One definition of the test functions, shared with the claim tests.
-from optiforge.solvers.bandits.testfns import BRANIN_MIN, HARTMANN6_MIN, branin01, hartmann6
+from optiforge.solvers.bandits.testfns import (
+    BRANIN_MIN,
+    HARTMANN6_MIN,
+    branin01,
+    hartmann6,
+)
+from optiforge.solvers.bandits.testfns import noisy_run as drive
 
 Fn = Callable[[np.ndarray], np.ndarray]
-
-
-def drive(opt: AskTellOptimizer, f: Fn, budget: int, noise_sd: float, seed: int) -> np.ndarray:
-    """Run ``opt`` for ``budget`` evaluations; the true values ``f(x_t)`` (``budget,``)."""
-    rng = np.random.default_rng(1000 + seed)
-    fx: list[float] = []
-    while len(fx) < budget:
-        X = opt.ask()
-        v = f(X)
-        fx.extend(v.tolist())
-        opt.tell(X, v + noise_sd * rng.standard_normal(len(v)))
-    return np.asarray(fx[:budget])
 
 
 def gp_bts_table(seeds: range, budget: int) -> None:

@@ -3,6 +3,8 @@ optimizers' claim tests and benchmarks."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 BRANIN_MIN = (0.397887 - 54.3) / 51.9
@@ -34,3 +36,17 @@ def hartmann6(U: np.ndarray) -> np.ndarray:
     """Hartmann-6 on ``[0, 1]^6``: ``(m,)`` from ``m x 6``; minimum ``HARTMANN6_MIN``."""
     U = np.atleast_2d(U)
     return -np.sum(_ALPHA6 * np.exp(-np.sum(_A6 * (U[:, None, :] - _P6) ** 2, axis=-1)), axis=-1)
+
+
+def noisy_run(opt: Any, f: Any, budget: int, noise_sd: float, seed: int) -> np.ndarray:
+    """Run the ask/tell ``opt`` on ``f`` (``m x d -> (m,)``) for ``budget`` evaluations,
+    telling it ``f`` plus Gaussian noise of sd ``noise_sd`` (seeded by ``1000 + seed``);
+    returns the true values ``f(x_t)``, shape ``(budget,)``, for regret."""
+    rng = np.random.default_rng(1000 + seed)
+    fx: list[float] = []
+    while len(fx) < budget:
+        X = opt.ask()
+        v = f(X)
+        fx.extend(v.tolist())
+        opt.tell(X, v + noise_sd * rng.standard_normal(len(v)))
+    return np.asarray(fx[:budget])

@@ -21,7 +21,7 @@ from threadpoolctl import threadpool_limits
 from optiforge.errors import ConfigError
 from optiforge.solvers.asktell import OPTIMIZERS
 from optiforge.solvers.bandits.gp_bts import GPBatchedThompson, matern52
-from optiforge.solvers.bandits.testfns import BRANIN_MIN, branin01
+from optiforge.solvers.bandits.testfns import BRANIN_MIN, branin01, noisy_run
 
 threadpool_limits(1)
 
@@ -36,14 +36,7 @@ def regrets(batch: int, noise_sd: float) -> tuple[np.ndarray, np.ndarray]:
     cum, simple = [], []
     for seed in SEEDS:
         opt = GPBatchedThompson(2, bounds=BOX, seed=seed, batch=batch, n_candidates=256, n_local=64)
-        rng = np.random.default_rng(1000 + seed)
-        fx: list[float] = []
-        while len(fx) < T:
-            X = opt.ask()
-            f = branin01(X)
-            fx.extend(f.tolist())
-            opt.tell(X, f + noise_sd * rng.standard_normal(len(f)))
-        gaps = np.asarray(fx[:T]) - BRANIN_MIN
+        gaps = noisy_run(opt, branin01, T, noise_sd, seed) - BRANIN_MIN
         cum.append(gaps.sum())
         simple.append(gaps.min())
     return np.asarray(cum), np.asarray(simple)
