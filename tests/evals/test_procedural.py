@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from optiforge.evals.registry import get_benchmark, resolve_task
-from optiforge.evals.suites.procedural.rewards import SOFT_S, schema_check
+from optiforge.evals.suites.procedural import rewards
+from optiforge.evals.suites.procedural.rewards import schema_check
 
 GCD = {
     "name": "gcd_list",
@@ -20,6 +21,18 @@ GCD = {
     },  # fmt: skip
     "code": "import math\n\ndef gcd_list(numbers):\n    g = 0\n    for x in numbers:\n        g = math.gcd(g, x)\n    return g\n",
 }
+
+
+# CPU-bound work past a soft limit lowered to 0.05 s (the code axis counts CPU seconds of
+# the call, measured outside the tool; sleeping costs none)
+_SPIN = "    import time\n    _t = time.process_time()\n    while time.process_time() - _t < 0.15:\n        pass\n"
+
+
+@pytest.fixture
+def low_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Soft limit 0.05 s and hard limit 0.3 s of CPU: slow and endless tools test fast."""
+    monkeypatch.setattr(rewards, "SOFT_S", 0.05)
+    monkeypatch.setattr(rewards, "HARD_S", 0.3)
 
 
 def _axes(check: dict[str, Any]) -> tuple[float, float, float]:
@@ -51,13 +64,26 @@ def test_only_the_schema_axis_fails(task: Any) -> None:
     assert not schema_check(invalid)[0] and "not valid JSON Schema" in schema_check(invalid)[1]
 
 
+@pytest.mark.usefixtures("low_limits")
 def test_only_the_code_axis_fails(task: Any) -> None:
-    """Right answers, but the tool blows the soft limits (slow, and chatty): code fails,
+    """Right answers, but the tool blows a soft limit (slow, or chatty): code fails,
     outcome still passes."""
-    slow = {**GCD, "code": GCD["code"].replace("    return g\n", f"    import time\n    time.sleep({SOFT_S + 0.1})\n"
-                                                "    print('x' * 10000)\n    return g\n")}  # fmt: skip
-    check = task.validate("b0", slow)
-    assert check["schema"] == 1.0 and check["code"] == 0.0 and check["outcome"] == 1.0
+    slow = {**GCD, "code": GCD["code"].replace("    return g\n", f"{_SPIN}    return g\n")}
+    chatty = {
+        **GCD,
+        "code": GCD["code"].replace("    return g\n", "    print('x' * 10000)\n    return g\n"),
+    }
+    for tool in (slow, chatty):
+        check = task.validate("b0", tool)
+        assert check["schema"] == 1.0 and check["code"] == 0.0 and check["outcome"] == 1.0
+        assert "over the soft limits" in check["limits"]
+    sleepy = {
+        **GCD,
+        "code": GCD["code"].replace(
+            "    return g\n", "    import time\n    time.sleep(0.1)\n    return g\n"
+        ),
+    }
+    assert task.validate("b0", sleepy)["code"] == 1.0  # waiting is not computing
     assert "soft limits" in check["limits"]
 
 
@@ -70,6 +96,7 @@ def test_only_the_outcome_axis_fails(task: Any) -> None:
     assert check["first_failure"]["got"] == str(check["first_failure"]["expected"])
 
 
+@pytest.mark.usefixtures("low_limits")
 def test_a_crashing_tool_fails_code_and_outcome_and_an_endless_one_is_cut(task: Any) -> None:
     crash = {**GCD, "code": "def gcd_list(numbers):\n    return 1 // 0\n"}
     assert _axes(task.validate("b0", crash)) == (1.0, 0.0, 0.0)
@@ -89,6 +116,7 @@ def _numbers(q: dict[str, Any]) -> dict[str, Any]:
     return {"numbers": json.loads(text[text.index("[") : text.index("]") + 1])}
 
 
+@pytest.mark.usefixtures("low_limits")
 def test_use_axes_are_measured_separately(task: Any) -> None:
     pool = [{**GCD, "build": "b0"}]
     qid = next(q["id"] for q in task._use if q["family"] == 0)
@@ -106,8 +134,7 @@ def test_use_axes_are_measured_separately(task: Any) -> None:
     ]
     assert wrong == {"schema": 1.0, "code": 1.0, "outcome": 0.0}
     # only code: the pooled tool is slow but right
-    slow = [{**GCD, "code": GCD["code"].replace("    return g\n", f"    import time\n    time.sleep({SOFT_S + 0.1})\n"
-                                                 "    return g\n")}]  # fmt: skip
+    slow = [{**GCD, "code": GCD["code"].replace("    return g\n", f"{_SPIN}    return g\n")}]
     assert task.score_calls({qid: {"name": "gcd_list", "arguments": _numbers(q)}}, slow)[qid] == {
         "schema": 1.0, "code": 0.0, "outcome": 1.0}  # fmt: skip
     # no such tool: nothing runs

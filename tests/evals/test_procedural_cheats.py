@@ -9,6 +9,7 @@ nothing. Each test fails if the measurement moves back into the candidate's proc
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -41,7 +42,8 @@ CLOCK_PATCH = _tool(
 """Slow (0.15 s of CPU per call) and patches every clock in ``time`` to a constant."""
 
 HIDDEN_PRINT = _tool(
-    "import os\n_cpu = time.process_time\n", "    os.write(1, b'x' * 20000)\n    os.write(2, b'y' * 20000)\n"
+    "import os\n_cpu = time.process_time\n",
+    "    os.write(1, b'x' * 20000)\n    os.write(2, b'y' * 20000)\n",
 )
 """Prints 40 kB straight to fds 1 and 2, around ``contextlib.redirect_stdout``."""
 
@@ -61,6 +63,19 @@ FORGED_OUT = _tool(
 )
 """Slow, and rewrites the records file after the runner wrote it."""
 
+OFFLOADED = _tool(
+    "import os\n_cpu = time.process_time\n",
+    "    r, w = os.pipe()\n"
+    "    if os.fork() == 0:\n"
+    "        os.close(r)\n"
+    f"{_SPIN.replace('    ', '        ')}"
+    "        os.write(w, str(g).encode())\n"
+    "        time.sleep(60)\n"
+    "    os.close(w)\n"
+    "    g = int(os.read(r, 100))\n",
+)
+"""The slow part runs in a grandchild that outlives the call (never waited for)."""
+
 
 @pytest.fixture(scope="module")
 def task() -> Any:
@@ -74,9 +89,41 @@ def low_soft_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("low_soft_limit")
-@pytest.mark.parametrize("tool", [CLOCK_PATCH, HIDDEN_PRINT, FORGED_OUT], ids=["clock_patch", "hidden_print", "forged_out"])
+@pytest.mark.parametrize(
+    "tool",
+    [CLOCK_PATCH, HIDDEN_PRINT, FORGED_OUT, OFFLOADED],
+    ids=["clock_patch", "hidden_print", "forged_out", "offloaded"],
+)
 def test_a_tool_cannot_forge_the_code_axis(task: Any, tool: dict[str, Any]) -> None:
     check = task.validate("b0", tool)
     assert check["outcome"] == 1.0, check  # the answers are right: only the limits fail
     assert check["code"] == 0.0, check
     assert "over the soft limits" in check["limits"] or "harness" in str(check.get("first_failure"))
+
+
+class _Rewriting:
+    """A sandbox whose every ``out.json`` comes back rewritten (as a tool that managed to
+    write after the runner would leave it): every record claims zero seconds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        res = self.inner.run(*args, **kwargs)
+        signed = json.loads(res.files["out.json"])
+        recs = json.loads(signed["payload"])
+        for tool in recs:
+            for r in tool:
+                r.update(seconds=0.0, stdout_bytes=0)
+        signed["payload"] = json.dumps(recs)
+        res.files["out.json"] = json.dumps(signed)
+        return res
+
+
+@pytest.mark.usefixtures("low_soft_limit")
+def test_rewritten_records_are_rejected(task: Any) -> None:
+    from optiforge.sandboxes import get_sandbox
+
+    check = task.validate("b0", CLOCK_PATCH, sandbox=_Rewriting(get_sandbox("local")))
+    assert check["code"] == 0.0 and check["outcome"] == 0.0
+    assert "signature" in check["first_failure"]["error"]

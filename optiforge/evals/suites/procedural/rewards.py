@@ -13,7 +13,13 @@ positional arguments the instance's values in the order the question states them
   order, no ``*args``/``**kwargs``; ``required`` names only properties and covers every
   parameter without a default; the name is a function-calling identifier.
 - **code** (share of instances): the call returned a JSON value without an exception,
-  within the soft limits (``SOFT_S`` seconds, ``MAX_STDOUT`` bytes printed).
+  within the soft limits (``SOFT_S`` seconds of CPU, ``MAX_STDOUT`` bytes printed). Both are
+  measured outside the tool's process by the sandboxed runner's trusted call runner
+  (``optiforge.solvers.tools``: the kernel's CPU time of the call's process tree, the bytes
+  on its fds 1 and 2) and signed with a key drawn here per batch: a tool that patches
+  the clock or rewrites the records wins nothing. CPU time rather than wall time, so a
+  loaded machine does not fail an honest tool; sleeping costs no CPU but is cut at
+  ``WALL_S``.
 - **outcome** (share of instances): the value equals the exact verifier's answer
   (``families.verify``: same JSON types, no substring or tolerance credit), whatever the
   limits said.
@@ -34,6 +40,7 @@ only the code axis).
 from __future__ import annotations
 
 import ast
+import hmac
 import json
 import re
 from typing import Any
@@ -41,10 +48,12 @@ from typing import Any
 from optiforge.evals.suites.procedural.families import verify
 
 SOFT_S = 0.5
-"""Seconds one call may take before the code axis fails it (the hard limit is 4x)."""
+"""CPU seconds one call may take before the code axis fails it (the hard limit is 4x)."""
 MAX_STDOUT = 4096
 """Bytes a call may print before the code axis fails it."""
 HARD_S = 4 * SOFT_S
+WALL_S = 10.0
+"""Wall seconds after which a call is cut (a tool that sleeps or waits uses no CPU)."""
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _RUNNER = "from optiforge.solvers.tools import run_request\nrun_request()\n"
 
@@ -98,14 +107,19 @@ def run_calls(
 ) -> list[list[dict[str, Any]]]:
     """Run ``[{"code", "name", "calls"}]`` in one sandbox process: per tool, per call, the
     records of ``optiforge.solvers.tools``. A crashed or timed-out batch fails every call."""
+    import secrets
+
     from optiforge.sandboxes import get_sandbox
     from optiforge.sandboxes.payload import package_files
+    from optiforge.solvers.tools import mac_of
 
     if not batches:
         return []
     sandbox = sandbox or get_sandbox("local")
+    key = secrets.token_bytes(32)
     files: dict[str, str | bytes] = dict(package_files("optiforge.solvers.tools"))
-    files["request.json"] = json.dumps({"tools": batches, "hard_s": HARD_S})
+    files["request.json"] = json.dumps({"tools": batches, "hard_s": HARD_S, "wall_s": WALL_S})
+    files["key"] = key
     files["run.py"] = _RUNNER
     python = str(getattr(sandbox, "python", None) or "python3")
     res = sandbox.run([python, "run.py"], files=files, timeout_s=timeout_s, memory_mb=1024,
@@ -116,10 +130,36 @@ def run_calls(
             if res.timed_out
             else f"exit {res.returncode}: {res.stderr[-300:]}"
         )
-        return [[{"ok": False, "result": None, "error": why, "seconds": 0.0, "stdout_bytes": 0,
-                  "timed_out": res.timed_out} for _ in b["calls"]] for b in batches]  # fmt: skip
+        return _failed(batches, why, res.timed_out)
     out = res.files["out.json"]
-    return list(json.loads(out if isinstance(out, str) else out.decode()))
+    try:
+        signed = json.loads(out if isinstance(out, str) else out.decode())
+        payload, mac = signed["payload"], signed["mac"]
+        ok = (
+            isinstance(payload, str)
+            and isinstance(mac, str)
+            and hmac.compare_digest(mac, mac_of(key, payload))
+        )
+    except (ValueError, TypeError, KeyError):
+        ok = False
+    if not ok:
+        return _failed(
+            batches,
+            "the runner's records fail their signature check (out.json was rewritten)",
+            False,
+        )
+    records = json.loads(payload)
+    if len(records) != len(batches) or any(
+        len(r) != len(b["calls"]) for r, b in zip(records, batches, strict=True)
+    ):
+        return _failed(batches, "the runner's records do not match the request", False)
+    return list(records)
+
+
+def _failed(batches: list[dict[str, Any]], why: str, timed_out: bool) -> list[list[dict[str, Any]]]:
+    """Every call of every batch failed with ``why`` (a batch that cannot be trusted)."""
+    return [[{"ok": False, "result": None, "error": why, "seconds": 0.0, "stdout_bytes": 0,
+              "timed_out": timed_out} for _ in b["calls"]] for b in batches]  # fmt: skip
 
 
 def within_limits(rec: dict[str, Any]) -> bool:
@@ -158,7 +198,7 @@ def build_rewards(
     slow = [r for r in records if r.get("ok") and not within_limits(r)]
     if slow:
         out["limits"] = (
-            f"{len(slow)} call(s) over the soft limits ({SOFT_S:g} s, {MAX_STDOUT} bytes printed)"
+            f"{len(slow)} call(s) over the soft limits ({SOFT_S:g} s of CPU, {MAX_STDOUT} bytes printed)"
         )
     return out
 
