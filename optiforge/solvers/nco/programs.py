@@ -159,7 +159,8 @@ def program_scores(programs: dict[str, str], coords: np.ndarray, tour: list[int]
 
 
 def construct(portfolio: dict[str, Any], coords: np.ndarray, start: int = 0) -> dict[str, Any]:
-    """Build a tour with a portfolio greedily: ``{"tour", "weights"}`` (router weights per step)."""
+    """Build a tour with a portfolio greedily: ``{"tour", "weights", "z"}`` (router weights
+    and every program's z-scores per step, along the tour it builds)."""
     programs, W = portfolio["programs"], np.asarray(portfolio["router"])
     beta = portfolio.get("beta") or {}
     names = list(programs)
@@ -167,17 +168,21 @@ def construct(portfolio: dict[str, Any], coords: np.ndarray, start: int = 0) -> 
     d = np.sqrt(((coords[:, None] - coords[None]) ** 2).sum(-1)).tolist()
     fns = {k: load(programs[k], k) for k in names}
     tour, weights = [start], []
+    z: dict[str, list[list[float | None]]] = {k: [] for k in names}
     for _ in range(n - 1):
         st = _state(coords, d, tour, n)
         logits = W @ np.asarray(features(st))
         w = np.exp(logits - logits.max())
         w = w / w.sum()
-        mix = sum(w[i] * _dists(fns[k](st), st["visited"], beta.get(k, 1.0))
+        raw = {k: fns[k](st) for k in names}
+        mix = sum(w[i] * _dists(raw[k], st["visited"], beta.get(k, 1.0))
                   for i, k in enumerate(names))  # fmt: skip
         mix = np.where(st["visited"], -1.0, mix)
         tour.append(int(np.argmax(mix)))
         weights.append(w.round(4).tolist())
-    return {"tour": tour, "weights": weights}
+        for k in names:
+            z[k].append(zscores(raw[k], st["visited"]))
+    return {"tour": tour, "weights": weights, "z": z}
 
 
 def run_request(path: str = "request.json", out_path: str = "out.json") -> None:

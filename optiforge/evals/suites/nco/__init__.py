@@ -11,9 +11,18 @@ K x F weights, "beta": {name: sharpness}}`` (``optiforge.solvers.nco.programs``)
 and scores the mean optimality gap in percent against the reference (2-opt + Or-opt from
 8 starts, ``solvers.nco.tsp.local_search``: best known, not proven optimal). Metrics:
 the gap, the gap to the teacher's greedy tour from the same start, top-1 agreement with
-the teacher along the teacher's tours, router accuracy (the router's heaviest program
-agrees with the teacher), portfolio size and total program lines, and per stage (early,
-middle, late thirds of the tour) the router's mean weight on each program.
+the teacher along the portfolio's own tours (at every state the portfolio reached, its
+next city against the teacher's argmax there), router accuracy (at the same states, the
+router's heaviest program's argmax against the teacher's), portfolio size and total
+program lines, and per stage (early, middle, late thirds of the tour) the router's mean
+weight on each program.
+
+What the sandbox sees: the instances and the portfolio, nothing else. The teacher's
+tours, its decisions and the reference are computed and compared in the parent (the
+teacher is queried along the tour the portfolio built, so no state of a teacher tour,
+whose successor would give the teacher's next city away, reaches program code). The
+features, router weights and stage weights are recomputed in the parent from the
+validated tour; only the tour and the programs' scores come from the sandbox.
 
 CVRP and TSPLIB instances are not included (no CVRP teacher yet; TSPLIB's licence is not
 stated as permissive).
@@ -150,43 +159,47 @@ class NCOTask:
             return Score(value=math.inf, passed=False, details={
                 "reason": f"a portfolio needs programs and a {len(programs or {})} x "
                           f"{len(_features())} router"})  # fmt: skip
+        from optiforge.solvers.nco.policy import load_teacher, teacher_step_probs
+        from optiforge.solvers.nco.programs import _state, features
         from optiforge.solvers.nco.tsp import tour_length
 
-        try:
+        try:  # the sandbox gets the instances and the portfolio: never a teacher tour
             built = self._run({"kind": "construct", "portfolio": pf,
                                "instances": self.instances.tolist()}, sandbox)  # fmt: skip
-            along = self._run({"kind": "scores", "programs": programs,
-                               "instances": self.instances.tolist(), "tours": self.teacher_tours}, sandbox)  # fmt: skip
         except RuntimeError as e:
             return Score(value=math.inf, passed=False, details={"reason": str(e)[:500]})
-        bad = next((b for b in built + along if "error" in b), None)
+        bad = next((b for b in built if "error" in b), None)
         if bad is not None:
             return Score(value=math.inf, passed=False, details={"reason": bad["error"]})
+        names = list(programs)
+        why = next((r for r in (_check_built(b, self.n, names) for b in built) if r), None)
+        if why:
+            return Score(value=math.inf, passed=False, details={"reason": why})
+        model = load_teacher()
+        beta = pf.get("beta") or {}
         gaps, tgaps, stage_w = [], [], {s: np.zeros(len(programs)) for s in STAGES}
+        agree, router_ok, steps = 0, 0, 0
         for x, b, ref, tt in zip(
             self.instances, built, self.reference, self.teacher_tours, strict=True
         ):
-            tour = b["tour"]
-            if sorted(tour) != list(range(self.n)):
-                return Score(value=math.inf, passed=False, details={"reason": "not a tour"})
+            tour = [int(c) for c in b["tour"]]
             length = tour_length(x, tour)
             gaps.append(100 * (length / ref - 1))
             tgaps.append(100 * (length / tour_length(x, tt) - 1))
-            for t, w in enumerate(b["weights"]):
-                stage_w[STAGES[min(2, 3 * t // (self.n - 1))]] += np.asarray(w)
-        agree, router_ok, steps = 0, 0, 0
-        beta = pf.get("beta") or {}
-        names = list(programs)
-        for a, tt in zip(along, self.teacher_tours, strict=True):
+            # the teacher's choice at every state of the portfolio's own tour, here
+            wanted = teacher_step_probs(model, x, tour).argmax(-1)
+            d = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1)).tolist()
             for t in range(self.n - 1):
+                w = _softmax(W @ np.asarray(features(_state(x, d, tour[: t + 1], self.n))))
+                stage_w[STAGES[min(2, 3 * t // (self.n - 1))]] += w
                 z = {
-                    k: np.asarray([np.nan if v is None else v for v in a["z"][k][t]]) for k in names
+                    k: np.asarray([np.nan if v is None else v for v in b["z"][k][t]]) for k in names
                 }
-                w = _softmax(W @ np.asarray(a["features"][t]))
-                dists = {k: _masked_softmax(beta.get(k, 1.0) * z[k]) for k in names}
-                mix = sum(w[i] * dists[k] for i, k in enumerate(names))
-                agree += int(np.argmax(mix) == tt[t + 1])
-                router_ok += int(np.argmax(dists[names[int(np.argmax(w))]]) == tt[t + 1])
+                best = names[int(np.argmax(w))]
+                agree += int(tour[t + 1] == wanted[t])
+                router_ok += int(
+                    np.argmax(_masked_softmax(beta.get(best, 1.0) * z[best])) == wanted[t]
+                )
                 steps += 1
         metrics = {"gap_pct": float(np.mean(gaps)), "gap_to_teacher_pct": float(np.mean(tgaps)),
                    "agreement": agree / steps, "router_accuracy": router_ok / steps,
@@ -196,6 +209,24 @@ class NCOTask:
                   for s, v in stage_w.items()}  # fmt: skip
         return Score(value=metrics["gap_pct"], passed=True, metrics=metrics,
                      details={"stages": stages})  # fmt: skip
+
+
+def _check_built(built: Any, n: int, names: list[str]) -> str | None:
+    """Why a sandbox's ``{"tour", "z"}`` for an ``n``-city instance is malformed, or None."""
+    tour = built.get("tour") if isinstance(built, dict) else None
+    if not isinstance(tour, list) or sorted(tour) != list(range(n)) or tour[0] != 0:
+        return "not a tour (a permutation of the cities from city 0)"
+    z = built.get("z")
+    if not isinstance(z, dict) or set(z) != set(names):
+        return "no scores for every program along the tour"
+    for k in names:
+        rows = z[k]
+        if not isinstance(rows, list) or len(rows) != n - 1 or any(
+            not isinstance(r, list) or len(r) != n
+            or any(v is not None and not isinstance(v, int | float) for v in r) for r in rows
+        ):  # fmt: skip
+            return f"program {k}'s scores along the tour are not {n - 1} rows of {n} numbers"
+    return None
 
 
 def _features() -> tuple[str, ...]:
