@@ -1,0 +1,35 @@
+"""Red team: the protein suite's heldout landscapes cannot be rebuilt from the package.
+
+The generator (``landscape.py``) and the task table (``_SPECS``) are public: anyone, a
+strategy's block code included, can run them. A heldout landscape therefore mixes a
+secret drawn when its task is built into the generator's seed; the draw is recorded in
+the score's details (after evaluation) so the result can be rebuilt afterwards. Fails if
+heldout landscapes follow from public seeds again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from optiforge.evals.registry import get_benchmark
+from optiforge.evals.suites.protein import _SPECS
+from optiforge.evals.suites.protein.landscape import Landscape
+from optiforge.evals.suites.protein.metrics import ranking_metrics
+
+
+def _rebuilt_ndcg(task: Any) -> float:
+    """NDCG@5 of ranking the task's test pool by the landscape rebuilt from public seeds."""
+    name, _, prop, seed, length, eps = next(s for s in _SPECS if s[0] == task.name)
+    public = Landscape(name, prop, seed, length, eps)
+    test = task._pools[1]
+    guess = [public.fitness(v["sequence"]) for v in test]
+    truth = [task.landscape.fitness(v["sequence"]) for v in test]
+    ranking = sorted(range(len(test)), key=lambda i: (-guess[i], i))
+    return float(ranking_metrics(ranking, truth)["ndcg@5"])
+
+
+@pytest.mark.parametrize("task", get_benchmark("protein").tasks("heldout"), ids=lambda t: t.name)
+def test_heldout_cannot_be_rebuilt_from_the_public_generator(task: Any) -> None:
+    assert task.landscape.wt != Landscape(task.name, *next(s[2:] for s in _SPECS if s[0] == task.name)).wt
+    assert _rebuilt_ndcg(task) < 0.9
