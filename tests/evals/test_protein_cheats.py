@@ -31,5 +31,42 @@ def _rebuilt_ndcg(task: Any) -> float:
 
 @pytest.mark.parametrize("task", get_benchmark("protein").tasks("heldout"), ids=lambda t: t.name)
 def test_heldout_cannot_be_rebuilt_from_the_public_generator(task: Any) -> None:
-    assert task.landscape.wt != Landscape(task.name, *next(s[2:] for s in _SPECS if s[0] == task.name)).wt
+    assert (
+        task.landscape.wt
+        != Landscape(task.name, *next(s[2:] for s in _SPECS if s[0] == task.name)).wt
+    )
     assert _rebuilt_ndcg(task) < 0.9
+
+
+def test_the_draw_is_recorded_after_evaluation_and_rebuilds_the_landscape() -> None:
+    from optiforge.evals.suites.protein import heldout_task
+
+    bench = get_benchmark("protein")
+    one, two = bench.tasks("heldout")[0], bench.tasks("heldout")[0]
+    assert one.landscape.wt != two.landscape.wt  # a fresh draw per task list
+    assert [t.landscape.wt for t in bench.tasks("dev")] == [
+        t.landscape.wt for t in bench.tasks("dev")
+    ]
+    assert (
+        one.draw is not None
+        and one.draw not in one.description
+        and one.draw not in str(one.context)
+    )
+    score = one.evaluate(
+        {"blocks": {"b": "def score(variant, ctx):\n    return -len(variant['mutations'])\n"}}
+    )
+    assert score.passed and score.details["landscape_draw"] == one.draw
+    again = heldout_task(one.name, score.details["landscape_draw"])
+    assert again.landscape.wt == one.landscape.wt
+    assert (
+        again.evaluate(
+            {"blocks": {"b": "def score(variant, ctx):\n    return -len(variant['mutations'])\n"}}
+        ).value
+        == score.value
+    )
+    assert (
+        "landscape_draw"
+        not in bench.tasks("dev")[0]
+        .evaluate({"blocks": {"b": "def score(variant, ctx):\n    return 0.0\n"}})
+        .details
+    )

@@ -13,13 +13,24 @@ physicochemical proxies (instability index, GRAVY; Biopython) of each strategy's
 against the wild type's.
 
 dev: four landscapes (two per property, epistasis 0.3 and 0.8); heldout: four others
-(other seeds, lengths and epistasis 0.5 and 1.2). No PyPI package ships GB1 or TrpB
+(other seeds, lengths and epistasis 0.5 and 1.2).
+
+Heldout landscapes are **drawn**: the generator and the task table are public (a
+strategy's block code could carry them), so each heldout task mixes a secret
+(``secrets.token_bytes``, drawn when the task is built: once per result row) into its
+seed. The draw reaches no sandbox and no description; it is written to the score's
+details (``landscape_draw``) once evaluation is over, and ``heldout_task(name, draw)``
+rebuilds that exact landscape. Heldout numbers therefore vary per draw: every row (seed)
+is a fresh landscape, and the mean and interval over seeds average over the draws.
+Dev landscapes stay fixed. No PyPI package ships GB1 or TrpB
 fitness tables (see ``landscape.py``), so none is included.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import secrets
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -45,6 +56,8 @@ class ProteinTask:
     landscape: Landscape = field(repr=False)
     budget: int = 120
     """Measurements (oracle calls) one run may spend on held-in variants."""
+    draw: str | None = field(default=None, repr=False)
+    """Hex secret mixed into a heldout landscape's seed (None: a fixed dev landscape)."""
     suite: str = "protein"
     metric: str = "ndcg@5"
     higher_is_better: bool = True
@@ -129,8 +142,10 @@ class ProteinTask:
         ranking = sorted(range(len(test)), key=lambda i: (-scores[i], i))
         metrics = ranking_metrics(ranking, truth)
         metrics |= _proxies([test[i]["sequence"] for i in ranking[:5]], self.landscape.wt)
-        return Score(value=metrics["ndcg@5"], passed=True, metrics=metrics,
-                     details={"top5": [test[i]["mutations"] for i in ranking[:5]]})  # fmt: skip
+        details: dict[str, Any] = {"top5": [test[i]["mutations"] for i in ranking[:5]]}
+        if self.draw is not None:  # evaluation is over: the draw may be recorded now
+            details["landscape_draw"] = self.draw
+        return Score(value=metrics["ndcg@5"], passed=True, metrics=metrics, details=details)
 
 
 def _proxies(top: list[str], wt: str) -> dict[str, float]:
@@ -155,6 +170,36 @@ _SPECS = [  # name, split, property, seed, length, epistasis
 ]
 
 
+def drawn_seed(seed: int, draw: str) -> int:
+    """The generator seed of a heldout landscape: its public seed mixed with a secret."""
+    digest = hashlib.sha256(seed.to_bytes(8, "big") + bytes.fromhex(draw)).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _task(spec: tuple[str, str, str, int, int, float], draw: str | None) -> ProteinTask:
+    name, split, prop, seed, length, eps = spec
+    if split == "heldout" and draw is None:
+        draw = secrets.token_bytes(16).hex()
+    real = seed if draw is None else drawn_seed(seed, draw)
+    return ProteinTask(
+        name=name, split=split, landscape=Landscape(name, prop, real, length, eps), draw=draw
+    )
+
+
+def heldout_task(name: str, draw: str) -> ProteinTask:
+    """The heldout task ``name`` with the landscape of ``draw`` (a row's recorded
+    ``landscape_draw``): reproduce a heldout result after the run."""
+    spec = next((s for s in _SPECS if s[0] == name and s[1] == "heldout"), None)
+    if spec is None:
+        known = ", ".join(s[0] for s in _SPECS if s[1] == "heldout")
+        raise ConfigError(f"no heldout protein task {name!r} (heldout: {known})")
+    try:
+        bytes.fromhex(draw)
+    except ValueError:
+        raise ConfigError(f"a landscape draw is hex, not {draw!r}") from None
+    return _task(spec, draw)
+
+
 class ProteinBenchmark(SuiteHooks):
     """The ``protein`` suite (see the module doc)."""
 
@@ -164,8 +209,15 @@ class ProteinBenchmark(SuiteHooks):
 
     def tasks(self, split: str = "dev") -> list[ProteinTask]:
         self.check_split(split)
-        return [ProteinTask(name=n, split=s, landscape=Landscape(n, prop, seed, length, eps))
-                for n, s, prop, seed, length, eps in _SPECS if s == split]  # fmt: skip
+        return [_task(spec, None) for spec in _SPECS if spec[1] == split]
+
+    def notes(self, split: str, settings: Any = None) -> list[str]:
+        if split != "heldout":
+            return []
+        return ["Heldout landscapes are drawn per row from a secret (the generator is public): "
+                "numbers vary per draw, and the mean and interval over seeds average over draws. "
+                "Each row's verification details record its landscape_draw; "
+                "optiforge.evals.suites.protein.heldout_task(name, draw) rebuilds it."]  # fmt: skip
 
     def suite_metrics(self, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Per method: every ranking metric's mean and 95% interval over seeds (each seed's
