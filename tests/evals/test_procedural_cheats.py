@@ -16,6 +16,7 @@ import pytest
 
 from optiforge.evals.registry import resolve_task
 from optiforge.evals.suites.procedural import rewards
+from optiforge.sandboxes.local import LocalSandbox, available_isolations
 
 GCD_BODY = "    g = 0\n    for x in numbers:\n        g = math.gcd(g, x)\n"
 SCHEMA = {
@@ -89,16 +90,18 @@ def low_soft_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("low_soft_limit")
+@pytest.mark.parametrize("isolation", available_isolations())
 @pytest.mark.parametrize(
     "tool",
     [CLOCK_PATCH, HIDDEN_PRINT, FORGED_OUT, OFFLOADED],
     ids=["clock_patch", "hidden_print", "forged_out", "offloaded"],
 )
-def test_a_tool_cannot_forge_the_code_axis(task: Any, tool: dict[str, Any]) -> None:
-    check = task.validate("b0", tool)
+def test_a_tool_cannot_forge_the_code_axis(task: Any, tool: dict[str, Any], isolation: str) -> None:
+    """In every isolation mode this machine has: right answers, code axis 0."""
+    check = task.validate("b0", tool, sandbox=LocalSandbox(isolation=isolation))
     assert check["outcome"] == 1.0, check  # the answers are right: only the limits fail
     assert check["code"] == 0.0, check
-    assert "over the soft limits" in check["limits"] or "harness" in str(check.get("first_failure"))
+    assert "over the soft limits" in check["limits"]
 
 
 class _Rewriting:
