@@ -12,7 +12,8 @@ runner forks one fresh child per call. The child closes every inherited fd, poin
 fds 1 and 2 at a pipe the call runner counts (so ``os.write(1, ...)`` counts too), execs
 the tool's module and calls it; the call runner reads the child's CPU time from the
 kernel (``RUSAGE_CHILDREN`` around the call, orphans reaped as a subreaper and killed
-first, so work handed to a grandchild counts), and cuts a call at ``hard_s`` seconds of
+first, so work handed to a grandchild counts; where ``/proc/<pid>/task/*/children`` is
+missing, only orphans still in the call's process group are found), and cuts a call at ``hard_s`` seconds of
 CPU (``ITIMER_PROF``, ``RLIMIT_CPU`` behind it) or ``wall_s`` seconds of wall time. Both trusted processes are not
 dumpable (another process of the same uid cannot read their memory or open their fds).
 The records are signed with a key the runner reads from ``key`` and deletes before any
@@ -37,6 +38,7 @@ import selectors
 import signal
 import sys
 import time
+import traceback
 from typing import Any
 
 MAX_RESULT_CHARS = 100_000
@@ -91,7 +93,8 @@ def _child(
 ) -> None:
     """The forked child of one call: isolate its fds, run the tool, write the outcome to fd 3."""
     try:
-        os.setpgid(0, 0)
+        with contextlib.suppress(OSError):  # its own group: killpg reaches its descendants
+            os.setpgid(0, 0)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_w, 1)
@@ -263,6 +266,8 @@ def _call_runner(req_r: int, rec_w: int) -> None:
                 )
                 records.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
                 records.flush()
+    except BaseException:  # noqa: BLE001 - say why on stderr; the runner then fails the batch
+        traceback.print_exc()
     finally:
         os._exit(0)
 
