@@ -496,7 +496,8 @@ def _entries(sb: Any) -> set[str]:
     for d in (getattr(sb, "root", None), getattr(pool, "_spool", None)):
         if d:
             with contextlib.suppress(OSError):
-                names |= {os.path.join(str(d), n) for n in os.listdir(d)}
+                mine = f"optiforge-sbx-{os.getpid()}-"  # other processes share the root
+                names |= {os.path.join(str(d), n) for n in os.listdir(d) if n.startswith(mine)}
     return names
 
 
