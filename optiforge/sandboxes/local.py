@@ -825,6 +825,13 @@ def _bwrap_argv(sb: LocalSandbox, workdir: str, network: bool) -> list[str]:
         argv += ["--ro-bind", path, path]
     for path in sb.view.masks:
         argv += ["--tmpfs", path, "--remount-ro", path]
+    # a root below /tmp (a test's tmp dir) lies in the fresh tmpfs: bwrap would make its
+    # parents 0700 root-owned, which the run's uid cannot traverse
+    for anc in _ancestors(workdir)[:-1]:
+        inside = any(anc == b or anc.startswith(b.rstrip("/") + "/") for b in sb.view.ro_binds)
+        if anc not in made and not inside:
+            made.add(anc)
+            argv += ["--perms", "0755", "--dir", anc]
     argv += ["--bind", workdir, workdir, "--remount-ro", "/", "--chdir", workdir, "--"]
     return argv
 
