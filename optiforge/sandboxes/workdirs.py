@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
 import logging
 import os
 import stat
@@ -108,9 +107,6 @@ def _unmount(path: str) -> None:
         raise OSError(ctypes.get_errno(), f"umount {path}: {os.strerror(ctypes.get_errno())}")
 
 
-_names = itertools.count()
-
-
 def _open_dir(name: str, dir_fd: int) -> int:
     """Open a child dir without following links; make it ours to empty (a 0000 dir)."""
     try:
@@ -128,40 +124,53 @@ def _open_dir(name: str, dir_fd: int) -> int:
     return fd
 
 
-def _empty(top: int) -> None:
-    """Empty the dir open as ``top`` iteratively: grandchild dirs are renamed up into it.
+def _identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
 
-    Each pass unlinks the files of ``top`` and of each child dir, moves the child's own
-    dirs up into ``top`` and removes the child: the depth shrinks by one per pass, and
-    no more than two dir fds are open at once whatever the depth.
+
+def _take(fd: int) -> list[str]:
+    """Unlink every non-dir entry of the dir open as ``fd``; return its subdirs' names."""
+    with os.scandir(fd) as it:
+        entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    for name, is_dir in entries:
+        if not is_dir:
+            os.unlink(name, dir_fd=fd)
+    return [name for name, is_dir in entries if is_dir]
+
+
+def _empty(top: int) -> None:
+    """Empty the dir open as ``top``: depth first, iteratively, one dir fd open at a time.
+
+    It goes down with ``openat(child)`` and back up with ``openat("..")``, checking that
+    ``..`` is the dir it came from (device and inode): no recursion and no fd per
+    level, so any depth works (``shutil.rmtree`` recurses, ``fts`` keeps fds open).
     """
-    while True:
-        with os.scandir(top) as it:
-            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
-        if not entries:
-            return
-        for name, is_dir in entries:
-            if not is_dir:
-                os.unlink(name, dir_fd=top)
+    fd = os.dup(top)
+    levels: list[tuple[tuple[int, int], list[str]]] = [(_identity(fd), _take(fd))]
+    names: list[str] = []
+    try:
+        while True:
+            pending = levels[-1][1]
+            if pending:
+                name = pending.pop()
+                child = _open_dir(name, fd)
+                os.close(fd)
+                fd = child
+                names.append(name)
+                levels.append((_identity(fd), _take(fd)))
                 continue
-            child = _open_dir(name, top)
-            try:
-                with os.scandir(child) as it:
-                    inner = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
-                for sub, sub_is_dir in inner:
-                    if not sub_is_dir:
-                        os.unlink(sub, dir_fd=child)
-                        continue
-                    while True:  # a fresh name in top (a planted one is skipped)
-                        new = f".optiforge-rm-{os.getpid()}-{next(_names)}"
-                        try:
-                            os.stat(new, dir_fd=top, follow_symlinks=False)
-                        except FileNotFoundError:
-                            break
-                    os.rename(sub, new, src_dir_fd=child, dst_dir_fd=top)
-            finally:
-                os.close(child)
-            os.rmdir(name, dir_fd=top)
+            if len(levels) == 1:
+                return
+            parent = os.open("..", _DIR_FLAGS & ~os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            levels.pop()
+            if _identity(fd) != levels[-1][0]:
+                raise OSError(f"the tree changed while it was deleted (at {names[-1]!r})")
+            os.rmdir(names.pop(), dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def remove_tree(path: str | os.PathLike[str]) -> None:

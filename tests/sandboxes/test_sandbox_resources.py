@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -46,10 +47,24 @@ def disk_root(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def fast_dir(tmp_path: Path) -> Iterator[Path]:
+    """A dir on /dev/shm where it is a writable tmpfs (a 3000-level tree on a slow disk
+    takes seconds to make), else the test's tmp dir; removed with ``remove_tree``."""
+    shm = "/dev/shm"
+    if os.access(shm, os.W_OK) and W.fs_type(shm) == "tmpfs":
+        d = Path(tempfile.mkdtemp(prefix="optiforge-test-", dir=shm))
+        yield d
+        W.remove_tree(d)
+    else:
+        yield tmp_path
+
+
 # -- deletion and sweeps -------------------------------------------------------------
 
 
-def test_remove_tree_any_depth_modes_and_links(tmp_path: Path) -> None:
+def test_remove_tree_any_depth_modes_and_links(fast_dir: Path) -> None:
+    tmp_path = fast_dir
     top = tmp_path / "t"
     _plant_deep_tree(str(top), DEEP)
     outside = tmp_path / "keep"
@@ -64,7 +79,8 @@ def test_remove_tree_any_depth_modes_and_links(tmp_path: Path) -> None:
     assert (outside / "f").read_text() == "x"
 
 
-def test_sweep_survives_a_poisoned_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweep_survives_a_poisoned_root(fast_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path = fast_dir
     dead = _dead_pid()
     deep = tmp_path / f"optiforge-sbx-{dead}-deep"
     _plant_deep_tree(str(deep), DEEP)
@@ -93,8 +109,9 @@ def test_recycled_pid_is_not_the_owner(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_deep_directory_parent_exits_and_root_works(mode: str, disk_root: Path) -> None:
+def test_deep_directory_parent_exits_and_root_works(mode: str, fast_dir: Path) -> None:
     """The issue's story: a 3000-level dir; the caller exits 0, the next run works."""
+    disk_root = fast_dir  # the default root's kind (a tmpfs), where the issue was found
     driver = (
         "import sys\nfrom optiforge.sandboxes.local import LocalSandbox\n"
         f"sb = LocalSandbox(root={str(disk_root)!r}, isolation={mode!r})\n"
@@ -188,7 +205,8 @@ def test_collect_capped_by_real_size(tmp_path: Path) -> None:
     assert list(files) == ["a.bin"] and any("b.bin" in n for n in notes)
 
 
-def test_collect_walks_a_deep_tree_without_recursing(tmp_path: Path) -> None:
+def test_collect_walks_a_deep_tree_without_recursing(fast_dir: Path) -> None:
+    tmp_path = fast_dir
     _plant_deep_tree(str(tmp_path / "t"), DEEP)
     (tmp_path / "out.json").write_text("{}")
     try:
