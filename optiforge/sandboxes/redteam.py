@@ -598,9 +598,9 @@ def memory_cgroup_kill(sb: Any, ctx: Ctx) -> tuple[bool, str]:
     """Children that together exceed the memory cgroup: the result must say ``memory``."""
     if not sb.protections().memory_cgroup:
         return True, "not applicable: no memory cgroup (memory is bounded per process)"
-    mem = 64
+    mem = 256  # a warm fork of a numpy zygote starts at ~140 MB of address space
     bound = mem + 2 * int(getattr(sb, "tmpfs_mb", 256))
-    each = int(mem * 0.7)
+    each = 96  # each child stays under RLIMIT_AS; together they pass the cgroup's limit
     n = bound // each + 3
     code = (
         "import os, time\nkids = []\n"
