@@ -21,10 +21,13 @@ exactly its own tasks), with ``PR_SET_NO_NEW_PRIVS``, a seccomp filter, rlimits 
 CPU, FSIZE, NOFILE, NPROC, CORE=0; hard = soft), a scrubbed environment, capped
 output, its own session. Where a writable cgroup exists each run gets a pids cgroup
 (``max_procs``) and a memory cgroup (limit ``memory_mb`` + the tmpfs bound; peak
-memory is read from it), joined by the init through fds the parent opened, out of the
-command's reach. The namespace's init carries a parent-death SIGKILL, so killing the
-caller (even with SIGKILL) takes the whole run down; on timeout the parent kills the
-process tree and the cgroup.
+memory is read from it, and ``killed_by="memory"`` from its OOM-kill counter), joined
+by the init through fds the parent opened, out of the command's reach. The work dir is
+bounded too: on a tmpfs root (``/dev/shm``) its pages are charged to the memory cgroup;
+on a disk root a root caller mounts a tmpfs of ``memory_mb`` on it per run; elsewhere
+``protections.disk_bounded`` is false (``workdirs.py``). The namespace's init carries
+a parent-death SIGKILL, so killing the caller (even with SIGKILL) takes the whole run
+down; on timeout the parent kills the process tree and the cgroup.
 """
 
 from __future__ import annotations
@@ -406,6 +409,8 @@ class LocalSandbox:
     max_procs / max_open_files / max_file_mb: task cap (cgroup and RLIMIT_NPROC),
         RLIMIT_NOFILE, RLIMIT_FSIZE.
     tmpfs_mb: size of each of the private ``/tmp`` and ``/dev/shm``.
+    max_collect_mb: what ``collect`` reads back per run, all files together (a file is
+        judged by its apparent and its allocated size; the rest is skipped with a note).
     isolation: ``auto`` picks bwrap > unshare > none (the first that really runs);
         naming one that is missing raises ``SandboxUnavailable``.
     python: the interpreter candidates run with; its prefixes are made visible.

@@ -26,7 +26,7 @@ from optiforge.sandboxes import LocalSandbox
 from optiforge.sandboxes import workdirs as W
 from optiforge.sandboxes.base import collect_files
 from optiforge.sandboxes.local import available_isolations, host_isolation
-from optiforge.sandboxes.redteam import _dead_pid, _plant_deep_tree
+from optiforge.sandboxes.redteam import _dead_pid, _plant_deep_tree, red_team
 from optiforge.sandboxes.warm import warm_unavailable_reason
 
 MODES = available_isolations()
@@ -177,6 +177,16 @@ def test_work_dir_on_disk_bounded_or_not_claimed(mode: str, disk_root: Path) -> 
         assert not r.protections.disk_bounded and "bounded_resources" in r.protections.unmet()
     else:
         assert r.protections.disk_bounded and not r.protections.unmet()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fill_workdir_attack_on_a_disk_root(mode: str, disk_root: Path) -> None:
+    """The battery's attack where the issue found it: 17.4 GB written on a disk root."""
+    sb = LocalSandbox(root=disk_root, isolation=mode, tmpfs_mb=16)  # type: ignore[arg-type]
+    (result,) = red_team(sb, only=["fill_workdir"])
+    assert result.acceptable, result.detail
+    if mode != "none" and sb.protections().disk_bounded:
+        assert result.passed, result.detail
 
 
 def test_disk_bounded_false_where_nothing_bounds_the_disk(
