@@ -545,7 +545,8 @@ def deep_directory(sb: Any, ctx: Ctx) -> tuple[bool, str]:
     before = _entries(sb)
     detail = []
     try:
-        r = _run_py(sb, ctx, code, timeout_s=30)
+        # collect walks the tree too (os.walk recursed on Python 3.11)
+        r = _run_py(sb, ctx, code, timeout_s=30, collect=["**/bottom"])
         detail.append(f"run returned ({'DEEP' in r.stdout and 'made' or 'not made'})")
         crashed = ""
     except RecursionError as e:
