@@ -141,8 +141,11 @@ def test_deep_directory_warm_then_close() -> None:
         r = sb.run([PY, "-c", _DEEP_CODE], timeout_s=60)
         assert r.ok and r.protections.warm, r.stderr
         assert sb.run([PY, "-c", "print('again')"]).stdout == "again\n"
+        spool = sb._warm_pool._spool
+        _plant_deep_tree(os.path.join(spool, "left"), DEEP)  # what a crashed run left
     finally:
-        sb.close()  # removed its spool with the iterative delete: no RecursionError
+        sb.close()  # removes its spool with the iterative delete: no RecursionError
+    assert not os.path.exists(spool)
 
 
 def test_cli_start_sweeps_a_killed_callers_work_dir() -> None:
