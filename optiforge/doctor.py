@@ -121,13 +121,40 @@ def _warm() -> Check:
     except Exception as e:  # noqa: BLE001 - doctor reports, never crashes
         reason = f"{type(e).__name__}: {e}"
     if reason is None:
-        return Check(name="warm sandbox", ok=True,
-                     detail="candidates fork from a zygote with numpy imported (same promise)")  # fmt: skip
+        return _warm_battery()
     return Check(
         name="warm sandbox",
         ok=False,
         detail=reason,
         consequence="every candidate starts a fresh interpreter (slower, equally contained)",
+    )
+
+
+def _warm_battery() -> Check:
+    """The quick red-team battery (and the warm-only attacks) against warm forked runs."""
+    from optiforge.sandboxes.local import LocalSandbox
+    from optiforge.sandboxes.redteam import red_team
+
+    sb = LocalSandbox(warm=["json"])
+    try:
+        attacks = red_team(sb, quick=True, warm=True)
+        unmet = sb.protections().unmet()
+    finally:
+        sb.close()
+    contained = sum(r.passed for r in attacks)
+    lies = [r.name for r in attacks if not r.acceptable]
+    detail = (
+        "candidates fork from a zygote with their modules imported (same promise); "
+        f"containment {contained}/{len(attacks)} attacks"
+    )
+    if lies:
+        detail += f"; FAILED where the promise is claimed: {', '.join(lies)}"
+    ok = not lies and not unmet and contained == len(attacks)
+    return Check(
+        name="warm sandbox",
+        ok=ok,
+        detail=detail,
+        consequence="" if ok else "warm runs do not behave as they report: run cold",
     )
 
 

@@ -334,6 +334,7 @@ def sandbox_exec(
         "timed_out": res.timed_out,
         "duration_s": round(res.duration_s, 4),
         "peak_rss_mb": round(res.peak_rss_mb, 1),
+        "killed_by": res.killed_by,
         "stdout": res.stdout,
         "stderr": res.stderr,
         "protections": res.protections.model_dump(mode="json"),
@@ -350,7 +351,8 @@ def sandbox_exec(
         unmet = res.protections.unmet()
         mode = getattr(sandbox, "isolation", backend)
         err_console.print(
-            f"[dim]exit {res.returncode}{' (timed out)' if res.timed_out else ''}, "
+            f"[dim]exit {res.returncode}{' (timed out)' if res.timed_out else ''}"
+            f"{f' (killed by {res.killed_by})' if res.killed_by else ''}, "
             f"{res.duration_s:.3f} s, peak {res.peak_rss_mb:.0f} MB; sandbox {backend}/{mode}: "
             + (
                 "containment promise met"
@@ -948,6 +950,9 @@ def main(argv: list[str] | None = None) -> None:
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     pin_threads()
+    from optiforge.sandboxes.workdirs import sweep_default_roots
+
+    sweep_default_roots()  # work dirs of a killed optiforge (RAM on /dev/shm); never raises
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:

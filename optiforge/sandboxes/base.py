@@ -257,14 +257,52 @@ MAX_COLLECT_FILES = 10_000
 """At most this many files are examined per collect (a planted tree cannot stall the parent)."""
 
 
+MAX_COLLECT_DEPTH = 64
+"""Collect looks no deeper than this many dir levels (a 3000-level tree stalls nothing)."""
+
+
+def _walk_files(top: str, notes: list[str]) -> list[tuple[str, str]]:
+    """(dir, name) of every non-dir entry under ``top`` (symlinks included, never followed).
+
+    Iterative (``os.walk`` recurses once per level on Python 3.11: a deep tree raised
+    ``RecursionError`` in the parent), depth-first in sorted order, at most
+    ``MAX_COLLECT_DEPTH`` levels and ``MAX_COLLECT_FILES`` entries looked at.
+    """
+    out: list[tuple[str, str]] = []
+    stack = [(top, 0)]
+    looked = 0
+    while stack:
+        dirpath, depth = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
+        except OSError:
+            continue
+        looked += len(entries)
+        out += [(dirpath, n) for n, is_dir in entries if not is_dir]
+        if looked > MAX_COLLECT_FILES:
+            break
+        subdirs = [n for n, is_dir in entries if is_dir]
+        if subdirs and depth + 1 > MAX_COLLECT_DEPTH:
+            notes.append(f"collect: not looking below {MAX_COLLECT_DEPTH} dir levels")
+            continue
+        stack += [(os.path.join(dirpath, n), depth + 1) for n in reversed(subdirs)]
+    return out
+
+
 def collect_files(
-    workdir: Path, patterns: list[str] | None, max_bytes: int
+    workdir: Path, patterns: list[str] | None, max_bytes: int, max_total: int | None = None
 ) -> tuple[dict[str, bytes | str], list[str]]:
     """Read files matching relative globs; returns (files, notes about skipped ones).
 
     The walk never follows a symlink (a link to ``/`` would make the parent walk the
     disk) and reads only regular files with one link (a hard link to a root-only file
     planted in the work dir is refused), opened with ``O_NOFOLLOW``.
+
+    max_bytes: the cap per file; max_total: the cap on all files together (None: no
+        more than ``max_bytes``). A file is judged by its apparent size *and* its real
+        size (``st_blocks``): a sparse 500 MB file costs the parent 500 MB to read, so
+        it is skipped unless it fits; and no read ever asks for more than what is left.
     """
     out: dict[str, bytes | str] = {}
     notes: list[str] = []
@@ -272,38 +310,59 @@ def collect_files(
         return out, notes
     for pattern in patterns:
         safe_relpath(pattern)
+    budget = max_bytes if max_total is None else max_total
     seen = 0
-    for dirpath, dirnames, filenames in os.walk(workdir, followlinks=False):
-        dirnames.sort()
-        for name in sorted(
-            filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-        ):
-            seen += 1
-            if seen > MAX_COLLECT_FILES:
-                notes.append(f"collect: stopped after {MAX_COLLECT_FILES} files")
-                return out, notes
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, workdir).replace(os.sep, "/")
-            if not any(glob_match(rel, p) for p in patterns):
+    for dirpath, name in _walk_files(str(workdir), notes):
+        seen += 1
+        if seen > MAX_COLLECT_FILES:
+            notes.append(f"collect: stopped after {MAX_COLLECT_FILES} files")
+            return out, notes
+        path = os.path.join(dirpath, name)
+        rel = os.path.relpath(path, workdir).replace(os.sep, "/")
+        if not any(glob_match(rel, p) for p in patterns):
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            notes.append(f"collect: skipped {rel} (a symlink or unreadable)")
+            continue
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                notes.append(f"collect: skipped {rel} (not a regular file)")
                 continue
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                notes.append(f"collect: skipped {rel} (a symlink or unreadable)")
+            if st.st_nlink != 1:
+                notes.append(f"collect: skipped {rel} (hard-linked: {st.st_nlink} links)")
                 continue
-            with os.fdopen(fd, "rb") as f:
-                st = os.fstat(f.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    notes.append(f"collect: skipped {rel} (not a regular file)")
-                    continue
-                if st.st_nlink != 1:
-                    notes.append(f"collect: skipped {rel} (hard-linked: {st.st_nlink} links)")
-                    continue
-                if st.st_size > max_bytes:
-                    notes.append(f"collect: skipped {rel} ({st.st_size} bytes > cap {max_bytes})")
-                    continue
-                out[rel] = decode_maybe(f.read(max_bytes + 1)[:max_bytes])
+            left = min(max_bytes, budget)
+            size = max(st.st_size, st.st_blocks * 512)
+            if size > left:
+                notes.append(
+                    f"collect: skipped {rel} ({st.st_size} bytes, {st.st_blocks * 512} "
+                    f"allocated > the {left} bytes left of the collect cap)"
+                )
+                continue
+            # the file may still grow (an escaped writer): never read past the cap
+            data = _read_at_most(f.fileno(), left + 1)
+            if len(data) > left:
+                notes.append(f"collect: skipped {rel} (grew past the collect cap)")
+                continue
+            budget -= len(data)
+            out[rel] = decode_maybe(data)
     return out, notes
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """Read up to ``limit`` bytes from ``fd`` in chunks (no buffer larger than the data)."""
+    parts: list[bytes] = []
+    got = 0
+    while got < limit:
+        chunk = os.read(fd, min(1 << 20, limit - got))
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
 
 
 def scrubbed_env(workdir: str, extra: dict[str, str] | None) -> dict[str, str]:

@@ -21,16 +21,20 @@ exactly its own tasks), with ``PR_SET_NO_NEW_PRIVS``, a seccomp filter, rlimits 
 CPU, FSIZE, NOFILE, NPROC, CORE=0; hard = soft), a scrubbed environment, capped
 output, its own session. Where a writable cgroup exists each run gets a pids cgroup
 (``max_procs``) and a memory cgroup (limit ``memory_mb`` + the tmpfs bound; peak
-memory is read from it), joined by the init through fds the parent opened, out of the
-command's reach. The namespace's init carries a parent-death SIGKILL, so killing the
-caller (even with SIGKILL) takes the whole run down; on timeout the parent kills the
-process tree and the cgroup.
+memory is read from it, and ``killed_by="memory"`` from its OOM-kill counter), joined
+by the init through fds the parent opened, out of the command's reach. The work dir is
+bounded too: on a tmpfs root (``/dev/shm``) its pages are charged to the memory cgroup;
+on a disk root a root caller mounts a tmpfs of ``memory_mb`` on it per run; elsewhere
+``protections.disk_bounded`` is false (``workdirs.py``). The namespace's init carries
+a parent-death SIGKILL, so killing the caller (even with SIGKILL) takes the whole run
+down; on timeout the parent kills the process tree and the cgroup.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import marshal
 import math
 import os
@@ -59,6 +63,15 @@ from optiforge.sandboxes.base import (
     scrubbed_env,
     write_files,
 )
+from optiforge.sandboxes.workdirs import (
+    fs_type,
+    mount_tmpfs,
+    owner_prefix,
+    remove_quietly,
+    sweep_work_dirs,
+)
+
+log = logging.getLogger(__name__)
 
 Isolation = Literal["auto", "bwrap", "unshare", "none"]
 
@@ -396,6 +409,8 @@ class LocalSandbox:
     max_procs / max_open_files / max_file_mb: task cap (cgroup and RLIMIT_NPROC),
         RLIMIT_NOFILE, RLIMIT_FSIZE.
     tmpfs_mb: size of each of the private ``/tmp`` and ``/dev/shm``.
+    max_collect_mb: what ``collect`` reads back per run, all files together (a file is
+        judged by its apparent and its allocated size; the rest is skipped with a note).
     isolation: ``auto`` picks bwrap > unshare > none (the first that really runs);
         naming one that is missing raises ``SandboxUnavailable``.
     python: the interpreter candidates run with; its prefixes are made visible.
@@ -421,6 +436,7 @@ class LocalSandbox:
         max_open_files: int = 256,
         max_file_mb: int = 512,
         tmpfs_mb: int = 256,
+        max_collect_mb: int = 64,
         isolation: Isolation = "auto",
         python: str = sys.executable,
         extra_ro: list[str] | tuple[str, ...] = (),
@@ -437,6 +453,8 @@ class LocalSandbox:
             raise ConfigError(f"cpu_time_s must be > 0, got {cpu_time_s}")
         if tmpfs_mb < 1:
             raise ConfigError(f"tmpfs_mb must be >= 1, got {tmpfs_mb}")
+        if max_collect_mb < 1:
+            raise ConfigError(f"max_collect_mb must be >= 1, got {max_collect_mb}")
         if isolation not in ("auto", "bwrap", "unshare", "none"):
             raise ConfigError(f"isolation must be auto|bwrap|unshare|none, got {isolation!r}")
         self.root = Path(root) if root is not None else default_root()
@@ -452,11 +470,25 @@ class LocalSandbox:
         self.max_open_files = max_open_files
         self.max_file_mb = max_file_mb
         self.tmpfs_mb = tmpfs_mb
+        self.max_collect_bytes = max_collect_mb << 20
         self.python = python
         self.view = build_view([python, sys.executable], extra_ro)
+        self._notes: list[str] = []
         _sweep_once(str(self.root))
         self.host = host = host_isolation()
-        self._notes: list[str] = []
+        # where the work dir is a disk (not a tmpfs charged to the run's memory cgroup),
+        # a root caller bounds it with a tmpfs of its own per run (``memory_mb`` big)
+        self._root_tmpfs = fs_type(self.root) == "tmpfs"
+        self._mount_workdir = (
+            not self._root_tmpfs and host.is_root and _can_mount_tmpfs(str(self.root)) is None
+        )
+        if not self._root_tmpfs and not self._mount_workdir:
+            why = "not root" if not host.is_root else _can_mount_tmpfs(str(self.root))
+            self._notes.append(
+                f"the work-dir root {self.root} is a {fs_type(self.root)} disk and no tmpfs "
+                f"can be mounted on each work dir ({why}): the work dir is bounded per file "
+                "only (RLIMIT_FSIZE)"
+            )
         if isolation == "auto":
             self.isolation: Isolation = "none"
             for mode, ok, why in (
@@ -616,6 +648,11 @@ class LocalSandbox:
             notes.append("network=True: host network shared on request")
         if ns and not mem_cg:
             notes.append("no memory cgroup: the work dir is bounded per file only (RLIMIT_FSIZE)")
+        # the work dir is bounded by the memory cgroup when it lies on a tmpfs (its pages
+        # are charged to the run), or by the tmpfs mounted on it for the run
+        workdir_bounded = (mem_cg and getattr(self, "_root_tmpfs", True)) or getattr(
+            self, "_mount_workdir", False
+        )
         return Protections(
             backend="local",
             process_group=True,
@@ -644,7 +681,7 @@ class LocalSandbox:
             seccomp=seccomp,
             no_new_privs=True,
             dies_with_parent=ns,
-            disk_bounded=ns and mem_cg,
+            disk_bounded=ns and workdir_bounded,
             memory_cgroup=mem_cg,
             network_requested=network,
             notes=notes,
@@ -793,6 +830,13 @@ def _bwrap_argv(sb: LocalSandbox, workdir: str, network: bool) -> list[str]:
         argv += ["--ro-bind", path, path]
     for path in sb.view.masks:
         argv += ["--tmpfs", path, "--remount-ro", path]
+    # a root below /tmp (a test's tmp dir) lies in the fresh tmpfs: bwrap would make its
+    # parents 0700 root-owned, which the run's uid cannot traverse
+    for anc in _ancestors(workdir)[:-1]:
+        inside = any(anc == b or anc.startswith(b.rstrip("/") + "/") for b in sb.view.ro_binds)
+        if anc not in made and not inside:
+            made.add(anc)
+            argv += ["--perms", "0755", "--dir", anc]
     argv += ["--bind", workdir, workdir, "--remount-ro", "/", "--chdir", workdir, "--"]
     return argv
 
@@ -808,12 +852,14 @@ def _run(
     env: dict[str, str] | None,
     collect: list[str] | None,
 ) -> ExecResult:
-    workdir = tempfile.mkdtemp(prefix=f"optiforge-sbx-{os.getpid()}-", dir=sb.root)
+    workdir = tempfile.mkdtemp(prefix=owner_prefix(), dir=sb.root)
     newroot = workdir + ".root"
     token = uuid.uuid4().hex
     cgroup = memcg = None
     fds: list[int] = []
     try:
+        if sb._mount_workdir and (why := mount_tmpfs(workdir, memory_mb)) is not None:
+            raise SandboxError(f"could not bound the work dir on {sb.root} with a tmpfs: {why}")
         wd = Path(workdir)
         (wd / "tmp").mkdir()
         write_files(wd, files)
@@ -939,13 +985,22 @@ def _run(
             if memcg and sb.host.memory_cgroup
             else None
         )
+        oom_kills = oom_kill_count(sb, memcg)
+        killed_early = not setup and os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
+        if killed_early:
+            # SIGKILLed from outside before the init reported: a failed run, not a crash
+            setup = "ok seccomp=0"
+            cnotes_early = ["the sandbox was killed (SIGKILL) before its setup reported"]
+        else:
+            cnotes_early = []
         if not setup.startswith("ok"):
             why = setup[4:].strip() if setup.startswith("err") else ""
             if not why:
                 tail = err.decode(errors="replace").strip().splitlines()
                 why = tail[-1] if tail else f"exit status {os.waitstatus_to_exitcode(status)}"
             raise SandboxError(f"sandbox setup failed ({mode}): {why}")
-        collected, cnotes = collect_files(wd, collect, sb.max_file_mb << 20)
+        collected, cnotes = collect_files(wd, collect, sb.max_file_mb << 20, sb.max_collect_bytes)
+        cnotes = cnotes_early + cnotes
     finally:
         for fd in fds:
             with contextlib.suppress(OSError):
@@ -956,9 +1011,8 @@ def _run(
         if os.path.isdir(newroot):
             with contextlib.suppress(OSError):
                 os.rmdir(newroot)
-        shutil.rmtree(workdir, ignore_errors=True)
-        if os.path.exists(workdir):  # a file the command made read-only dirs around
-            _force_rmtree(workdir)
+        # iterative, at any depth; a failure is logged (a sweep retries), never raised
+        remove_quietly(workdir)
     return _result(
         sb,
         network,
@@ -976,6 +1030,7 @@ def _run(
         (cgroup is not None, memcg is not None),
         collected,
         cnotes,
+        oom_kills=oom_kills,
     )
 
 
@@ -998,6 +1053,7 @@ def _result(
     cnotes: list[str],
     *,
     warm: bool = False,
+    oom_kills: int = 0,
 ) -> ExecResult:
     rc = os.waitstatus_to_exitcode(status)
     # the namespace init reports a signal death of the command as 128 + N
@@ -1007,6 +1063,9 @@ def _result(
     killed_by: str | None = None
     if timed_out:
         killed_by = "timeout"
+    elif oom_kills > 0:
+        # the run's memory cgroup killed a process of it (the kernel's own count)
+        killed_by = "memory"
     elif rc == -signal.SIGXCPU or (
         # rusage is tick-sampled: it can read a little under what the kernel's CPU-limit
         # timer counted when it fired
@@ -1029,6 +1088,8 @@ def _result(
         )
     if swept:
         prot.notes.append(f"killed {swept} descendant(s) left after the command exited")
+    if oom_kills:
+        prot.notes.append(f"the memory cgroup killed {oom_kills} process(es) of the run (OOM)")
     result = ExecResult(
         returncode=rc,
         stdout=out.decode("utf-8", errors="replace"),
@@ -1083,35 +1144,37 @@ def sweep_stale(root: str | os.PathLike[str]) -> int:
     """Remove work dirs and cgroups left by sandbox parents that died (SIGKILL); returns count.
 
     A killed parent's run dies with it (parent-death signal), but the parent cannot
-    delete its work dir or cgroups any more: the next sandbox in any process does.
+    delete its work dir or cgroups any more: the next sandbox in any process does
+    (and every optiforge command at start, ``workdirs.sweep_default_roots``). Never
+    raises: a leftover that cannot be removed is logged and left for the next sweep.
     """
-    removed = 0
-    host = host_isolation()
-    with contextlib.suppress(OSError):
-        for name in os.listdir(root):
-            if name.startswith("optiforge-sbx-") and not _owner_alive(name, "optiforge-sbx-"):
-                path = os.path.join(root, name)
-                if name.endswith(".root"):
-                    with contextlib.suppress(OSError):
-                        os.rmdir(path)
-                else:
-                    _force_rmtree(path)
-                removed += 1
+    removed = sweep_work_dirs(root)
+    try:
+        host = host_isolation()
+    except Exception as e:  # noqa: BLE001 - a sweep must never stop its caller
+        log.warning("sandbox sweep: cannot probe cgroups: %s", e)
+        return removed
     bases = [host.pids_cgroup, host.memory_cgroup[0] if host.memory_cgroup else None]
     for base, prefix in zip(bases, ("optiforge-", "optiforge-mem-"), strict=True):
         if base is None:
             continue
-        with contextlib.suppress(OSError):
-            for name in os.listdir(base):
-                if not name.startswith(prefix) or (
-                    prefix == "optiforge-" and name.startswith("optiforge-mem-")
-                ):
-                    continue
-                if not _owner_alive(name, prefix):
-                    path = os.path.join(base, name)
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            if not name.startswith(prefix) or (
+                prefix == "optiforge-" and name.startswith("optiforge-mem-")
+            ):
+                continue
+            if not _owner_alive(name, prefix):
+                path = os.path.join(base, name)
+                try:
                     _kill_cgroup(path)
                     _remove_cgroup(path)
                     removed += 1
+                except Exception as e:  # noqa: BLE001 - logged; the next sweep retries
+                    log.warning("sandbox sweep: could not remove cgroup %s: %s", path, e)
     return removed
 
 
@@ -1154,15 +1217,31 @@ def _kill_uid(uid: int, rounds: int = 10) -> int:
     return killed
 
 
-def _force_rmtree(path: str) -> None:
-    """Delete a tree whose dirs the command chmod-ed to 0: restore owner rwx first."""
-    for dirpath, dirnames, _ in os.walk(path):
-        for d in dirnames:
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.join(dirpath, d), 0o700, follow_symlinks=False)
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o700)
-    shutil.rmtree(path, ignore_errors=True)
+@functools.cache
+def _can_mount_tmpfs(root: str) -> str | None:
+    """Can a tmpfs be mounted on a work dir under ``root``? None when it can, else why not."""
+    probe = tempfile.mkdtemp(prefix=owner_prefix() + "probe", dir=root)
+    try:
+        why = mount_tmpfs(probe, 1)
+        return why
+    finally:
+        remove_quietly(probe)
+
+
+def oom_kill_count(sb: LocalSandbox, memcg: str | None) -> int:
+    """How many processes the run's memory cgroup killed (``oom_kill``; 0 when unknown)."""
+    if memcg is None:
+        return 0
+    name = "memory.oom_control" if sb.host.cgroup_v1.get("memory") else "memory.events"
+    try:
+        with open(os.path.join(memcg, name)) as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        return 0
+    return 0
 
 
 def _make_pids_cgroup(sb: LocalSandbox, token: str) -> str | None:

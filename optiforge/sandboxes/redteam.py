@@ -255,6 +255,35 @@ def fill_tmpfs(sb: Any, ctx: Ctx) -> tuple[bool, str]:
     return worst <= bound, f"wrote up to {worst} MB under a bound of {bound} MB"
 
 
+def fill_workdir(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """Write past every bound into the work dir itself (a disk root is the risk)."""
+    mem = 64
+    bound = mem + 2 * int(getattr(sb, "tmpfs_mb", 256))
+    want = bound + 64
+    code = (
+        "import os, sys\nn = 0\n"
+        "try:\n"
+        f"    for i in range({want // 8}):\n"
+        "        with open(f'fill{i}', 'wb') as f:\n"
+        "            f.write(b'x' * (8 << 20))\n"
+        "        n += 8\n"
+        "        print('MB', n, flush=True)\n"
+        "except OSError as e: print('STOP', e.strerror, flush=True)\n"
+    )
+    r = _run_py(sb, ctx, code, timeout_s=60, memory_mb=mem)
+    done = [
+        int(w)
+        for line in r.stdout.splitlines()
+        if line.startswith("MB ")
+        for w in line.split()[1:2]
+    ]
+    wrote = max(done, default=0)
+    return wrote <= bound, (
+        f"wrote {wrote} MB into the work dir under a bound of {bound} MB "
+        f"(root {getattr(sb, 'root', '?')}; killed_by={r.killed_by!r})"
+    )
+
+
 @contextlib.contextmanager
 def _listener() -> Iterator[tuple[int, list[bytes]]]:
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -457,6 +486,241 @@ def env_secret(sb: Any, ctx: Ctx) -> tuple[bool, str]:
     return ctx.secret not in r.stdout, "secret in env" if ctx.secret in r.stdout else "scrubbed"
 
 
+# -- resource promises: the parent's own safety and the bounds it reports (issue 39)
+
+
+def _entries(sb: Any) -> set[str]:
+    """Paths in the sandbox's work-dir root and its warm spool: what a run may leave."""
+    names: set[str] = set()
+    pool = getattr(sb, "_warm_pool", None)
+    for d in (getattr(sb, "root", None), getattr(pool, "_spool", None)):
+        if d:
+            with contextlib.suppress(OSError):
+                mine = f"optiforge-sbx-{os.getpid()}-"  # other processes share the root
+                names |= {os.path.join(str(d), n) for n in os.listdir(d) if n.startswith(mine)}
+    return names
+
+
+def _rm_rf(path: str) -> None:
+    """Host-side cleanup of what an attack left (GNU rm walks iteratively: any depth)."""
+    subprocess.run(["rm", "-rf", "--one-file-system", path], check=False)
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has just exited (a dead sandbox owner)."""
+    p = subprocess.Popen(["true"], stdin=subprocess.DEVNULL)
+    p.wait()
+    return p.pid
+
+
+def _plant_deep_tree(top: str, depth: int) -> None:
+    """``top/d/d/.../d`` (``depth`` levels), made through dir fds (no path-length limit)."""
+    os.mkdir(top)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            nfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    finally:
+        os.close(fd)
+
+
+def deep_directory(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """A 3000-level directory: the parent returns, deletes it, and the root stays usable.
+
+    Also plants the same tree as a dead caller's leftover: the sweep of the root
+    (what every later sandbox on it runs first) must remove it, never raise.
+    """
+    depth = 3000
+    code = (
+        "import os\n"
+        f"for _ in range({depth}):\n"
+        "    os.mkdir('d'); os.chdir('d')\n"
+        "open('bottom', 'w').write('x')\n"
+        f"print('DEEP', {depth})\n"
+    )
+    _run_py(sb, ctx, "pass")  # a warm pool makes its spool on the first run
+    before = _entries(sb)
+    detail = []
+    try:
+        # collect walks the tree too (os.walk recursed on Python 3.11)
+        r = _run_py(sb, ctx, code, timeout_s=30, collect=["**/bottom"])
+        detail.append(f"run returned ({'DEEP' in r.stdout and 'made' or 'not made'})")
+        crashed = ""
+    except RecursionError as e:
+        crashed = f"the parent crashed: RecursionError ({str(e)[:60]})"
+    left = sorted(_entries(sb) - before)
+    for path in left:
+        _rm_rf(path)
+    try:
+        again = "AGAIN" in _run_py(sb, ctx, "print('AGAIN')").stdout
+    except RecursionError:
+        again = False
+    root = getattr(sb, "root", None)
+    swept = ""
+    if root is not None and getattr(sb, "backend", "") == "local":
+        from optiforge.sandboxes.local import sweep_stale
+
+        planted = os.path.join(str(root), f"optiforge-sbx-{_dead_pid()}-rt{ctx.tag}")
+        _plant_deep_tree(planted, depth)
+        try:
+            sweep_stale(str(root))
+            swept = "" if not os.path.exists(planted) else "the sweep left a dead caller's dir"
+        except RecursionError as e:
+            swept = f"the sweep of the root raised RecursionError ({str(e)[:60]})"
+        finally:
+            _rm_rf(planted)
+    bad = [x for x in (crashed, f"left {len(left)} dir(s) behind" if left else "", swept) if x]
+    if not again:
+        bad.append("the next run on the root failed")
+    return not bad, "; ".join(bad) if bad else ", ".join(detail) + "; deleted; next run ok"
+
+
+def sparse_output(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """A 500 MB sparse output file must not be read whole by the parent."""
+    import resource
+
+    size = 500 << 20
+    code = f"f = open('big.bin', 'wb'); f.truncate({size}); f.close(); print('MADE')\n"
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    r = _run_py(sb, ctx, code, collect=["big.bin"])
+    grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
+    got = len(r.files.get("big.bin", b""))
+    cap = int(getattr(sb, "max_collect_bytes", 64 << 20))
+    note = next((n for n in r.protections.notes if "big.bin" in n), "")
+    return got <= cap and got < size, (
+        f"collected {got} of {size} bytes (cap {cap}); parent peak RSS +{grew:.0f} MB; {note}"
+    )
+
+
+def memory_cgroup_kill(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """Children that together exceed the memory cgroup: the result must say ``memory``."""
+    if not sb.protections().memory_cgroup:
+        return True, "not applicable: no memory cgroup (memory is bounded per process)"
+    mem = 256  # a warm fork of a numpy zygote starts at ~140 MB of address space
+    bound = mem + 2 * int(getattr(sb, "tmpfs_mb", 256))
+    each = 96  # each child stays under RLIMIT_AS; together they pass the cgroup's limit
+    n = bound // each + 3
+    code = (
+        "import os, time\nkids = []\n"
+        f"for _ in range({n}):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        f"        b = b'x' * ({each} << 20); time.sleep(1.5); os._exit(0)\n"
+        "    kids.append(pid)\n"
+        "st = [os.waitpid(k, 0)[1] for k in kids]\n"
+        "print('KILLED', sum(os.WIFSIGNALED(s) for s in st))\n"
+    )
+    r = _run_py(sb, ctx, code, memory_mb=mem, timeout_s=30)
+    return r.killed_by == "memory", (
+        f"{n} x {each} MB under a cgroup of {bound} MB: rc {r.returncode}, "
+        f"killed_by={r.killed_by!r}, {_out(r)[-40:]}"
+    )
+
+
+def killed_from_outside(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """SIGKILL each process between the caller and the command: a failed run, never a raise."""
+    if getattr(sb, "backend", "") != "local":
+        return True, "not applicable (local sandboxes only)"
+    outcomes: list[str] = []
+    bad = False
+    level = 0
+    while level < 8:
+        mark = f"optiforge-rt-victim-{ctx.tag}-{level}"
+        box: dict[str, Any] = {}
+
+        def killer(mark: str = mark, level: int = level, box: dict[str, Any] = box) -> None:
+            deadline = time.monotonic() + 20
+            hits: list[int] = []
+            while not hits and time.monotonic() < deadline:
+                hits = _procs_with(mark)
+                time.sleep(0.02)
+            chain, me, pid = [], os.getpid(), hits[0] if hits else 0
+            while pid > 1 and pid != me:
+                chain.append(pid)
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    pid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            chain.reverse()
+            box["depth"] = len(chain)
+            if level < len(chain):
+                with contextlib.suppress(OSError):
+                    os.kill(chain[level], signal.SIGKILL)
+
+        t = threading.Thread(target=killer, daemon=True)
+        t.start()
+        try:
+            r = _run_py(
+                sb, ctx, f"import os; os.execv('/bin/sleep', [{mark!r}, '5'])", timeout_s=15
+            )
+            outcome = f"L{level}: rc {r.returncode} {r.killed_by}"
+            bad |= r.ok
+        except OptiforgeError as e:
+            outcome, bad = f"L{level}: raised {type(e).__name__}: {str(e)[:70]}", True
+        t.join(25)
+        _kill_all(mark)
+        outcomes.append(outcome)
+        level += 1
+        if level >= box.get("depth", 0):
+            break
+    try:
+        again = "AGAIN" in _run_py(sb, ctx, "print('AGAIN')").stdout
+    except OptiforgeError as e:
+        again, bad = False, True
+        outcomes.append(f"next run raised {type(e).__name__}")
+    if not again:
+        bad = True
+        outcomes.append("the next run failed")
+    return not bad, "; ".join(outcomes)
+
+
+def caller_killed_workdir(sb: Any, ctx: Ctx) -> tuple[bool, str]:
+    """SIGKILL the caller mid-run: the next optiforge process to start removes its work dir."""
+    if getattr(sb, "backend", "") != "local":
+        return True, "not applicable (local sandboxes only)"
+    from optiforge.sandboxes.local import default_root
+
+    mark = f"optiforge-rt-held-{ctx.tag}"
+    iso, warm = getattr(sb, "isolation", None), getattr(sb, "warm", None)
+    driver = (
+        "from optiforge.sandboxes.local import LocalSandbox\n"
+        f"LocalSandbox(isolation={iso!r}, warm={warm!r}).run([{ctx.python!r}, '-c',"
+        f" \"import os; open('held', 'wb').write(b'x' * (8 << 20)); "
+        f"os.execv('/bin/sleep', [{mark!r}, '30'])\"], timeout_s=60)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", driver], stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not _procs_with(mark) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    p.kill()
+    p.wait()
+    _wait_gone(mark)
+    _kill_all(mark)
+    root = str(default_root())
+    prefix = f"optiforge-sbx-{p.pid}-"
+
+    def mine() -> list[str]:
+        return [n for n in os.listdir(root) if n.startswith(prefix)]
+
+    left_at_kill = mine()
+    # any optiforge process start: the CLI's entry point, its cheapest command
+    subprocess.run(
+        [sys.executable, "-m", "optiforge.cli", "--version"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    left = mine()
+    for name in left:
+        _rm_rf(os.path.join(root, name))
+    return not left, (
+        f"{len(left_at_kill)} dir(s) of the killed caller in {root}; "
+        f"{len(left)} left after the next optiforge start"
+    )
+
+
 ATTACKS: list[Attack] = [
     Attack("env_secret", "no_secrets", env_secret),
     Attack("proc_environ", "no_secrets", proc_environ),
@@ -477,6 +741,14 @@ ATTACKS: list[Attack] = [
     Attack("daemon_left_behind", "dies_with_timeout_and_parent", daemon_left_behind),
     Attack("timeout_kills_all", "dies_with_timeout_and_parent", timeout_kills_all, quick=False),
     Attack("parent_killed", "dies_with_timeout_and_parent", parent_killed, quick=False),
+    Attack("deep_directory", None, deep_directory),
+    Attack("sparse_output", None, sparse_output),
+    Attack("memory_cgroup_kill", "bounded_resources", memory_cgroup_kill, quick=False),
+    Attack("killed_from_outside", None, killed_from_outside, quick=False),
+    Attack(
+        "caller_killed_workdir", "dies_with_timeout_and_parent", caller_killed_workdir, quick=False
+    ),
+    Attack("fill_workdir", "bounded_resources", fill_workdir, destructive=True, quick=False),
 ]
 """Every attack, in the order the battery runs them."""
 

@@ -63,7 +63,6 @@ import math
 import os
 import resource
 import selectors
-import shutil
 import signal
 import socket
 import subprocess
@@ -77,6 +76,7 @@ from typing import TYPE_CHECKING, Any
 
 from optiforge.errors import SandboxError
 from optiforge.sandboxes.base import ExecResult, collect_files, scrubbed_env, write_files
+from optiforge.sandboxes.workdirs import fs_type, owner_prefix, remove_quietly
 
 if TYPE_CHECKING:
     from optiforge.sandboxes.local import LocalSandbox
@@ -85,6 +85,7 @@ _START_TIMEOUT_S = 60.0
 _KILL_WAIT_S = 2.0
 _DRAIN_AFTER_EXIT_S = 0.5
 _TMPFS_DIRS = ("/tmp", "/dev/shm")
+_SUPERVISOR_DIED = "the run's supervisor died"
 SPOOL = "/.optiforge-spool"
 """Where the zygote's view holds the pool's run dirs (each run detaches it)."""
 
@@ -106,6 +107,10 @@ def warm_unavailable_reason(sb: LocalSandbox) -> str | None:
         return "the kernel/Python lacks pidfd_open or memfd_create"
     root = os.path.realpath(sb.root)
     in_tmpfs = any(root == d or root.startswith(d + "/") for d in _TMPFS_DIRS)
+    if fs_type(root) != "tmpfs":
+        # a run's dir is bound into the zygote's private mount tree: a tmpfs mounted on
+        # it per run (what bounds a cold run's dir on a disk) would not reach the run
+        return f"the work-dir root {root} is not a tmpfs (warm run dirs would be unbounded)"
     if not in_tmpfs and any(
         root == b or root.startswith(b.rstrip("/") + "/") for b in sb.view.ro_binds
     ):
@@ -175,9 +180,7 @@ class WarmPool:
             with contextlib.suppress(OSError):
                 os.rmdir(self._newroot)
         if self._spool:
-            from optiforge.sandboxes.local import _force_rmtree
-
-            _force_rmtree(self._spool)
+            remove_quietly(self._spool)  # iterative: a deep run dir cannot crash the close
         self._ctl = self._proc = self._newroot = self._spool = self.zygote_pid = None
 
     def _start_locked(self) -> None:
@@ -185,10 +188,10 @@ class WarmPool:
 
         sb = self.sb
         token = uuid.uuid4().hex[:12]
-        newroot = os.path.join(str(sb.root), f"optiforge-sbx-{os.getpid()}-warm{token}.root")
+        newroot = os.path.join(str(sb.root), f"{owner_prefix()}warm{token}.root")
         os.mkdir(newroot, 0o700)
         self._newroot = newroot
-        spool = os.path.join(str(sb.root), f"optiforge-sbx-{os.getpid()}-warm{token}.spool")
+        spool = os.path.join(str(sb.root), f"{owner_prefix()}warm{token}.spool")
         os.mkdir(spool, 0o711)
         self._spool = spool
         ctl, child_ctl = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -291,7 +294,7 @@ class WarmPool:
         assert self._spool is not None
         # on the host the run's dir lies in the pool's spool; the run sees it at the
         # path a cold run would have (under the sandbox root), with the spool hidden
-        hostdir = tempfile.mkdtemp(prefix=f"optiforge-sbx-{os.getpid()}-", dir=self._spool)
+        hostdir = tempfile.mkdtemp(prefix=owner_prefix(), dir=self._spool)
         workdir = os.path.join(str(sb.root), os.path.basename(hostdir))
         token = uuid.uuid4().hex
         cgroup = memcg = None
@@ -374,6 +377,12 @@ class WarmPool:
             duration = time.perf_counter() - t0
             swept = L._kill_cgroup(cgroup) if cgroup else 0
             swept += L._kill_uid(uid)
+            if got.error == _SUPERVISOR_DIED:
+                # killed from outside (the run's supervisor, the zygote or its init got a
+                # SIGKILL): the run failed, the caller did not; the next run restarts the
+                # zygote if it is gone
+                got.error = None
+                got.killed_note = "the run was killed from outside (its supervisor died)"
             if got.error is not None:
                 raise SandboxError(f"sandbox setup failed (warm): {got.error}")
             if got.status is None:
@@ -383,7 +392,10 @@ class WarmPool:
                 if memcg and sb.host.memory_cgroup
                 else None
             )
-            collected, cnotes = collect_files(wd, collect, sb.max_file_mb << 20)
+            oom_kills = L.oom_kill_count(sb, memcg)
+            collected, cnotes = collect_files(
+                wd, collect, sb.max_file_mb << 20, sb.max_collect_bytes
+            )
         finally:
             for fd in mine + theirs:
                 with contextlib.suppress(OSError):
@@ -393,9 +405,7 @@ class WarmPool:
             L._remove_cgroup(cgroup)
             if memcg is not None:
                 L._remove_cgroup(memcg)
-            shutil.rmtree(hostdir, ignore_errors=True)
-            if os.path.exists(hostdir):
-                L._force_rmtree(hostdir)
+            remove_quietly(hostdir)  # iterative, any depth; logged, never raised
         if got.killed_note:
             cnotes.append(got.killed_note)
         return L._result(
@@ -416,6 +426,7 @@ class WarmPool:
             collected,
             cnotes,
             warm=True,
+            oom_kills=oom_kills,
         )
 
 
@@ -501,7 +512,7 @@ def _communicate(
                     if not data:
                         sel.unregister(psock)
                         if got.status is None:
-                            got.error = got.error or "the run's supervisor died"
+                            got.error = got.error or _SUPERVISOR_DIED
                             got.status = signal.SIGKILL
                         drain_until = drain_until or time.perf_counter() + _DRAIN_AFTER_EXIT_S
                         continue

@@ -59,6 +59,7 @@ def test_sandbox_exec_json() -> None:
         "timed_out",
         "duration_s",
         "peak_rss_mb",
+        "killed_by",
         "stdout",
         "stderr",
         "protections",
