@@ -128,6 +128,7 @@ def _what(node: ast.AST) -> str:
         text = ast.unparse(node)
     except Exception:  # noqa: BLE001 - a description only
         text = type(node).__name__
+    text = " ".join(text.split())  # one line: reasons are one line
     return text if len(text) <= 60 else text[:57] + "..."
 
 

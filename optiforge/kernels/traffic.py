@@ -44,9 +44,9 @@ def _elem_bytes(ptrs: Any) -> int:
     return _make_elem_bytes(tl.block_type, tl.pointer_type)(ptrs)
 
 
-def _make_elem_bytes(block_type: type, pointer_type: type) -> Any:
+def _make_elem_bytes(block_type: Any, pointer_type: Any) -> Any:
     def elem_bytes(ptrs: Any) -> int:
-        ty = ptrs.dtype
+        ty: Any = ptrs.dtype
         if isinstance(ty, block_type):
             ty = ty.element_ty
         elt = ty.element_ty if isinstance(ty, pointer_type) else ty
@@ -57,7 +57,9 @@ def _make_elem_bytes(block_type: type, pointer_type: type) -> Any:
     return elem_bytes
 
 
-def _make_lanes(shape_of: Any, prod: Any, count_nonzero: Any, broadcast_to: Any, asarray: Any) -> Any:
+def _make_lanes(
+    shape_of: Any, prod: Any, count_nonzero: Any, broadcast_to: Any, asarray: Any
+) -> Any:
     def lanes(ptrs: Any, mask: Any) -> int:
         shape = shape_of(ptrs.data)
         if mask is None:
@@ -71,7 +73,9 @@ def _lanes(ptrs: Any, mask: Any) -> int:
     """Lanes of ``ptrs`` active under ``mask``."""
     import numpy as np
 
-    return int(_make_lanes(np.shape, np.prod, np.count_nonzero, np.broadcast_to, np.asarray)(ptrs, mask))
+    return int(
+        _make_lanes(np.shape, np.prod, np.count_nonzero, np.broadcast_to, np.asarray)(ptrs, mask)
+    )
 
 
 class Traffic:
@@ -207,7 +211,9 @@ def slots() -> list[tuple[Any, str | None, Any]]:
     out += [(mod, name, mod[name]) for name in ("_add", "_lanes", "_elem_bytes", "_make_lanes", "_make_elem_bytes",
                                                 "install", "intact", "slots", "count_traffic", "Traffic", "_Patch",
                                                 "_METHODS", "cost_estimate", "LAUNCH_US", "PEAKS")]  # fmt: skip
-    out += [(vars(_Patch), name, vars(_Patch)[name]) for name in ("active", "originals", "wrappers")]
+    out += [
+        (vars(_Patch), name, vars(_Patch)[name]) for name in ("active", "originals", "wrappers")
+    ]
     out += [(vars(Traffic), name, vars(Traffic)[name]) for name in ("__init__", "totals")]
     seen: set[int] = set()
     todo: list[Any] = list(_Patch.wrappers.values())

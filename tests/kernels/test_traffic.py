@@ -120,7 +120,11 @@ def test_slots_cover_every_closure_cell_of_the_wrappers() -> None:
         cells = [h for h, k, _ in kept if k is None]
         assert cells and {"_add", "_lanes", "_Patch"} <= {k for _, k, _ in kept}
         wrapper = traffic._Patch.wrappers["create_masked_load"]
-        cell = next(c for c in wrapper.__closure__ if callable(c.cell_contents) and c.cell_contents.__name__ == "add")
+        cell = next(
+            c
+            for c in wrapper.__closure__
+            if callable(c.cell_contents) and c.cell_contents.__name__ == "add"
+        )
         original = cell.cell_contents
         cell.cell_contents = _zero  # what code reaching the closure could do
         try:
