@@ -86,7 +86,7 @@ TRITON_SCALAR_FNS = frozenset({"cdiv", "next_power_of_2"})
 MATH_FNS = frozenset(
     {"sqrt", "log", "log2", "exp", "ceil", "floor", "pi", "e", "inf", "isqrt", "prod"}
 )
-HOST_BUILTINS = frozenset({"min", "max", "abs", "int", "float", "len", "range"})
+HOST_BUILTINS = frozenset({"min", "max", "abs", "int", "float", "len", "range", "tuple"})
 KERNEL_BUILTINS = frozenset({"range", "min", "max", "float", "int", "len"})
 #: Members of Triton values (``tl.tensor``, tensor descriptors, block pointers, dtypes) a
 #: kernel body may access. Interpreter internals (``handle``, ``data``) are not among them.
@@ -723,6 +723,10 @@ class _HostChecker:
         if isinstance(s, ast.Assign | ast.AnnAssign):
             if s.value is None:
                 raise _fail(s, "a bare annotation is not allowed")
+            for t in s.targets if isinstance(s, ast.Assign) else [s.target]:
+                for x in t.elts if isinstance(t, ast.Tuple | ast.List) else [t]:
+                    if not isinstance(x, ast.Name):  # before the value: the store is the violation
+                        raise _fail(s, f"assigns to `{_what(x)}` (host code may only bind new local names)")
             kind = self.value(s.value, env)
             for t in s.targets if isinstance(s, ast.Assign) else [s.target]:
                 self._store(t, kind, env)
