@@ -726,7 +726,9 @@ class _HostChecker:
             for t in s.targets if isinstance(s, ast.Assign) else [s.target]:
                 for x in t.elts if isinstance(t, ast.Tuple | ast.List) else [t]:
                     if not isinstance(x, ast.Name):  # before the value: the store is the violation
-                        raise _fail(s, f"assigns to `{_what(x)}` (host code may only bind new local names)")
+                        raise _fail(
+                            s, f"assigns to `{_what(x)}` (host code may only bind new local names)"
+                        )
             kind = self.value(s.value, env)
             for t in s.targets if isinstance(s, ast.Assign) else [s.target]:
                 self._store(t, kind, env)

@@ -175,7 +175,9 @@ def test_hawkeye_search_does_not_keep_a_forged_kernel(tmp_path: Path) -> None:
     from optiforge.agents.kit import RunContext, SearchConfig, run_search
     from optiforge.testing import ScriptedLLM
 
-    llm = ScriptedLLM(outputs=[f"```python\n{src}```\n" for src in (cheats.MATCH_ATTR, cheats.HONEST_RELU)])
+    llm = ScriptedLLM(
+        outputs=[f"```python\n{src}```\n" for src in (cheats.MATCH_ATTR, cheats.HONEST_RELU)]
+    )
     ctx = RunContext(llm=llm, seed=0, run_dir=tmp_path / "run", agent="hawkeye")
     problem = KernelProblem(_task(), "interpreter")
     result = run_search(problem, LLMKernelProposer(strategies_per_task=1), ctx,
