@@ -15,8 +15,9 @@ Module (top level), in any order:
   constants, arithmetic on constants, an earlier constant, ``triton.Config(<const>...)``,
   or a list comprehension over constants (autotune config lists); ``PARAMS = {...}``;
 * Triton kernels: ``def`` decorated with ``@triton.jit`` (``@triton.jit(<const kwargs>)``),
-  optionally under ``@triton.autotune(<const kwargs>)`` and ``@triton.heuristics({str:
-  lambda args: <scalar>})``, where ``triton`` is the imported module, never a rebound name;
+  optionally under ``@triton.autotune(<const kwargs>)``, where ``triton`` is the imported
+  module, never a rebound name (``triton.heuristics`` is not in the grammar: its functions
+  get the launch's tensors on the host);
 * host functions: ``def launch(...)`` and helper ``def``\\ s it calls (no decorators).
 
 Kernel bodies: assignments (names, tuples of names), augmented assignments, ``for`` over
@@ -42,7 +43,8 @@ devices, tuples of them), and tensors may only be
 Scalars may be combined freely (arithmetic, comparisons, ``min``/``max``/``abs``/
 ``int``/``len``, ``math.*``, ``triton.cdiv``/``next_power_of_2``, subscripts), and drive
 ``if`` / ``x if c else y`` / ``for i in range(...)``. The grid is a scalar tuple, or a
-nested ``def grid(meta)``/``lambda meta:`` returning one. Statements: assignment to new
+nested ``def grid(meta)``/``lambda meta:`` returning one, which reads ``meta`` only as
+``meta["<constexpr parameter of a kernel>"]`` (``meta`` also holds the launch's tensors). Statements: assignment to new
 local names, ``if``, ``for`` over ``range``, ``return``, and expression statements that
 are launches (or ``triton.set_allocator(<helper>)``). So a tensor never reaches host
 arithmetic, ``bool``, ``int``, ``.numpy()``, ``.tolist()``, ``.item()`` or a torch op;
@@ -116,6 +118,9 @@ Kind = Any  # TENSOR | SCALAR | ("tuple", [Kind, ...]) | ("tensors",) | ("grid",
 TENSORS: Kind = ("tensors",)
 GRID: Kind = ("grid",)
 PROPS: Kind = ("props",)
+META: Kind = ("meta",)
+"""A grid function's ``meta`` (the launch's arguments, tensors included): only
+``meta["<constexpr>"]`` may be read from it."""
 
 
 def _fail(node: ast.AST | None, msg: str) -> InvalidCandidate:
@@ -173,6 +178,8 @@ class _Module:
         self.consts: set[str] = set()
         self.kernels: set[str] = set()
         self.hosts: dict[str, ast.FunctionDef] = {}
+        self.constexprs: set[str] = {"num_warps", "num_stages", "num_ctas"}
+        """Keys a grid function may read from ``meta`` (kernels' constexpr parameters)."""
 
     def bind(self, name: str, node: ast.AST) -> None:
         """Refuse a top-level name that shadows a builtin or an earlier binding."""
@@ -402,7 +409,10 @@ def _annotations(fn: ast.FunctionDef | ast.Lambda, mod: _Module) -> None:
 
 
 def _decorators(fn: ast.FunctionDef, mod: _Module) -> None:
-    """``@triton.jit`` innermost, optionally under ``@triton.autotune``/``@triton.heuristics``."""
+    """``@triton.jit`` innermost, optionally under ``@triton.autotune(<constants>)``.
+
+    ``triton.heuristics`` is not in the grammar: its functions receive the kernel's
+    arguments, tensors included, on the host (no reference, template or example uses it)."""
     names: list[str] = []
     for d in fn.decorator_list:
         call = d if isinstance(d, ast.Call) else None
@@ -411,11 +421,11 @@ def _decorators(fn: ast.FunctionDef, mod: _Module) -> None:
             not path
             or len(path) != 2
             or path[0] not in mod.triton
-            or path[1] not in ("jit", "autotune", "heuristics")
+            or path[1] not in ("jit", "autotune")
         ):
             raise _fail(
                 d,
-                f"decorator `@{_what(d)}` is not triton.jit/autotune/heuristics of the imported triton",
+                f"decorator `@{_what(d)}` is not triton.jit/triton.autotune of the imported triton",
             )
         names.append(path[1])
         if call is None:
@@ -423,31 +433,17 @@ def _decorators(fn: ast.FunctionDef, mod: _Module) -> None:
                 raise _fail(d, f"`@triton.{path[1]}` needs its arguments")
             continue
         for a in call.args:
-            if path[1] == "heuristics":
-                _heuristics(a, mod)
-            else:
-                _const(a, mod, set())
+            _const(a, mod, set())
         for k in call.keywords:
             if k.arg is None:
                 raise _fail(d, "`**` in a decorator is not allowed")
-            if path[1] == "heuristics" and k.arg == "values":
-                _heuristics(k.value, mod)
-            else:
-                _const(k.value, mod, set())
+            _const(k.value, mod, set())
     if names[-1] != "jit" or names.count("jit") != 1:
         raise _fail(fn, f"`{fn.name}`: @triton.jit must be the innermost decorator, once")
-
-
-def _heuristics(e: ast.AST, mod: _Module) -> None:
-    if not isinstance(e, ast.Dict):
-        raise _fail(e, "triton.heuristics takes a dict literal of lambdas")
-    for k, v in zip(e.keys, e.values, strict=True):
-        if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-            raise _fail(e, "triton.heuristics keys must be strings")
-        if not isinstance(v, ast.Lambda) or len(v.args.args) != 1:
-            raise _fail(v, "a heuristic is `lambda args: <scalar expression>`")
-        hc = _HostChecker(mod)
-        hc.scalar(v.body, {v.args.args[0].arg: SCALAR})
+    for p in fn.args.args:  # the names a grid function may read from its ``meta`` dict
+        path = _dotted(p.annotation) if p.annotation is not None else None
+        if path and len(path) == 2 and path[1] == "constexpr":
+            mod.constexprs.add(p.arg)
 
 
 # -- kernels --------------------------------------------------------------------------------
@@ -781,7 +777,7 @@ class _HostChecker:
             )
         _annotations(fn, self.mod)
         inner = {k: v for k, v in env.items() if v == SCALAR}
-        inner[a.args[0].arg] = SCALAR
+        inner[a.args[0].arg] = META
         body = [
             s
             for s in fn.body
@@ -822,7 +818,7 @@ class _HostChecker:
             if len(e.args.args) != 1 or e.args.vararg or e.args.kwarg or e.args.defaults:
                 raise _fail(e, "a lambda must be a grid `lambda meta: (...)`")
             inner = {k: v for k, v in env.items() if v == SCALAR}
-            inner[e.args.args[0].arg] = SCALAR
+            inner[e.args.args[0].arg] = META
             self.scalar(e.body, inner)
             return GRID
         if isinstance(e, ast.Call):
@@ -886,6 +882,12 @@ class _HostChecker:
                     self.scalar(bound, env)
             return
         if isinstance(e, ast.Subscript):
+            if isinstance(e.value, ast.Name) and env.get(e.value.id) == META:
+                key = e.slice.value if isinstance(e.slice, ast.Constant) else None
+                if not (isinstance(key, str) and key in self.mod.constexprs):
+                    raise _fail(e, f"`{_what(e)}`: a grid reads only meta['<constexpr parameter>'] "
+                                   f"({', '.join(sorted(self.mod.constexprs))})")  # fmt: skip
+                return
             self.scalar(e.slice, env)
             if isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
                 self.tensor(e.value.value, env)

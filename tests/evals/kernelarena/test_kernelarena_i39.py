@@ -186,3 +186,39 @@ def test_hawkeye_search_does_not_keep_a_forged_kernel(tmp_path: Path) -> None:
     assert seed.passed and honest.passed and not forged.passed
     assert forged.error is not None and "`Match` statements are not allowed" in forged.error
     assert result.best is not None and result.best.value == pytest.approx(1.0)
+
+
+_GRID_KERNEL = (
+    _K + "@triton.jit\ndef _k(x, o, n, BLOCK: tl.constexpr):\n    pass\n\n\ndef launch(x):\n"
+    "    out = torch.empty_like(x)\n    n = x.numel()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("grid", "reason"),
+    [
+        ("lambda meta: (triton.cdiv(n, meta['BLOCK']),)", None),
+        # meta also holds the launch's tensors: reading one is a host read
+        ("lambda meta: (int(meta['x']),)", "a grid reads only meta['<constexpr parameter>']"),
+        ("lambda meta: (len(meta),)", "`meta` is a meta"),
+    ],
+)
+def test_grid_functions_read_only_constexprs_from_meta(grid: str, reason: str | None) -> None:
+    src = _GRID_KERNEL + f"    _k[{grid}](x, out, n, BLOCK=64)\n    return out\n"
+    if reason is None:
+        check_candidate_source(src)
+        return
+    with pytest.raises(InvalidCandidate) as err:
+        check_candidate_source(src)
+    assert reason in str(err.value)
+
+
+def test_triton_heuristics_is_not_in_the_grammar() -> None:
+    # its functions get the launch's arguments, tensors included, on the host
+    src = (
+        _K
+        + "@triton.heuristics({'E': lambda a: int(a['x'][0])})\n@triton.jit\ndef _k(x, o):\n    pass\n"
+        + _LAUNCH
+    )
+    with pytest.raises(InvalidCandidate, match="is not triton.jit/triton.autotune"):
+        check_candidate_source(src)
