@@ -38,24 +38,44 @@ _METHODS = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "c
 
 
 def _elem_bytes(ptrs: Any) -> int:
+    """Bytes per element behind ``ptrs`` (the installed wrappers use a copy bound at install)."""
     import triton.language as tl
 
-    ty = ptrs.dtype
-    if isinstance(ty, tl.block_type):
-        ty = ty.element_ty
-    elt = ty.element_ty if isinstance(ty, tl.pointer_type) else ty
-    if isinstance(elt, tl.pointer_type):
-        return 8
-    return max(1, int(getattr(elt, "primitive_bitwidth", 8)) // 8)
+    return _make_elem_bytes(tl.block_type, tl.pointer_type)(ptrs)
+
+
+def _make_elem_bytes(block_type: Any, pointer_type: Any) -> Any:
+    def elem_bytes(ptrs: Any) -> int:
+        ty: Any = ptrs.dtype
+        if isinstance(ty, block_type):
+            ty = ty.element_ty
+        elt = ty.element_ty if isinstance(ty, pointer_type) else ty
+        if isinstance(elt, pointer_type):
+            return 8
+        return max(1, int(getattr(elt, "primitive_bitwidth", 8)) // 8)
+
+    return elem_bytes
+
+
+def _make_lanes(
+    shape_of: Any, prod: Any, count_nonzero: Any, broadcast_to: Any, asarray: Any
+) -> Any:
+    def lanes(ptrs: Any, mask: Any) -> int:
+        shape = shape_of(ptrs.data)
+        if mask is None:
+            return int(prod(shape)) if shape else 1
+        return int(count_nonzero(broadcast_to(asarray(mask.data).astype(bool), shape)))
+
+    return lanes
 
 
 def _lanes(ptrs: Any, mask: Any) -> int:
+    """Lanes of ``ptrs`` active under ``mask``."""
     import numpy as np
 
-    shape = np.shape(ptrs.data)
-    if mask is None:
-        return int(np.prod(shape)) if shape else 1
-    return int(np.count_nonzero(np.broadcast_to(np.asarray(mask.data).astype(bool), shape)))
+    return int(
+        _make_lanes(np.shape, np.prod, np.count_nonzero, np.broadcast_to, np.asarray)(ptrs, mask)
+    )
 
 
 class Traffic:
@@ -87,57 +107,77 @@ def _add(key: str, value: float) -> None:
 
 
 def install() -> None:
-    """Wrap the interpreter's methods (idempotent)."""
+    """Wrap the interpreter's methods (idempotent).
+
+    Every wrapper reaches what it counts with through its closure, bound here (the active
+    list, the lane and byte counters and the numpy functions they use), never through a
+    module global looked up at call time: replacing ``traffic._add`` or ``numpy.prod``
+    later changes nothing it counts. :func:`slots` lists each of those objects so that a
+    harness can check by identity that none was replaced (cells included)."""
     if _Patch.originals:
         return
+    import numpy as np
+    import triton.language as tl
     from triton.runtime import interpreter as itp
 
     builder, grid = itp.InterpreterBuilder, itp.GridExecutor
     o = {m: getattr(builder, m) for m in _METHODS}
     o["grid_call"] = grid.__call__
+    active = _Patch.active
+    lanes = _make_lanes(np.shape, np.prod, np.count_nonzero, np.broadcast_to, np.asarray)
+    elem_bytes = _make_elem_bytes(tl.block_type, tl.pointer_type)
+    shape_of, prod = np.shape, np.prod
+
+    def add(key: str, value: float) -> None:
+        for t in active:
+            cur = t._cur
+            if cur is not None:
+                cur[key] += value
+
+    load, store, rmw, cas, dot, set_dim, call = (o["create_masked_load"], o["create_masked_store"],
+                                                 o["create_atomic_rmw"], o["create_atomic_cas"], o["create_dot"],
+                                                 o["set_grid_dim"], o["grid_call"])  # fmt: skip
 
     def create_masked_load(self: Any, ptrs: Any, mask: Any, *a: Any, **k: Any) -> Any:
-        _add("bytes_loaded", _lanes(ptrs, mask) * _elem_bytes(ptrs))
-        return o["create_masked_load"](self, ptrs, mask, *a, **k)
+        add("bytes_loaded", lanes(ptrs, mask) * elem_bytes(ptrs))
+        return load(self, ptrs, mask, *a, **k)
 
     def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *a: Any, **k: Any) -> Any:
-        _add("bytes_stored", _lanes(ptrs, mask) * _elem_bytes(ptrs))
-        return o["create_masked_store"](self, ptrs, value, mask, *a, **k)
+        add("bytes_stored", lanes(ptrs, mask) * elem_bytes(ptrs))
+        return store(self, ptrs, value, mask, *a, **k)
 
     def create_atomic_rmw(
         self: Any, op: Any, ptr: Any, val: Any, mask: Any, *a: Any, **k: Any
     ) -> Any:
-        _add("atomic_bytes", _lanes(ptr, mask) * _elem_bytes(ptr))
-        return o["create_atomic_rmw"](self, op, ptr, val, mask, *a, **k)
+        add("atomic_bytes", lanes(ptr, mask) * elem_bytes(ptr))
+        return rmw(self, op, ptr, val, mask, *a, **k)
 
     def create_atomic_cas(self: Any, ptr: Any, *a: Any, **k: Any) -> Any:
-        _add("atomic_bytes", _lanes(ptr, None) * _elem_bytes(ptr))
-        return o["create_atomic_cas"](self, ptr, *a, **k)
+        add("atomic_bytes", lanes(ptr, None) * elem_bytes(ptr))
+        return cas(self, ptr, *a, **k)
 
     def create_dot(self: Any, a: Any, b: Any, *rest: Any, **k: Any) -> Any:
-        import numpy as np
-
-        sa, sb = np.shape(a.data), np.shape(b.data)
-        batch = int(np.prod(sa[:-2])) if len(sa) > 2 else 1
-        _add("dot_flops", 2.0 * batch * sa[-2] * sb[-1] * sa[-1])
-        return o["create_dot"](self, a, b, *rest, **k)
+        sa, sb = shape_of(a.data), shape_of(b.data)
+        batch = int(prod(sa[:-2])) if len(sa) > 2 else 1
+        add("dot_flops", 2.0 * batch * sa[-2] * sb[-1] * sa[-1])
+        return dot(self, a, b, *rest, **k)
 
     def set_grid_dim(self: Any, nx: int, ny: int, nz: int) -> Any:
-        for t in _Patch.active:
+        for t in active:
             if t._cur is not None:
                 t._cur["grid"] = [int(nx), int(ny), int(nz)]
                 t._cur["programs"] = int(nx) * int(ny) * int(nz)
-        return o["set_grid_dim"](self, nx, ny, nz)
+        return set_dim(self, nx, ny, nz)
 
     def grid_call(self: Any, *a: Any, **k: Any) -> Any:
         name = str(getattr(self.fn, "__name__", "kernel"))
-        for t in _Patch.active:
+        for t in active:
             t._cur = {"kernel": name, "grid": None, "programs": 0, "bytes_loaded": 0.0, "bytes_stored": 0.0,
                       "atomic_bytes": 0.0, "dot_flops": 0.0}  # fmt: skip
         try:
-            return o["grid_call"](self, *a, **k)
+            return call(self, *a, **k)
         finally:
-            for t in _Patch.active:
+            for t in active:
                 if t._cur is not None:
                     t.launches.append(t._cur)
                     t._cur = None
@@ -151,15 +191,62 @@ def install() -> None:
     _Patch.originals, _Patch.wrappers = o, {**w, "grid_call": grid_call}
 
 
-def intact() -> bool:
-    """Whether the installed wrappers are still the interpreter's methods (code run inside
-    a counted block could have replaced them)."""
+def slots() -> list[tuple[Any, str | None, Any]]:
+    """Every object the installed counter relies on, as ``(holder, key, object)``: ``holder``
+    is a namespace (``vars`` of a class or module: ``holder.get(key) is object`` must hold)
+    or, with ``key`` None, a closure cell (``holder.cell_contents is object``). Covers the
+    interpreter methods the counter wraps, this module's functions and classes, the active
+    list and every cell of every wrapper, recursively. Empty when not installed."""
     if not _Patch.wrappers:
-        return False
+        return []
+    import sys
+
     from triton.runtime import interpreter as itp
 
-    ok = all(itp.InterpreterBuilder.__dict__.get(m) is _Patch.wrappers[m] for m in _METHODS)
-    return ok and itp.GridExecutor.__dict__.get("__call__") is _Patch.wrappers["grid_call"]
+    out: list[tuple[Any, str | None, Any]] = []
+    b, g = vars(itp.InterpreterBuilder), vars(itp.GridExecutor)
+    out += [(b, m, _Patch.wrappers[m]) for m in _METHODS]
+    out.append((g, "__call__", _Patch.wrappers["grid_call"]))
+    mod = vars(sys.modules[__name__])
+    out += [(mod, name, mod[name]) for name in ("_add", "_lanes", "_elem_bytes", "_make_lanes", "_make_elem_bytes",
+                                                "install", "intact", "slots", "count_traffic", "Traffic", "_Patch",
+                                                "_METHODS", "cost_estimate", "LAUNCH_US", "PEAKS")]  # fmt: skip
+    out += [
+        (vars(_Patch), name, vars(_Patch)[name]) for name in ("active", "originals", "wrappers")
+    ]
+    out += [(vars(Traffic), name, vars(Traffic)[name]) for name in ("__init__", "totals")]
+    seen: set[int] = set()
+    todo: list[Any] = list(_Patch.wrappers.values())
+    while todo:  # the wrappers' cells, and the cells of the functions found in them
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        for cell in fn.__closure__ or ():
+            obj = cell.cell_contents
+            out.append((cell, None, obj))
+            if callable(obj) and getattr(obj, "__closure__", None) is not None:
+                todo.append(obj)
+    return out
+
+
+def intact(expected: list[tuple[Any, str | None, Any]] | None = None) -> bool:
+    """Whether every object the counter relies on is still in place, by identity.
+
+    expected: the :func:`slots` taken right after :func:`install`, before any untrusted
+        code ran (a harness keeps it); None compares with the slots as they are now, which
+        only catches the wrapped interpreter methods being replaced."""
+    if not _Patch.wrappers:
+        return False
+    missing = object()
+    for holder, key, obj in slots() if expected is None else expected:
+        now = holder.cell_contents if key is None else holder.get(key, missing)
+        if now is not obj:
+            return False
+    from triton.runtime import interpreter as itp
+
+    ok = all(vars(itp.InterpreterBuilder).get(m) is _Patch.wrappers[m] for m in _METHODS)
+    return ok and vars(itp.GridExecutor).get("__call__") is _Patch.wrappers["grid_call"]
 
 
 def uninstall() -> None:

@@ -85,3 +85,50 @@ def test_cost_estimate_is_the_roofline_of_the_amplified_traffic() -> None:
         totals, compulsory=(1.0, 400.0), target=(1e12, 1e6)
     )  # no tl.dot: CUDA cores
     assert slow["estimate_us"] == pytest.approx(1e12 / (cuda_cores * 1e12) * 1e6 + 2 * LAUNCH_US)
+
+
+def _zero(*args: object) -> None:
+    return None
+
+
+def test_replacing_module_helpers_changes_no_count_and_is_seen() -> None:
+    # issue 39: `traffic._add` was looked up at call time, so replacing it dropped every byte
+    import numpy as np
+
+    from optiforge.kernels import traffic
+
+    x, y, o = torch.randn(1000), torch.randn(1000), torch.empty(1000)
+    with count_traffic() as t:
+        kept = traffic.slots()
+        assert traffic.intact(kept)
+        saved = traffic._add, np.count_nonzero
+        traffic._add, np.count_nonzero = _zero, _zero  # type: ignore[assignment]
+        try:
+            _add[(4,)](x, y, o, 1000, B=256)
+            assert not traffic.intact(kept)  # the module global was replaced
+        finally:
+            traffic._add, np.count_nonzero = saved
+        assert traffic.intact(kept)
+    assert t.launches[0]["bytes_loaded"] == 2 * 1000 * 4  # counted through the closure
+
+
+def test_slots_cover_every_closure_cell_of_the_wrappers() -> None:
+    from optiforge.kernels import traffic
+
+    with count_traffic():
+        kept = traffic.slots()
+        cells = [h for h, k, _ in kept if k is None]
+        assert cells and {"_add", "_lanes", "_Patch"} <= {k for _, k, _ in kept}
+        wrapper = traffic._Patch.wrappers["create_masked_load"]
+        cell = next(
+            c
+            for c in wrapper.__closure__
+            if callable(c.cell_contents) and c.cell_contents.__name__ == "add"
+        )
+        original = cell.cell_contents
+        cell.cell_contents = _zero  # what code reaching the closure could do
+        try:
+            assert not traffic.intact(kept)
+        finally:
+            cell.cell_contents = original
+        assert traffic.intact(kept)

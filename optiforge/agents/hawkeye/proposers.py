@@ -105,6 +105,10 @@ SYSTEM = ("You are an expert Triton GPU kernel engineer. Reply with exactly one 
 RULES = """Rules the harness enforces (a violation rejects the candidate):
 - compute with Triton (@triton.jit kernels); torch may only allocate (torch.empty/zeros), give dtypes and query devices;
   no torch compute ops (torch.softmax, torch.nn.functional, tensor.sum(), @ on tensors...), no calls to references;
+- the module holds only imports (torch, triton, `triton.language as tl`, math, optiforge.kernels library modules),
+  constants, @triton.jit kernels and `launch` (plus helpers it calls); host code only allocates outputs
+  (torch.empty...), reads shapes/strides/dtypes, does grid arithmetic (triton.cdiv, min/max) and launches
+  `kernel[grid](...)`: never reads tensor data (.numpy(), .item(), if on a tensor), no classes, match, comprehensions;
 - return a fresh output tensor; never modify inputs; no caching of results between calls;
 - no timers, no files, no os/sys/importlib/time, no monkeypatching;
 - held-out shapes differ (non-power-of-two, strided, transposed inputs): use masks and strides, never special-case shapes."""

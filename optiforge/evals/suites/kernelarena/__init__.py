@@ -3,8 +3,10 @@
 A candidate is ``{"code": <Triton source defining launch(*inputs) -> Tensor>, ...}``.
 ``KernelTask.evaluate`` never trusts the agent, and never trusts the candidate's process:
 
-1. static checks (:mod:`optiforge.kernels.checks`): parse, entry point, no torch compute ops, no
-   timer/harness access, no monkeypatching (kept, but nothing below relies on them);
+1. static checks (:mod:`optiforge.kernels.checks`): an allow-list grammar (Triton kernels and
+   one launch path of allocations, grid arithmetic and kernel launches; see its docstring),
+   so no host compute, no timer/harness access, no monkeypatching (the run-time guards
+   below do not rely on it);
 2. the parent generates every input from a seed and computes the reference itself
    (:mod:`.judge`, :mod:`.references`);
 3. a **candidate run**: a fresh sandbox work dir with the runner (:mod:`.runner`), the
@@ -30,7 +32,8 @@ requested bytes, ``tl.dot`` FLOPs and launches (:mod:`optiforge.kernels.traffic`
 code that touches the counter is refused), and a correct candidate's value is its
 **cost-model speedup** over the task's starting kernel (``seed_code``, counted the same
 way in a trusted run): the estimated time of each at the task's timing shape, from the
-traffic amplification on the largest dev case (``traffic.cost_estimate``, target sm90).
+traffic amplification on each dev case (``traffic.cost_estimate``, target sm90); the value
+is the worst dev case's ratio (:func:`cost_over_cases`), so no one shape decides it.
 It is a model, named ``cost_speedup`` (GPU runs report measured ``speedup``), and tells
 kernels apart by re-reads, padding and launch count, not by anything a cache or the
 hardware decides.
@@ -68,6 +71,42 @@ def cuda_available() -> bool:
     import torch
 
     return bool(torch.cuda.is_available())
+
+
+def cost_over_cases(rows: list[dict[str, float]], seed_rows: list[dict[str, float]],
+                    bounds: list[tuple[float, float]], target: tuple[float, float]) -> tuple[dict[str, float], str | None]:  # fmt: skip
+    """Cost-model metrics over every dev case (or why there are none).
+
+    rows, seed_rows: the candidate's and the starting kernel's counts per case;
+    bounds: ``(bytes, flops)`` the op must do on each case; target: ``(flops, bytes)`` at
+    the timing shape. Each case gives its own estimate of both kernels at the target
+    shape; the candidate's ``cost_speedup`` is its *worst* case's ratio (a launch that is
+    cheaper on one shape than on the others gains nothing), and the other metrics are
+    those of that case. A case without a Triton launch is a failure, not a free case."""
+    from optiforge.kernels.traffic import cost_estimate
+
+    worst: tuple[float, int, dict[str, float], dict[str, float]] | None = None
+    ratios = []
+    for k, (row, seed_row, (nbytes, flops)) in enumerate(zip(rows, seed_rows, bounds, strict=True)):
+        compulsory = (flops, nbytes)
+        est, base = (
+            cost_estimate(row, compulsory, target),
+            cost_estimate(seed_row, compulsory, target),
+        )
+        if est["launches"] < 1:
+            return {}, f"the candidate launched no Triton kernel on dev case {k}"
+        ratio = base["estimate_us"] / est["estimate_us"]
+        ratios.append(ratio)
+        if worst is None or ratio < worst[0]:
+            worst = (ratio, k, est, base)
+    if worst is None:
+        return {}, "no dev cases were counted"
+    ratio, k, est, base = worst
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    return {"cost_speedup": ratio, "cost_us": est["estimate_us"], "seed_cost_us": base["estimate_us"],
+            "cost_amplification": est["amplification"], "cost_launches": est["launches"],
+            "cost_tensor_cores": est["tensor_cores"], "cost_worst_case": float(k),
+            "cost_speedup_geomean": geo, "cost_cases": float(len(ratios))}, None  # fmt: skip
 
 
 class KernelTask:
@@ -238,8 +277,6 @@ class KernelTask:
 
     def _cost(self, cand: judge.RunRead, inputs: list[Any], refs: list[Any], sandbox: Any) -> tuple[dict[str, float], str | None]:  # fmt: skip
         """Cost-model metrics of a correct candidate on CPU (see the module doc), or why none."""
-        from optiforge.kernels.traffic import cost_estimate
-
         rows = cand.meta.get("traffic")
         if not isinstance(rows, list) or len(rows) != len(inputs):
             return {}, "the run reported no traffic counts"
@@ -249,16 +286,7 @@ class KernelTask:
         bounds = [
             judge.work_bounds(self.op, inp, ref) for inp, ref in zip(inputs, refs, strict=True)
         ]
-        k = max(range(len(bounds)), key=lambda i: bounds[i][0])
-        compulsory = (bounds[k][1], bounds[k][0])
-        target = self._target_bounds()
-        est = cost_estimate(rows[k], compulsory, target)
-        base = cost_estimate(seed_rows[k], compulsory, target)
-        if est["launches"] < 1:
-            return {}, "the candidate launched no Triton kernel"
-        return {"cost_speedup": base["estimate_us"] / est["estimate_us"], "cost_us": est["estimate_us"],
-                "seed_cost_us": base["estimate_us"], "cost_amplification": est["amplification"],
-                "cost_launches": est["launches"], "cost_tensor_cores": est["tensor_cores"]}, None  # fmt: skip
+        return cost_over_cases(rows, seed_rows, bounds, self._target_bounds())
 
     def _seed_traffic(
         self, sandbox: Any, inputs: list[Any]
@@ -453,4 +481,5 @@ __all__ = [
     "clipped_geomean_speedup",
     "fast_p",
     "SPECS",
+    "cost_over_cases",
 ]

@@ -24,9 +24,15 @@ before the candidate's first line runs:
   sparse, nested, quantized or explicit-composite kernel, except allocation, copy and
   view ops, is shadowed by a kernel that records the op and raises, so
   ``DisableTorchFunction``, popped modes or an emptied tripwire do not help; a
-  torch-function tripwire names the Python-level call;
+  torch-function tripwire names the Python-level call, and names reads of tensor data
+  into host Python/numpy (``.numpy()``, ``.tolist()``, ``.item()``, ``__array__``,
+  ``__dlpack__``...) as host compute (``DisableTorchFunction`` is refused, and
+  ``_local_scalar_dense`` is denied in the dispatcher);
 * per launch: input mutation, an output aliasing an input or an earlier output (a cached
-  result), timer patching and left-over torch modes are checked.
+  result), timer patching and left-over torch modes are checked; on CPU, every object the
+  traffic counter relies on (``traffic.slots()``: the wrapped interpreter methods, their
+  closure cells, ``traffic._add`` and the module's other functions, the record list) is
+  checked by identity after every case.
 
 The ``nonce`` the parent looks for in ``out.meta`` lives only in :func:`_run`'s frame, so
 a file written by candidate code (or a process it starts) is rejected by the parent.
@@ -72,7 +78,7 @@ ALLOWED_ATEN = frozenset(
         "_to_copy", "clone", "resize_", "resize_as_", "set_", "view", "_unsafe_view",
         "as_strided", "as_strided_", "expand", "t", "transpose", "permute", "unsqueeze",
         "squeeze", "select", "slice", "narrow", "detach", "detach_", "alias", "lift_fresh",
-        "lift_fresh_copy", "_local_scalar_dense", "is_pinned", "_pin_memory", "record_stream",
+        "lift_fresh_copy", "is_pinned", "_pin_memory", "record_stream",
         "resolve_conj", "resolve_neg", "_reshape_alias", "cat", "stack", "arange",
         "is_set_to", "_has_same_storage_numel", "split", "split_with_sizes", "unbind",
         "chunk", "unfold", "diagonal", "_conj", "_neg_view", "contiguous", "reshape",
@@ -95,6 +101,11 @@ TRIPWIRE = frozenset(
         "outer", "tensordot", "conv1d", "conv2d",
     }
 )  # fmt: skip
+#: torch functions that read tensor data into host Python or numpy: computing outside Triton
+#: too, so the tripwire names them as well (``DisableTorchFunction`` is refused, below).
+HOST_READS = frozenset({"numpy", "tolist", "item", "__array__", "__array_wrap__", "__dlpack__", "__float__",
+                        "__int__", "__bool__", "__index__", "__complex__", "__repr__", "__str__", "__format__",
+                        "__reduce_ex__"})  # fmt: skip
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 DENY_EVENTS = frozenset({"sys._current_frames", "sys.settrace", "sys.setprofile",
                          "gc.get_objects", "gc.get_referrers", "gc.get_referents", "os.chdir",
@@ -139,7 +150,9 @@ TORCH_C_REFUSE = ("_dispatch_library", "_dispatch_get_computed_kernel_for_dispat
                   "_dispatch_tls_set_dispatch_key_excluded", "_dispatch_tls_set_dispatch_key_included",
                   "_ExcludeDispatchKeyGuard", "_IncludeDispatchKeyGuard", "_EnablePythonDispatcher",
                   "_set_python_dispatcher", "_ForceDispatchKeyGuard", "_PreserveDispatchKeyGuard",
-                  "_dispatch_pystub", "_DisablePythonDispatcher")  # fmt: skip
+                  "_dispatch_pystub", "_DisablePythonDispatcher",
+                  # would hide host reads (``.numpy()``, ``.tolist()``) from the tripwire
+                  "DisableTorchFunction")  # fmt: skip
 
 
 def _setup() -> dict[str, Any]:
@@ -182,9 +195,13 @@ def _setup() -> dict[str, Any]:
         traffic.install()
         counter = traffic.Traffic()
         traffic._Patch.active.append(counter)
+        # Everything the count relies on, by identity (the wrappers, their closure cells,
+        # the traffic module's functions, the active list, this counter's record list).
+        slots = [*traffic.slots(), (vars(counter), "launches", counter.launches)]
         c.update(tr_counter=counter, tr_active=traffic._Patch.active, tr_patch=traffic._Patch,
                  tr_wrappers=dict(traffic._Patch.wrappers), tr_builder=vars(itp.InterpreterBuilder),
-                 tr_grid=vars(itp.GridExecutor), tr_methods=tuple(traffic._METHODS))  # fmt: skip
+                 tr_grid=vars(itp.GridExecutor), tr_methods=tuple(traffic._METHODS),
+                 tr_slots=tuple(slots), tr_missing=object())  # fmt: skip
     # Timers: the objects kernel code must leave in place (identity is checked after each call).
     homes = {"time": time, "torch.cuda": torch.cuda, "triton.testing": triton.testing}
     names = ("time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
@@ -220,11 +237,12 @@ def _setup() -> dict[str, Any]:
         b = {"getattr": getattr, "RuntimeError": RuntimeError, "PermissionError": PermissionError, "__import__": __import__,
              "__build_class__": builtins.__build_class__}  # fmt: skip
         wire_ns: dict[str, Any] = {"__builtins__": b, "__name__": "kernelarena_tripwire",
-                                   "Base": torch.overrides.TorchFunctionMode, "names": TRIPWIRE, "hits": []}  # fmt: skip
+                                   "Base": torch.overrides.TorchFunctionMode, "names": TRIPWIRE | HOST_READS, "hits": []}  # fmt: skip
         exec(compile(_TRIPWIRE_SRC, "<kernelarena-tripwire>", "exec"), wire_ns)  # noqa: S102  # trusted: our own source
         deny_ns: dict[str, Any] = {"__builtins__": b, "__name__": "kernelarena_denied", "hits": []}
         exec(compile(_DENIED_SRC, "<kernelarena-denied>", "exec"), deny_ns)  # noqa: S102  # trusted: our own source
-        c.update(wire=wire_ns["Tripwire"](), wire_hits=wire_ns["hits"], poison_hits=deny_ns["hits"])
+        c.update(wire=wire_ns["Tripwire"](), wire_hits=wire_ns["hits"], poison_hits=deny_ns["hits"],
+                 host_reads=HOST_READS)  # fmt: skip
         has = torch._C._dispatch_has_kernel_for_dispatch_key
         plan = []
         for qual in torch._C._dispatch_get_all_op_names():
@@ -382,6 +400,8 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
     frame_hooks, torch_c_refusals = c.get("frame_hooks", []), c.get("torch_c_refusals", [])
     getframe, get_ident, frame_readers = c["getframe"], c["get_ident"], c["frame_readers"]
     tr_counter, tr_active, tr_patch = c.get("tr_counter"), c.get("tr_active"), c.get("tr_patch")
+    tr_slots, tr_missing = c.get("tr_slots", ()), c.get("tr_missing")
+    host_reads = c.get("host_reads", ())
     tr_wrappers, tr_builder, tr_grid, tr_methods = (
         c.get("tr_wrappers"),
         c.get("tr_builder"),
@@ -554,6 +574,7 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
 
     kept: list[Any] = []  # earlier outputs stay alive so reuse of their storage is visible
     compute = " during the launch (a torch compute op; the kernel must compute with Triton)"
+    host_read = " during the launch (host compute; the kernel must compute with Triton)"
 
     def guarded(inputs: list[Any]) -> tuple[Any, Any]:  # noqa: C901 - every run-time check of one launch
         snap = [raw(t) for t in inputs] if hostile else None
@@ -578,7 +599,10 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
             if _len(poison_hits) > n_poison:
                 return None, "called aten::" + text(poison_hits[n_poison]) + compute
             if _len(wire_hits) > n_wire:
-                return None, "called torch." + text(wire_hits[n_wire]) + compute
+                hit = text(wire_hits[n_wire])
+                if hit in host_reads:
+                    return None, "read tensor data on the host with torch." + hit + host_read
+                return None, "called torch." + hit + compute
             if not found:
                 return None, "removed the harness's torch-function tripwire during the launch"
             bad = timers_changed(timers)
@@ -610,6 +634,10 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
             return False
         for m in tr_methods:
             if tr_builder.get(m) is not tr_wrappers[m]:  # type: ignore[union-attr, index]
+                return False
+        for holder, key, obj in tr_slots:  # traffic._add, closure cells, ... (traffic.slots)
+            now = holder.cell_contents if key is None else holder.get(key, tr_missing)
+            if now is not obj:
                 return False
         return tr_grid.get("__call__") is tr_wrappers["grid_call"]  # type: ignore[union-attr, index]
 
