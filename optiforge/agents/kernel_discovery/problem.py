@@ -17,6 +17,7 @@ import torch
 
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
+from optiforge.agents.kit.lineage import Lesson
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score
 from optiforge.solvers.gp import grammar
@@ -170,13 +171,14 @@ class KernelSearchProblem:
 
     def reflect(
         self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
-    ) -> list[str]:
+    ) -> list[Lesson]:
         lessons = []
         for ev in batch:
             if "source" in ev.payload and ev.error:
-                lessons.append(
-                    f"LLM kernel form {ev.payload.get('form', '')[:120]!r} was rejected: {ev.error[:200]}"
-                )
+                # the error is the sandboxed kernel code's output: candidate provenance
+                lessons.append(Lesson(
+                    text=f"LLM kernel form {ev.payload.get('form', '')[:120]!r} was rejected: {ev.error[:200]}",
+                    provenance="candidate"))  # fmt: skip
         return lessons
 
 
