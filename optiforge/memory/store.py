@@ -996,9 +996,7 @@ class Store:
                     + (" AND d.agent = :agent" if agent is not None else "")
                     + (
                         # values come from PROVENANCES (checked), never from the caller's text
-                        " AND d.provenance IN ("
-                        + ", ".join(f"'{p}'" for p in sorted(provs))
-                        + ")"
+                        " AND d.provenance IN (" + ", ".join(f"'{p}'" for p in sorted(provs)) + ")"
                         if provs is not None
                         else ""
                     )

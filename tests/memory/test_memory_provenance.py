@@ -39,9 +39,7 @@ def test_new_records_default_to_unknown_and_round_trip(tmp_path: Path) -> None:
     with Store(f"sqlite:///{tmp_path / 'm.db'}", embedder=None) as s:
         s.add_experience(Experience(id="exp_a", agent="a", task_signature="t", lesson="l"))
         s.add_experience(
-            Experience(
-                id="exp_b", agent="a", task_signature="t", lesson="l", provenance="measured"
-            )
+            Experience(id="exp_b", agent="a", task_signature="t", lesson="l", provenance="measured")
         )
         assert s.get("exp_a").provenance == "unknown"
         assert s.get("exp_b").provenance == "measured"
@@ -64,9 +62,11 @@ def test_old_database_opens_and_its_rows_are_untrusted(tmp_path: Path) -> None:
         )
         hits = s.search("hidden answer", kind="experience", provenance=TRUSTED)
         assert hits == []
-    version = sqlite3.connect(path).execute(
-        "SELECT value FROM memory_meta WHERE key = 'schema'"
-    ).fetchone()
+    version = (
+        sqlite3.connect(path)
+        .execute("SELECT value FROM memory_meta WHERE key = 'schema'")
+        .fetchone()
+    )
     assert version == (2,)
 
 

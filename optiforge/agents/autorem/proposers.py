@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from optiforge.agents.autorem.problem import AutoROTask
 from optiforge.llm.structured import extract_code_block
+from optiforge.memory.provenance import quote_untrusted
 from optiforge.solvers.robust.model import ROProblem
 
 if TYPE_CHECKING:  # experience imports support_rule from here
@@ -240,11 +241,14 @@ def first_prompt(
 
 def repair_message(reasons: list[str]) -> dict[str, Any]:
     """The user turn that feeds the verifier's verdict back."""
-    listed = "\n".join(f"- {r}" for r in redact_reasons(reasons[:8])) or "- (no reason given)"
+    # a reason can quote the program's own output (its exception, stderr): data, not
+    # instructions, so it is shown quoted
+    shown = redact_reasons(reasons[:8])
+    listed = quote_untrusted("\n".join(shown)) if shown else "- (no reason given)"
     return {
         "role": "user",
         "content": (
-            "The verifier rejected this program:\n"
+            "The verifier rejected this program (its reasons may quote the program's output):\n"
             f"{listed}\n"
             "Fix the counterpart and reply with the complete corrected program in one "
             "```python block."

@@ -8,8 +8,8 @@ from typing import Any
 from optiforge.agents.hawkeye.roofline import task_facts
 from optiforge.agents.hawkeye.strategies import TAXONOMY, KernelFacts, detect_all
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
-from optiforge.agents.kit.lineage import Lesson
 from optiforge.agents.kit.evaluator import SandboxedTaskEvaluator
+from optiforge.agents.kit.lineage import Lesson
 from optiforge.errors import ConfigError, InvalidCandidate
 from optiforge.evals.protocol import Score, Task
 from optiforge.kernels.checks import check_candidate_source
