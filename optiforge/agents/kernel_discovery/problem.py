@@ -20,6 +20,7 @@ from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.lineage import Lesson
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score
+from optiforge.memory.provenance import quote_untrusted
 from optiforge.solvers.gp import grammar
 
 # ----------------------------------------------------------------------------- evaluation
@@ -235,11 +236,19 @@ def validate_source(src: str, d: int, ctx: RunContext, max_hyperparameters: int)
     )
     if res.timed_out:
         return "validation timed out"
+    # Everything below comes out of a process that ran the candidate's code (which can
+    # print, raise, or write the report line itself): candidate output, shown quoted.
     try:
         rep = json.loads(res.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
-        return f"validator crashed: {res.stderr[-300:]}"
-    return None if rep.get("ok") else str(rep.get("reason", "rejected"))
+        return "the validator crashed; its stderr:\n" + quote_untrusted(res.stderr[-300:])
+    if not isinstance(rep, dict):
+        return "the validator wrote no report"
+    if rep.get("ok") is True:
+        return None
+    return "the sandboxed validator's reason:\n" + quote_untrusted(
+        str(rep.get("reason", "rejected"))
+    )
 
 
 # ----------------------------------------------------------------------------- dedup

@@ -1038,7 +1038,7 @@ def _remember(ctx: RunContext, problem: SearchProblem, evaluated: list[dict[str,
 
 
 def _store_lessons(
-    ctx: RunContext, loop: _Loop, lessons: list[Lesson], batch: list[Evaluated]
+    ctx: RunContext, loop: _Loop, lessons: Sequence[str | Lesson], batch: list[Evaluated]
 ) -> None:
     """Store the round's lessons; with a run directory their ids are stable, so a round
     re-run after a kill (between the memory write and the node's checkpoint) does not
@@ -1051,7 +1051,7 @@ def _store_lessons(
         for ev in batch[:6]
     )  # fmt: skip
     rnd = batch[0].round if batch else 0
-    for i, les in enumerate(lessons):
+    for i, les in enumerate(map(Lesson.of, lessons)):
         digest = hashlib.sha256(les.text.encode()).hexdigest()[:12]
         local = f"{loop.id_prefix}lesson-r{rnd}-{i}-{ctx.seed}-{digest}"
         record_lesson(
