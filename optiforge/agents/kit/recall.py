@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from optiforge.agents.kit.context import RunContext
@@ -35,18 +36,26 @@ def run_started(ctx: RunContext) -> _dt.datetime | None:
         return None
 
 
-def recall(ctx: RunContext, task: Any, k: int = 4) -> list[dict[str, Any]]:
-    """Up to ``k`` lessons for ``task`` from ``ctx.memory`` (see the module doc), logged."""
+def recall(
+    ctx: RunContext, task: Any, k: int = 4, *, provenance: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """Up to ``k`` lessons for ``task`` from ``ctx.memory`` (see the module doc), logged.
+
+    Args:
+        provenance: only lessons of these provenances (None: any; untrusted ones are
+            shown quoted by ``lessons_block``).
+    """
     store = ctx.memory
     if store is None or k <= 0:
         return []
     suite = str(getattr(task, "suite", ""))
     cutoff = run_started(ctx)
     try:
-        if not store.experiences(limit=1):
+        provs = None if provenance is None else sorted(set(provenance))
+        if not store.experiences(limit=1, provenance=provs):
             return []  # nothing to recall: no embedding model load
         query = f"{suite} {getattr(task, 'description', '')}"
-        hits = store.search(query, 8 * k, kind="experience")
+        hits = store.search(query, 8 * k, kind="experience", provenance=provs)
     except Exception as e:  # noqa: BLE001 - memory is advisory; a broken store must not stop a run
         ctx.tracer.event("memory_recall", ids=[], error=f"{type(e).__name__}: {e}"[:300])
         return []

@@ -61,6 +61,7 @@ from optiforge.agents.kit.recall import recall
 from optiforge.agents.kit.run import AgentRun
 from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, RunRecordError
 from optiforge.evals.protocol import Score, Task
+from optiforge.memory.provenance import Provenance
 from optiforge.runs import to_json_line
 
 EVALUATIONS = "evaluations.jsonl"
@@ -133,6 +134,9 @@ class SearchConfig(BaseModel):
     memory_recall: int = Field(default=4, ge=0)
     """Lessons of earlier runs recalled from memory into the LLM proposer's prompts
     (``kit.recall``; 0: none)."""
+    recall_provenance: list[Provenance] | None = None
+    """Recall only lessons of these provenances (``memory.provenance``; e.g. ``[measured,
+    agent]`` for trusted text only). None: any, untrusted ones shown quoted as data."""
     overlap: bool = False
     """A steady pipeline instead of lock-step rounds: round r+1 is proposed, and its
     candidates submitted to the evaluators, while round r is still evaluating, so the
@@ -632,7 +636,9 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
     if "recalled" in state:
         ctx.recalled = list(state["recalled"])
     else:  # round 0 of a fresh search: recall once, then it lives in the checkpoint
-        ctx.recalled = recall(ctx, loop.problem.task, config.memory_recall)
+        ctx.recalled = recall(
+            ctx, loop.problem.task, config.memory_recall, provenance=config.recall_provenance
+        )
         update["recalled"] = ctx.recalled
     try:
         if rnd == 0:
