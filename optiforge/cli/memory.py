@@ -94,8 +94,17 @@ def search(
     ] = "experience",
     method: Annotated[str, typer.Option("--method", help="auto | embedding | lexical")] = "auto",
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's records.")] = None,
+    provenance: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--provenance",
+            help="Only records of this provenance (repeatable): measured | agent | distilled "
+            "| candidate | unknown, or 'trusted' for measured and agent.",
+        ),
+    ] = None,
 ) -> None:
     """Top-k records most relevant to QUERY."""
+    from optiforge.memory.provenance import TRUSTED
     from optiforge.memory.records import RECORD_TYPES
 
     if kind not in RECORD_TYPES:
@@ -103,16 +112,27 @@ def search(
     if method not in ("auto", "embedding", "lexical"):
         raise MemoryStoreError(f"unknown --method {method!r}; use auto, embedding or lexical")
     m: Literal["auto", "embedding", "lexical"] = method  # type: ignore[assignment]
+    provs: set[str] | None = None
+    if provenance:
+        provs = set()
+        for p in provenance:
+            provs |= TRUSTED if p == "trusted" else {p}
     with ctx.obj.store() as store:
-        hits = store.search(query, k=k, kind=kind, agent=agent, method=m)  # type: ignore[arg-type]
+        hits = store.search(query, k=k, kind=kind, agent=agent, method=m, provenance=provs)  # type: ignore[arg-type]
     table = Table(title=f"{len(hits)} hit(s) for {query!r}")
-    for col in ("#", "score", "method", "id", "agent", "text"):
+    for col in ("#", "score", "method", "id", "agent", "provenance", "text"):
         table.add_column(col, overflow="fold" if col == "id" else "ellipsis")
     for i, h in enumerate(hits, start=1):
         rec = h.record
         agent_name = getattr(rec, "agent", None) or getattr(rec, "author_agent", None) or ""
         table.add_row(
-            str(i), f"{h.score:.4f}", h.method, rec.id, agent_name, _short(rec.search_text())
+            str(i),
+            f"{h.score:.4f}",
+            h.method,
+            rec.id,
+            agent_name,
+            rec.provenance,
+            _short(rec.search_text()),
         )
     _console().print(table)
 

@@ -40,6 +40,21 @@ class Meta(Base):
     value: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
+SCHEMA_VERSION = 2
+"""Version of this schema, kept in ``memory_meta`` under ``schema``. 1: no provenance
+columns (before issue 39); 2: a ``provenance`` column on every record table and on
+``documents``. ``store`` upgrades an older database in place when it opens it."""
+
+PROVENANCE_TABLES = ("experiences", "candidates", "tools", "knowledge_blocks", "documents")
+"""Tables that carry a ``provenance`` column since schema version 2."""
+
+
+def _provenance() -> Mapped[str]:
+    # server_default: rows of a version-1 database read as "unknown" (untrusted) after the
+    # ALTER TABLE that adds the column.
+    return mapped_column(String(16), nullable=False, server_default="unknown")
+
+
 class ExperienceRow(Base):
     __tablename__ = "experiences"
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -51,6 +66,7 @@ class ExperienceRow(Base):
     lesson: Mapped[str] = mapped_column(Text)
     tags: Mapped[list[str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    provenance: Mapped[str] = _provenance()
 
 
 class CandidateRow(Base):
@@ -65,6 +81,7 @@ class CandidateRow(Base):
     status: Mapped[str] = mapped_column(String(32), index=True)
     tags: Mapped[list[str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    provenance: Mapped[str] = _provenance()
 
 
 class CandidateEdge(Base):
@@ -93,6 +110,7 @@ class ToolRow(Base):
     author_agent: Mapped[str | None] = mapped_column(String(200), nullable=True)
     tags: Mapped[list[str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    provenance: Mapped[str] = _provenance()
 
 
 class BlockRow(Base):
@@ -106,6 +124,7 @@ class BlockRow(Base):
     metrics: Mapped[dict[str, float]] = mapped_column(JSON)
     tags: Mapped[list[str]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    provenance: Mapped[str] = _provenance()
 
 
 class BlockEdge(Base):
@@ -132,6 +151,7 @@ class DocumentRow(Base):
     agent: Mapped[str | None] = mapped_column(String(200), nullable=True)
     tags: Mapped[list[str]] = mapped_column(JSON)
     body: Mapped[str] = mapped_column(Text)
+    provenance: Mapped[str] = _provenance()
 
 
 class VectorRow(Base):

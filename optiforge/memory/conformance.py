@@ -159,8 +159,29 @@ def check_export_import(store: Store, target: Store) -> None:
         _check(not differ, f"{len(differ)} {kind}s differ after import, e.g. {differ[:1]}")
 
 
+def check_provenance(store: Store) -> None:
+    """Provenance reads back, and every way of listing or searching filters by it."""
+    t = _tag()
+    ids = {
+        prov: store.add_experience(
+            Experience(agent=f"p{t}", task_signature=t, lesson=f"lesson {t}", tags=[t],
+                       provenance=prov)  # type: ignore[arg-type]
+        )
+        for prov in ("measured", "agent", "candidate", "unknown")
+    }  # fmt: skip
+    for prov, rid in ids.items():
+        _check(store.get(rid).provenance == prov, f"{rid} read back with another provenance")
+    trusted = {ids["measured"], ids["agent"]}
+    listed = {e.id for e in store.experiences(agent=f"p{t}", provenance=["measured", "agent"])}
+    _check(listed == trusted, f"experiences(provenance=trusted) gave {sorted(listed)}")
+    hits = store.search(f"lesson {t}", 10, tags=[t], provenance=["measured", "agent"])
+    got = {h.record.id for h in hits}
+    _check(got == trusted, f"search(provenance=trusted) gave {sorted(got)}")
+
+
 CHECKS: dict[str, Callable[[Store], None]] = {
     "round_trip": check_round_trip,
+    "provenance": check_provenance,
     "lineage": check_lineage,
     "tool_use": check_tool_use,
     "search_exact": check_search_exact,

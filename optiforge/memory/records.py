@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from optiforge.memory.provenance import Provenance
+
 RecordKind = Literal["experience", "candidate", "tool", "block"]
 """The four record kinds; ``kind`` arguments and JSONL lines use these names."""
 
@@ -45,6 +47,10 @@ class _Record(BaseModel):
 
     created_at: datetime = Field(default_factory=_utcnow)
     """When the record was made (UTC); naive datetimes are taken as UTC."""
+    provenance: Provenance = "unknown"
+    """Where the record's text came from (``memory.provenance``). ``unknown`` (the default,
+    and what records stored before provenance existed read as) is treated as untrusted:
+    a writer must say ``measured`` or ``agent`` for its text to reach a prompt unquoted."""
 
     @field_validator("created_at")
     @classmethod

@@ -35,6 +35,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -43,6 +44,8 @@ from sqlalchemy.pool import StaticPool
 from optiforge.errors import MemoryStoreError
 from optiforge.memory._schema import (
     KIND_ROWS,
+    PROVENANCE_TABLES,
+    SCHEMA_VERSION,
     Base,
     BlockEdge,
     BlockRow,
@@ -55,6 +58,7 @@ from optiforge.memory._schema import (
     VectorRow,
 )
 from optiforge.memory.embeddings import Embedder, EmbedderChoice, resolve_embedder
+from optiforge.memory.provenance import PROVENANCES
 from optiforge.memory.records import (
     RECORD_TYPES,
     Candidate,
@@ -80,6 +84,21 @@ _log = logging.getLogger(__name__)
 JSONL_FORMAT = "optiforge-memory/1"
 _LOCK_RETRY_S = 60.0
 _EMBED_BATCH = 256
+
+
+def _provenances(provenance: Iterable[str] | None) -> frozenset[str] | None:
+    """The provenance filter as a set (None: no filter), each value checked."""
+    if provenance is None:
+        return None
+    if isinstance(provenance, str):
+        provenance = [provenance]
+    want = frozenset(provenance)
+    bad = sorted(want - set(PROVENANCES))
+    if bad:
+        raise MemoryStoreError(
+            f"unknown provenance {', '.join(map(repr, bad))}; use any of {', '.join(PROVENANCES)}"
+        )
+    return want
 
 
 def _one_line(exc: BaseException) -> str:
@@ -130,10 +149,14 @@ class _VectorCache:
         self.kinds: list[str] = []
         self.agents: list[str | None] = []
         self.tags: list[frozenset[str]] = []
+        self.provs: list[str] = []
+        self.prov_arr = np.zeros(0, dtype="<U10")
         self.kind_arr = np.zeros(0, dtype="<U10")
         self.agent_arr = np.zeros(0, dtype=object)
 
-    def append(self, rows: Sequence[tuple[int, str, str, str | None, list[str], bytes]]) -> None:
+    def append(
+        self, rows: Sequence[tuple[int, str, str, str | None, list[str], str, bytes]]
+    ) -> None:
         if not rows:
             return
         need = self.n + len(rows)
@@ -142,7 +165,7 @@ class _VectorCache:
             new = np.zeros((max(need, 2 * self.buf.shape[0], 1024), self.dim), dtype=np.float32)
             new[: self.n] = self.buf[: self.n]
             self.buf = new
-        for i, (seq, rid, kind, agent, tags, vec) in enumerate(rows):
+        for i, (seq, rid, kind, agent, tags, prov, vec) in enumerate(rows):
             v = np.frombuffer(vec, dtype=np.float32)
             if v.shape[0] != self.dim:
                 raise MemoryStoreError(f"vector of {rid} has dim {v.shape[0]}, expected {self.dim}")
@@ -151,10 +174,12 @@ class _VectorCache:
             self.kinds.append(kind)
             self.agents.append(agent)
             self.tags.append(frozenset(tags or ()))
+            self.provs.append(prov)
             self.max_seq = max(self.max_seq, seq)
         self.n = need
         self.kind_arr = np.asarray(self.kinds, dtype="<U10")
         self.agent_arr = np.asarray(self.agents, dtype=object)
+        self.prov_arr = np.asarray(self.provs, dtype="<U10")
 
 
 EMBEDDED_KINDS = frozenset({"experience", "tool", "block"})
@@ -281,6 +306,7 @@ class Store:
             if s.get(Meta, "version") is None:
                 s.add(Meta(key="version", value=0))
                 s.flush()
+            self._migrate(s)
             if self.dialect == "sqlite":
                 try:
                     with s.begin_nested():
@@ -301,6 +327,34 @@ class Store:
             self._write(create)
         except MemoryStoreError as exc:
             raise MemoryStoreError(f"cannot open memory {self.url}: {exc}") from exc
+
+    @staticmethod
+    def _migrate(s: Session) -> None:
+        """Bring a database written by an older optiforge to ``SCHEMA_VERSION`` in place.
+
+        Version 1 -> 2 adds ``provenance`` columns; the rows already there read as
+        ``unknown`` (untrusted), since nothing says where their text came from.
+        """
+        row = s.get(Meta, "schema")
+        have = row.value if row is not None else 1
+        if have > SCHEMA_VERSION:
+            raise MemoryStoreError(
+                f"memory schema version {have} is newer than this optiforge's "
+                f"({SCHEMA_VERSION}); upgrade optiforge to open it"
+            )
+        conn = s.connection()
+        insp = sa_inspect(conn)
+        for table in PROVENANCE_TABLES:
+            if "provenance" not in {c["name"] for c in insp.get_columns(table)}:
+                conn.exec_driver_sql(
+                    f"ALTER TABLE {table} ADD COLUMN provenance VARCHAR(16) "
+                    "NOT NULL DEFAULT 'unknown'"
+                )
+        if row is None:
+            s.add(Meta(key="schema", value=SCHEMA_VERSION))
+        elif row.value != SCHEMA_VERSION:
+            row.value = SCHEMA_VERSION
+        s.flush()
 
     @property
     def url(self) -> str:
@@ -398,6 +452,7 @@ class Store:
                 "agent": _agent_of(r),
                 "tags": r.tags,
                 "body": r.search_text(),
+                "provenance": r.provenance,
             }
             for r in recs
         ]
@@ -459,12 +514,19 @@ class Store:
         return self._add_many(recs) if recs else []
 
     def experiences(
-        self, *, agent: str | None = None, limit: int | None = None
+        self,
+        *,
+        agent: str | None = None,
+        provenance: Iterable[str] | None = None,
+        limit: int | None = None,
     ) -> list[Experience]:
-        """Experiences, oldest first, optionally of one agent."""
+        """Experiences, oldest first, optionally of one agent and of these provenances."""
         q = select(ExperienceRow).order_by(ExperienceRow.created_at, ExperienceRow.id)
         if agent is not None:
             q = q.where(ExperienceRow.agent == agent)
+        provs = _provenances(provenance)
+        if provs is not None:
+            q = q.where(ExperienceRow.provenance.in_(sorted(provs)))
         with self._read() as s:
             return [_record_from("experience", r) for r in s.scalars(q.limit(limit))]  # type: ignore[misc]
 
@@ -506,6 +568,7 @@ class Store:
         agent: str | None = None,
         task: str | None = None,
         status: str | None = None,
+        provenance: Iterable[str] | None = None,
         limit: int | None = None,
     ) -> list[Candidate]:
         """Candidates matching all given filters, oldest first."""
@@ -516,6 +579,9 @@ class Store:
             q = q.where(CandidateRow.task == task)
         if status is not None:
             q = q.where(CandidateRow.status == status)
+        provs = _provenances(provenance)
+        if provs is not None:
+            q = q.where(CandidateRow.provenance.in_(sorted(provs)))
         with self._read() as s:
             rows = list(s.scalars(q.limit(limit)))
             parents = self._parents_many(s, "candidate", [r.id for r in rows])
@@ -707,6 +773,13 @@ class Store:
             models = dict(
                 s.execute(select(VectorRow.model, func.count()).group_by(VectorRow.model)).all()
             )
+            provs = dict(
+                s.execute(
+                    select(DocumentRow.provenance, func.count())
+                    .group_by(DocumentRow.provenance)
+                    .order_by(DocumentRow.provenance)
+                ).all()
+            )
         total = sum(counts.values())
         name = self.embedder.name if self.embedder else None
         return {
@@ -719,6 +792,7 @@ class Store:
             "embedded": int(models.get(name, 0)) if name else 0,
             "vectors_by_model": {str(k): int(v) for k, v in models.items()},
             "experiences_by_agent": {str(k): int(v) for k, v in agents.items()},
+            "records_by_provenance": {str(k): int(v) for k, v in provs.items()},
         }
 
     # -- retrieval ----------------------------------------------------------------------
@@ -731,6 +805,7 @@ class Store:
         kind: RecordKind = "experience",
         agent: str | None = None,
         tags: Sequence[str] | None = None,
+        provenance: Iterable[str] | None = None,
         method: Literal["auto", "embedding", "lexical"] = "auto",
     ) -> list[Hit]:
         """The ``k`` records of ``kind`` most relevant to ``query``, best first.
@@ -738,6 +813,7 @@ class Store:
         Args:
             agent: only records of this agent (a tool's ``author_agent``).
             tags: only records carrying all of these tags.
+            provenance: only records of these provenances (e.g. ``memory.provenance.TRUSTED``).
             method: ``auto`` = embedding when an embedder is set, else lexical.
         """
         if kind not in KIND_ROWS:
@@ -753,12 +829,13 @@ class Store:
         if method == "embedding" and kind not in EMBEDDED_KINDS:
             raise MemoryStoreError(f"{kind} records are searched lexically only (method='lexical')")
         want = frozenset(tags or ())
+        provs = _provenances(provenance)
         if method == "embedding":
             if self.embedder is None:
                 raise MemoryStoreError("embedding search needs an embedder (this store has none)")
-            ranked = self._search_embedding(query, k, kind, agent, want)
+            ranked = self._search_embedding(query, k, kind, agent, want, provs)
         elif method == "lexical":
-            ranked = self._search_lexical(query, k, kind, agent, want)
+            ranked = self._search_lexical(query, k, kind, agent, want, provs)
         else:
             raise MemoryStoreError(f"unknown search method {method!r}")
         with self._read() as s:
@@ -836,6 +913,7 @@ class Store:
                 DocumentRow.kind,
                 DocumentRow.agent,
                 DocumentRow.tags,
+                DocumentRow.provenance,
                 VectorRow.vector,
             )
             with self._read() as s:
@@ -865,7 +943,13 @@ class Store:
             return cache
 
     def _search_embedding(
-        self, query: str, k: int, kind: str, agent: str | None, tags: frozenset[str]
+        self,
+        query: str,
+        k: int,
+        kind: str,
+        agent: str | None,
+        tags: frozenset[str],
+        provs: frozenset[str] | None = None,
     ) -> list[tuple[str, float]]:
         cache = self._refresh_cache()
         vec = self._embed([query])
@@ -878,6 +962,8 @@ class Store:
             mask &= cache.agent_arr == agent
         if tags:
             mask &= np.fromiter((tags <= t for t in cache.tags), dtype=bool, count=cache.n)
+        if provs is not None:
+            mask &= np.isin(cache.prov_arr, sorted(provs))
         idx = np.flatnonzero(mask)
         if idx.size == 0:
             return []
@@ -887,7 +973,13 @@ class Store:
         return [(cache.ids[i], float(scores[i])) for i in top]
 
     def _search_lexical(
-        self, query: str, k: int, kind: str, agent: str | None, tags: frozenset[str]
+        self,
+        query: str,
+        k: int,
+        kind: str,
+        agent: str | None,
+        tags: frozenset[str],
+        provs: frozenset[str] | None = None,
     ) -> list[tuple[str, float]]:
         tokens = list(dict.fromkeys(re.findall(r"\w+", query.lower())))
         if not tokens:
@@ -902,6 +994,12 @@ class Store:
                     "JOIN documents d ON d.record_id = f.record_id "
                     "WHERE memory_fts MATCH :q AND f.kind = :kind"
                     + (" AND d.agent = :agent" if agent is not None else "")
+                    + (
+                        # values come from PROVENANCES (checked), never from the caller's text
+                        " AND d.provenance IN (" + ", ".join(f"'{p}'" for p in sorted(provs)) + ")"
+                        if provs is not None
+                        else ""
+                    )
                     + " ORDER BY r"
                     + ("" if tags else " LIMIT :k")
                 )
@@ -926,6 +1024,8 @@ class Store:
             )
             if agent is not None:
                 q = q.where(DocumentRow.agent == agent)
+            if provs is not None:
+                q = q.where(DocumentRow.provenance.in_(sorted(provs)))
             for rid, sc, rtags in s.execute(q if tags else q.limit(k)):
                 if tags and not tags <= set(_json_list(rtags)):
                     continue

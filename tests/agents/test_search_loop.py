@@ -404,4 +404,6 @@ def test_a_round_reflected_twice_stores_its_lessons_once(tmp_path: Path) -> None
     for _ in range(2):
         _store_lessons(ctx, loop, ["a lesson", "another"], batch)
     assert sorted(e.lesson for e in store.experiences(agent="toy-agent")) == ["a lesson", "another"]
+    # a bare string says nothing of its origin: stored as unknown (untrusted)
+    assert {e.provenance for e in store.experiences(agent="toy-agent")} == {"unknown"}
     store.close()

@@ -54,3 +54,20 @@ def test_cli_errors_are_memory_errors(tmp_path: Path) -> None:
     bad.write_text("[1, 2]\n")
     with pytest.raises(MemoryStoreError, match="bad.jsonl:1: expected a JSON object"):
         _run("--memory", url, "--no-embed", "import", str(bad))
+
+
+def test_cli_search_filters_by_provenance(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    with Store(url, embedder=None) as s:
+        trusted = s.add_experience(
+            Experience(agent="k", task_signature="t", lesson="tile gemm", provenance="measured")
+        )
+        tainted = s.add_experience(
+            Experience(agent="k", task_signature="t", lesson="tile gemm", provenance="candidate")
+        )
+    out = _run("--memory", url, "--no-embed", "search", "tile gemm", "--provenance", "trusted")
+    assert trusted in out and tainted not in out and "measured" in out
+    out = _run("--memory", url, "--no-embed", "search", "tile gemm", "--provenance", "candidate")
+    assert tainted in out and trusted not in out
+    with pytest.raises(MemoryStoreError, match="unknown provenance 'bogus'"):
+        _run("--memory", url, "--no-embed", "search", "x", "--provenance", "bogus")

@@ -66,6 +66,7 @@ from optiforge.errors import (
 )
 from optiforge.evals.protocol import Task
 from optiforge.llm.structured import CODE_STOP
+from optiforge.memory.provenance import Provenance
 from optiforge.solvers.robust.instance import ROInstance
 from optiforge.solvers.robust.model import ROProblem, parse_problem
 
@@ -368,7 +369,8 @@ def _write_entries(
         eid = experience_id(entry)
         if ctx.memory.find(eid) is not None:
             continue  # the same lesson is already in memory
-        ctx.memory.add_experience(to_experience(entry, inst, traj, model))
+        prov: Provenance = "distilled" if reflector == "llm" else "agent"
+        ctx.memory.add_experience(to_experience(entry, inst, traj, model, provenance=prov))
         written.append(eid)
     ctx.tracer.event(
         "autorem_reflected",

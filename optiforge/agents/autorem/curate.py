@@ -165,6 +165,9 @@ def curated_record(group: LessonGroup) -> Any:
         score=float(group.effect) if group.effect is not None else None,
         lesson=group.entry.render(),
         tags=[*group.entry.tags(), CURATED_TAG],
+        # LLM-written lessons (validated by their measured effect, but their text is
+        # still what the reflection wrote after reading candidate output)
+        provenance="distilled",
     )
 
 

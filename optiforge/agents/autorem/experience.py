@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optiforge.agents.autorem.proposers import redact_reasons, support_rule
 from optiforge.errors import MemoryStoreError, StructuredOutputError
+from optiforge.memory.provenance import Provenance, quote_untrusted
 from optiforge.solvers.robust.instance import ROInstance
 
 AGENT = "autorem"
@@ -118,9 +119,19 @@ def experience_id(entry: ExperienceEntry) -> str:
 
 
 def to_experience(
-    entry: ExperienceEntry, instance: ROInstance, trajectory: list[Attempt], model: str
+    entry: ExperienceEntry,
+    instance: ROInstance,
+    trajectory: list[Attempt],
+    model: str,
+    *,
+    provenance: Provenance = "unknown",
 ) -> Any:
-    """The ``memory.Experience`` record holding ``entry`` (structured JSON kept inside)."""
+    """The ``memory.Experience`` record holding ``entry`` (structured JSON kept inside).
+
+    ``provenance``: ``distilled`` for an LLM's reflection (it read the verifier's reasons,
+    which quote candidate output), ``agent`` for the rule table's. The summary keeps the
+    number of reasons per attempt, not their text (candidate output stays out of memory;
+    the run directory has it)."""
     from optiforge.memory import Experience
 
     summary = {
@@ -130,7 +141,7 @@ def to_experience(
                 "attempt": a.index,
                 "origin": a.origin,
                 "passed": a.passed,
-                "reasons": redact_reasons(a.reasons[:3]),
+                "n_reasons": len(a.reasons),
             }
             for a in trajectory
         ],
@@ -147,6 +158,7 @@ def to_experience(
         score=1.0 if solved else 0.0,
         lesson=entry.render(),
         tags=entry.tags(),
+        provenance=provenance,
     )
 
 
@@ -484,7 +496,9 @@ def reflection_messages(instance: ROInstance, trajectory: list[Attempt]) -> list
     for att in trajectory:
         status = "ACCEPTED" if att.passed else "REJECTED"
         lines.append(f"Attempt {att.index} ({status}):\n```python\n{att.code.strip()[:3000]}\n```")
-        lines += [f"- verifier: {r}" for r in redact_reasons(att.reasons[:5])]
+        reasons = redact_reasons(att.reasons[:5])
+        if reasons:  # they may quote the program's own output: shown as data
+            lines += ["- verifier (reasons quoted below):", quote_untrusted("\n".join(reasons))]
     lines.append(
         "\nWrite the lesson as JSON: trigger (set_types, features, description), "
         "error_pattern, corrective_rule, example (a short generic cvxpy snippet)."

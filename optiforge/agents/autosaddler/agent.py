@@ -183,6 +183,8 @@ def build_tuning(
                                   lesson=f"{p.target} {p.op} {p.value!r}: {p.why}"[:500],
                                   trajectory_summary="; ".join(rec.get("evidence", []))[:1000],
                                   outcome="accepted" if rec["accepted"] else "rejected",
+                                  # the evidence quotes trajectories' stdout/stderr tails
+                                  provenance="candidate",
                                   tags=["autosaddler", target.name, *rec.get("diagnoses", {})],
                                   score=float(verdict.get("wins", verdict.get("fixed", 0)) - verdict.get("losses", 0)))  # fmt: skip
         ctx.tracer.event("saddler_round", **{k: v for k, v in rec.items() if k != "batch"})

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from optiforge.memory.provenance import quote_untrusted
+
 CATEGORIES: dict[str, str] = {
     "format": "replies with no usable action wasted turns",
     "unverified_error": "a command failed and the agent went on without fixing it",
@@ -123,4 +125,6 @@ def _turn_line(i: int, t: dict[str, Any]) -> str:
     out = t.get("stdout_tail", "").strip()[-160:]
     return (f"{i + 1}. `{t.get('command', '')[:200]}` -> exit {t.get('returncode')}"
             + (" (timed out)" if t.get("timed_out") else "") + (" [output clipped]" if t.get("clipped") else "")
-            + (f"; stdout ...{out!r}" if out else "") + (f"; stderr ...{err!r}" if err else ""))  # fmt: skip
+            # what the commands printed is the environment's output: quoted as data
+            + (f"; stdout (end, quoted below)\n{quote_untrusted(out)}" if out else "")
+            + (f"\nstderr (end, quoted below)\n{quote_untrusted(err)}" if err else ""))  # fmt: skip

@@ -8,6 +8,7 @@ from typing import Any
 
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.evaluator import SandboxedTaskEvaluator
+from optiforge.agents.kit.lineage import Lesson
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score, Task
 
@@ -55,8 +56,12 @@ class CodeProblem:
 
     def reflect(
         self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
-    ) -> list[str]:
+    ) -> list[Lesson]:
         # Lessons are only recorded when something new was learned: a failure mode.
         failures = [ev.error for ev in batch if ev.error and not ev.error.startswith("invalid")]
-        # the lesson may reach other runs' prompts: no task name (on funcfit it names the curve)
-        return [f"a candidate failed: {err[:200]}" for err in failures[:2]]
+        # the lesson may reach other runs' prompts: no task name (on funcfit it names the curve).
+        # The error is the candidate's own output: stored as such, shown only quoted.
+        return [
+            Lesson(text=f"a candidate failed: {err[:200]}", provenance="candidate")
+            for err in failures[:2]
+        ]

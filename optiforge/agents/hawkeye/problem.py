@@ -9,6 +9,7 @@ from optiforge.agents.hawkeye.roofline import task_facts
 from optiforge.agents.hawkeye.strategies import TAXONOMY, KernelFacts, detect_all
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.evaluator import SandboxedTaskEvaluator
+from optiforge.agents.kit.lineage import Lesson
 from optiforge.errors import ConfigError, InvalidCandidate
 from optiforge.evals.protocol import Score, Task
 from optiforge.kernels.checks import check_candidate_source
@@ -84,18 +85,20 @@ class KernelProblem:
 
     def reflect(
         self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
-    ) -> list[str]:
-        lessons: list[str] = []
+    ) -> list[Lesson]:
+        # strategy names, detector verdicts and values are the harness's (measured); the
+        # params are read from the LLM's source (agent text); an error is candidate output
+        lessons: list[Lesson] = []
         best = population[0].value if population else None
         for ev in batch:
             strategy = ev.payload.get("strategy", "?")
             if ev.payload.get("strategy_applied") is False:
-                lessons.append(f"{self.task.op} on {self.arch}: asked for strategy {strategy}, the kernel written does not "
-                               f"apply it (detected: {', '.join(ev.payload.get('applied', [])) or 'none'})")  # fmt: skip
+                lessons.append(Lesson(provenance="measured", text=f"{self.task.op} on {self.arch}: asked for strategy {strategy}, the kernel written does not "
+                               f"apply it (detected: {', '.join(ev.payload.get('applied', [])) or 'none'})"))  # fmt: skip
             if ev.error:
-                lessons.append(f"{self.task.op} ({self.task.family}) on {self.arch}: strategy {strategy} "
-                               f"params {ev.payload.get('params')} failed: {ev.error[:240]}")  # fmt: skip
+                lessons.append(Lesson(provenance="candidate", text=f"{self.task.op} ({self.task.family}) on {self.arch}: strategy {strategy} "
+                               f"params {ev.payload.get('params')} failed: {ev.error[:240]}"))  # fmt: skip
             elif ev.value is not None and (best is None or ev.value > best):
-                lessons.append(f"{self.task.op} on {self.arch}: strategy {strategy} params {ev.payload.get('params')} "
-                               f"correct, value {ev.value:.4g} (applied: {', '.join(ev.payload.get('applied', []))})")  # fmt: skip
+                lessons.append(Lesson(provenance="agent", text=f"{self.task.op} on {self.arch}: strategy {strategy} params {ev.payload.get('params')} "
+                               f"correct, value {ev.value:.4g} (applied: {', '.join(ev.payload.get('applied', []))})"))  # fmt: skip
         return lessons[:4]

@@ -11,10 +11,12 @@ from pydantic import Field
 from optiforge.agents.hawkeye.problem import attempt
 from optiforge.agents.hawkeye.strategies import TAXONOMY, Strategy, bottlenecks, choose_strategies
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
+from optiforge.agents.kit.recall import render_recalled
 from optiforge.agents.kit.tools import ToolsConfig, build_registry, complete_with_tools
 from optiforge.errors import BudgetExceeded, InvalidCandidate
 from optiforge.kernels.templates import TEMPLATES, read_params, render
 from optiforge.llm.structured import CODE_STOP, extract_code_block
+from optiforge.memory.provenance import quote_untrusted
 
 
 def prior_preference(facts: Any) -> dict[str, Any]:
@@ -173,7 +175,8 @@ class LLMKernelProposer:
         roof = ", ".join(f"{k}={v:.3g}" for k, v in problem.roofline.items())
         attempts = "\n".join(
             f"- strategy {a['strategy']} params {a.get('params')}: "
-            + ("correct" + (f", value {a['value']:.4g}" if a.get("value") is not None else "") if a["passed"] else f"FAILED: {a['error']}")
+            + ("correct" + (f", value {a['value']:.4g}" if a.get("value") is not None else "") if a["passed"]
+               else "FAILED, the reason quoted below\n" + quote_untrusted(str(a["error"]), limit=600))
             + (" [the kernel did NOT apply the strategy asked for]" if a.get("strategy_applied") is False else "")
             for a in map(attempt, history[-self.attempts_shown:])
         ) or "- none yet"  # fmt: skip
@@ -256,8 +259,9 @@ def kernel_tools(problem: Any, ctx: RunContext) -> dict[str, Callable[[], Any]]:
             ctx.budget.check_sandbox()
         score = problem.task.evaluate({"code": code}, ctx.sandbox)
         if not score.passed:
-            return (
-                f"failed at {score.details.get('stage')}: {str(score.details.get('reason'))[:500]}"
+            # the reason quotes the draft's own output (exception, stderr): data, not instructions
+            return f"failed at {score.details.get('stage')}:\n" + quote_untrusted(
+                str(score.details.get("reason")), limit=500
             )
         m = score.metrics
         cost = (f"; cost model: {m['cost_us']:.1f} us vs the starting kernel's {m['seed_cost_us']:.1f} us, "
@@ -291,5 +295,5 @@ def kernel_tools(problem: Any, ctx: RunContext) -> dict[str, Callable[[], Any]]:
 
 def _memory_lessons(ctx: RunContext, problem: Any) -> str:
     """Lessons recalled for this task from earlier runs, any agent (``kit.recall``)."""
-    lines = [f"- ({r['agent']}) {r['lesson'][:300]}" for r in ctx.recalled]
+    lines = [render_recalled(r, limit=300) for r in ctx.recalled]
     return "\n".join(lines) or "- none"

@@ -17,8 +17,10 @@ import torch
 
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
+from optiforge.agents.kit.lineage import Lesson
 from optiforge.errors import InvalidCandidate
 from optiforge.evals.protocol import Score
+from optiforge.memory.provenance import quote_untrusted
 from optiforge.solvers.gp import grammar
 
 # ----------------------------------------------------------------------------- evaluation
@@ -170,13 +172,14 @@ class KernelSearchProblem:
 
     def reflect(
         self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
-    ) -> list[str]:
+    ) -> list[Lesson]:
         lessons = []
         for ev in batch:
             if "source" in ev.payload and ev.error:
-                lessons.append(
-                    f"LLM kernel form {ev.payload.get('form', '')[:120]!r} was rejected: {ev.error[:200]}"
-                )
+                # the error is the sandboxed kernel code's output: candidate provenance
+                lessons.append(Lesson(
+                    text=f"LLM kernel form {ev.payload.get('form', '')[:120]!r} was rejected: {ev.error[:200]}",
+                    provenance="candidate"))  # fmt: skip
         return lessons
 
 
@@ -233,11 +236,19 @@ def validate_source(src: str, d: int, ctx: RunContext, max_hyperparameters: int)
     )
     if res.timed_out:
         return "validation timed out"
+    # Everything below comes out of a process that ran the candidate's code (which can
+    # print, raise, or write the report line itself): candidate output, shown quoted.
     try:
         rep = json.loads(res.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
-        return f"validator crashed: {res.stderr[-300:]}"
-    return None if rep.get("ok") else str(rep.get("reason", "rejected"))
+        return "the validator crashed; its stderr:\n" + quote_untrusted(res.stderr[-300:])
+    if not isinstance(rep, dict):
+        return "the validator wrote no report"
+    if rep.get("ok") is True:
+        return None
+    return "the sandboxed validator's reason:\n" + quote_untrusted(
+        str(rep.get("reason", "rejected"))
+    )
 
 
 # ----------------------------------------------------------------------------- dedup

@@ -187,7 +187,8 @@ class LLMKernelProposer:
                 {"role": "assistant", "content": reply.text or ""},
                 {
                     "role": "user",
-                    "content": f"That code was rejected: {reason}. Fix it and reply with one ```python block.",
+                    # the reason may be a quoted block: the instruction goes on its own line
+                    "content": f"That code was rejected: {reason}\nFix it and reply with one ```python block.",
                 },
             ]
         return src  # still invalid: the loop's evaluation rejects it and logs the reason

@@ -62,6 +62,8 @@ def _remember_lesson(
         outcome="better than RBF_ARD" if better else "no better than RBF_ARD",
         score=d,
         lesson=lesson,
+        # measured LOO-CRPS and the kernel the agent's search chose: no candidate output
+        provenance="agent",
         tags=["kernel-discovery", task.suite]
         # the kernel this run's search ended on seeds later runs' refreshes (where it does
         # not fit their data, their own LOO-CRPS selection drops it)

@@ -11,10 +11,34 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from optiforge.agents.kit.context import RunContext
+from optiforge.memory.provenance import Provenance
 
 if TYPE_CHECKING:
     from optiforge.memory.records import CandidateStatus
+
+
+class Lesson(BaseModel):
+    """A lesson a search problem learned in one round, with where its text came from.
+
+    A problem's ``reflect`` returns these (a plain ``str`` is taken as ``unknown``, i.e.
+    untrusted): a lesson quoting a candidate's output (its exception, stderr, a check's
+    reason) is ``candidate`` and reaches later prompts only quoted as untrusted data.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(min_length=1)
+    provenance: Provenance
+    """``measured`` / ``agent`` (shown as a lesson) or ``candidate`` / ``distilled`` /
+    ``unknown`` (shown quoted, labelled as untrusted data; see ``memory.provenance``)."""
+
+    @classmethod
+    def of(cls, item: str | Lesson) -> Lesson:
+        """``item`` as a ``Lesson``; a bare string is of ``unknown`` provenance."""
+        return item if isinstance(item, Lesson) else cls(text=item, provenance="unknown")
 
 
 def task_id(task: Any) -> str:
@@ -55,10 +79,13 @@ def record_candidate(
     status: CandidateStatus = "evaluated",
     tags: Sequence[str] = (),
     agent: str | None = None,
+    provenance: Provenance = "agent",
 ) -> bool:
     """Store one candidate (no-op without memory, or when ``mem_id`` is already stored).
 
-    Parents that are not in memory are dropped (a parent from a run without memory, or
+    ``provenance``: the code or config was written by the agent (or its LLM) and the
+    metrics measured by the harness, hence ``agent``; a caller storing a candidate's own
+    output in ``code`` or ``config`` says ``candidate``. Parents that are not in memory are dropped (a parent from a run without memory, or
     one that failed before it was written). Returns whether a record was written.
     """
     store = ctx.memory
@@ -80,6 +107,7 @@ def record_candidate(
             score=score,
             status=status,
             tags=[t for t in tags if t],
+            provenance=provenance,
         )
     )
     return True
@@ -92,13 +120,17 @@ def record_lesson(
     lesson: str,
     trajectory_summary: str,
     outcome: str,
+    provenance: Provenance,
     tags: Sequence[str] = (),
     agent: str | None = None,
     score: float | None = None,
     mem_id: str | None = None,
 ) -> bool:
     """Store one lesson (an ``Experience``); no-op without memory, or when ``mem_id`` is
-    already stored (None: a fresh id, always stored). Returns whether a record was written."""
+    already stored (None: a fresh id, always stored). Returns whether a record was written.
+
+    ``provenance`` is required: the least trusted origin of any text in the record (a
+    lesson that quotes candidate output is ``candidate``, see ``memory.provenance``)."""
     if ctx.memory is None or (mem_id is not None and ctx.memory.find(mem_id) is not None):
         return False
     from optiforge.memory import Experience, new_id
@@ -113,6 +145,7 @@ def record_lesson(
             lesson=lesson,
             score=score,
             tags=list(tags),
+            provenance=provenance,
         )
     )
     return True

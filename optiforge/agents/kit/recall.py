@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from optiforge.agents.kit.context import RunContext
+from optiforge.memory.provenance import TRUSTED, render_lesson
 
 DISTILLED = {"reflection", "diagnosis"}
 """Tags of lessons written to be reused (the ``reflect`` and ``diagnose`` steps)."""
@@ -34,18 +36,26 @@ def run_started(ctx: RunContext) -> _dt.datetime | None:
         return None
 
 
-def recall(ctx: RunContext, task: Any, k: int = 4) -> list[dict[str, Any]]:
-    """Up to ``k`` lessons for ``task`` from ``ctx.memory`` (see the module doc), logged."""
+def recall(
+    ctx: RunContext, task: Any, k: int = 4, *, provenance: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """Up to ``k`` lessons for ``task`` from ``ctx.memory`` (see the module doc), logged.
+
+    Args:
+        provenance: only lessons of these provenances (None: any; untrusted ones are
+            shown quoted by ``lessons_block``).
+    """
     store = ctx.memory
     if store is None or k <= 0:
         return []
     suite = str(getattr(task, "suite", ""))
     cutoff = run_started(ctx)
     try:
-        if not store.experiences(limit=1):
+        provs = None if provenance is None else sorted(set(provenance))
+        if not store.experiences(limit=1, provenance=provs):
             return []  # nothing to recall: no embedding model load
         query = f"{suite} {getattr(task, 'description', '')}"
-        hits = store.search(query, 8 * k, kind="experience")
+        hits = store.search(query, 8 * k, kind="experience", provenance=provs)
     except Exception as e:  # noqa: BLE001 - memory is advisory; a broken store must not stop a run
         ctx.tracer.event("memory_recall", ids=[], error=f"{type(e).__name__}: {e}"[:300])
         return []
@@ -62,7 +72,8 @@ def recall(ctx: RunContext, task: Any, k: int = 4) -> list[dict[str, Any]]:
         if cutoff is not None and rec.created_at >= cutoff:
             continue
         out.append({"id": rec.id, "agent": rec.agent, "task": sig, "lesson": rec.lesson[:400],
-                    "tags": list(rec.tags), "score": round(float(h.score), 4)})  # fmt: skip
+                    "provenance": rec.provenance, "tags": list(rec.tags),
+                    "score": round(float(h.score), 4)})  # fmt: skip
     # distilled lessons (a pipeline's reflect/diagnose steps) first, then by similarity
     out.sort(key=lambda r: not (DISTILLED & set(r["tags"])))
     out = out[:k]
@@ -71,9 +82,19 @@ def recall(ctx: RunContext, task: Any, k: int = 4) -> list[dict[str, Any]]:
     return out
 
 
+def render_recalled(r: dict[str, Any], limit: int | None = None) -> str:
+    """One recalled lesson as a prompt line: ``- (agent) text`` when its provenance is
+    trusted, else the agent and a labelled, escaped block (``memory.provenance``). A
+    recall checkpointed before provenance existed has none: shown as ``unknown``."""
+    prov = r.get("provenance")
+    text = render_lesson(str(r["lesson"]), prov, limit=limit)
+    # a quoted block starts on its own line, under its label
+    return f"- ({r['agent']}) " + (text if prov in TRUSTED else "lesson quoted below\n" + text)
+
+
 def lessons_block(ctx: RunContext) -> str:
     """The recalled lessons as a prompt section ("" when none were recalled)."""
     if not ctx.recalled:
         return ""
-    lines = "\n".join(f"- ({r['agent']}) {r['lesson']}" for r in ctx.recalled)
+    lines = "\n".join(render_recalled(r) for r in ctx.recalled)
     return f"\n\nLessons from earlier runs (memory):\n{lines}"

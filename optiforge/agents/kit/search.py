@@ -38,7 +38,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from optiforge.agents.kit.context import RunContext
 from optiforge.agents.kit.driver import CHECKPOINTS, FORCE_RESTART_HINT
 from optiforge.agents.kit.lineage import (
+    Lesson,
     memory_id,
     record_candidate,
     record_lesson,
@@ -60,6 +61,7 @@ from optiforge.agents.kit.recall import recall
 from optiforge.agents.kit.run import AgentRun
 from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, RunRecordError
 from optiforge.evals.protocol import Score, Task
+from optiforge.memory.provenance import Provenance
 from optiforge.runs import to_json_line
 
 EVALUATIONS = "evaluations.jsonl"
@@ -132,6 +134,9 @@ class SearchConfig(BaseModel):
     memory_recall: int = Field(default=4, ge=0)
     """Lessons of earlier runs recalled from memory into the LLM proposer's prompts
     (``kit.recall``; 0: none)."""
+    recall_provenance: list[Provenance] | None = None
+    """Recall only lessons of these provenances (``memory.provenance``; e.g. ``[measured,
+    agent]`` for trusted text only). None: any, untrusted ones shown quoted as data."""
     overlap: bool = False
     """A steady pipeline instead of lock-step rounds: round r+1 is proposed, and its
     candidates submitted to the evaluators, while round r is still evaluating, so the
@@ -175,8 +180,12 @@ class SearchProblem(Protocol):
 
     def reflect(
         self, batch: list[Evaluated], population: list[Evaluated], ctx: RunContext
-    ) -> list[str]:
-        """Lessons from one round (may be empty); the loop stores them in memory."""
+    ) -> Sequence[str | Lesson]:
+        """Lessons from one round (may be empty); the loop stores them in memory.
+
+        A lesson that holds any candidate output (an ``Evaluated.error``, stdout, stderr)
+        is a ``Lesson(provenance="candidate")``; a bare ``str`` counts as ``unknown``.
+        Both are shown to later prompts only quoted as untrusted data."""
         ...
 
 
@@ -627,7 +636,9 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
     if "recalled" in state:
         ctx.recalled = list(state["recalled"])
     else:  # round 0 of a fresh search: recall once, then it lives in the checkpoint
-        ctx.recalled = recall(ctx, loop.problem.task, config.memory_recall)
+        ctx.recalled = recall(
+            ctx, loop.problem.task, config.memory_recall, provenance=config.recall_provenance
+        )
         update["recalled"] = ctx.recalled
     try:
         if rnd == 0:
@@ -801,13 +812,14 @@ def reflect_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
     batch = [Evaluated.model_validate(b) for b in state.get("batch", [])]
     population = [Evaluated.model_validate(p) for p in state.get("population", [])]
     try:
-        lessons = loop.problem.reflect(batch, population, ctx) if batch else []
+        got = loop.problem.reflect(batch, population, ctx) if batch else []
+        lessons = [Lesson.of(item) for item in got]
     except (BudgetExceeded, LLMError) as err:
         ctx.tracer.event("reflect_skipped", reason=str(err))
         lessons = []
     if lessons and ctx.memory is not None:
         _store_lessons(ctx, loop, lessons, batch)
-    return {"lessons": list(state.get("lessons", [])) + lessons}
+    return {"lessons": list(state.get("lessons", [])) + [les.text for les in lessons]}
 
 
 def select_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
@@ -1032,23 +1044,30 @@ def _remember(ctx: RunContext, problem: SearchProblem, evaluated: list[dict[str,
 
 
 def _store_lessons(
-    ctx: RunContext, loop: _Loop, lessons: list[str], batch: list[Evaluated]
+    ctx: RunContext, loop: _Loop, lessons: Sequence[str | Lesson], batch: list[Evaluated]
 ) -> None:
     """Store the round's lessons; with a run directory their ids are stable, so a round
     re-run after a kill (between the memory write and the node's checkpoint) does not
     store them twice, and later prompts see the memory an uninterrupted run would."""
-    summary = "; ".join(ev.describe() for ev in batch[:6])
+    # ids and measured values only: an error text here would be candidate output in a
+    # record whose provenance is the lesson's
+    summary = "; ".join(
+        f"{ev.id}: failed" if ev.error else f"{ev.id}: value={ev.value:.6g}"
+        if ev.value is not None else ev.id
+        for ev in batch[:6]
+    )  # fmt: skip
     rnd = batch[0].round if batch else 0
-    for i, lesson in enumerate(lessons):
-        digest = hashlib.sha256(lesson.encode()).hexdigest()[:12]
+    for i, les in enumerate(map(Lesson.of, lessons)):
+        digest = hashlib.sha256(les.text.encode()).hexdigest()[:12]
         local = f"{loop.id_prefix}lesson-r{rnd}-{i}-{ctx.seed}-{digest}"
         record_lesson(
             ctx,
             mem_id=memory_id(ctx, local, prefix="exp") if ctx.run_dir else None,
             task=task_signature(loop.problem.task),
-            lesson=lesson,
+            lesson=les.text,
             trajectory_summary=summary,
             outcome=f"round {rnd}",
+            provenance=les.provenance,
             tags=[ctx.agent, getattr(loop.problem.task, "suite", "task")],
         )
 

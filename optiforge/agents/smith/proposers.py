@@ -20,6 +20,7 @@ from typing import Any
 from optiforge.agents.kit import RunContext
 from optiforge.agents.smith.problem import CallReply, ToolReply, parse_tool
 from optiforge.agents.smith.templates import fill, match
+from optiforge.memory.provenance import quote_untrusted
 
 _WORD = re.compile(r"[a-z]+")
 _STOP = {"the", "a", "an", "of", "is", "what", "how", "and", "to", "in", "as", "by", "with", "are", "be",
@@ -69,11 +70,13 @@ def feedback_text(check: dict[str, Any]) -> str:
         parts.append(check["limits"])
     bad = check.get("first_failure")
     if bad:
+        # what the tool returned or raised is its own output: quoted, data not instructions
         got = (
             "an error: " + str(bad.get("error")) if bad.get("error") else json.dumps(bad.get("got"))
         )
         parts.append(
-            f"on {bad['question']!r} the answer is {json.dumps(bad['expected'])}, the tool gave {got}"
+            f"on {bad['question']!r} the answer is {json.dumps(bad['expected'])}, the tool gave "
+            f"(quoted below)\n{quote_untrusted(got, limit=600)}\n"
         )
     return "; ".join(parts)
 

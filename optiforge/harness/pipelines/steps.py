@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from optiforge.memory.provenance import Provenance, quote_untrusted
 from optiforge.runs import read_jsonl
 
 # (mode, pattern, harness change) — first match wins; patterns read error strings
@@ -84,6 +85,9 @@ class Diagnosis(BaseModel):
     changes: list[str]
     root_cause: str | None = None
     """The LLM's reading of the failures (None offline or when it gave none)."""
+    llm_changes: int = 0
+    """How many of ``changes`` (the first ones) the LLM wrote after reading the candidates'
+    output: text distilled from untrusted data."""
 
 
 @dataclass
@@ -190,7 +194,10 @@ def diagnose(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _ask_llm(inp: StepInput, diag: Diagnosis) -> Diagnosis:
-    lines = "\n".join(f"- {m.mode} x{m.count}: {m.example}" for m in diag.modes[:6])
+    # the examples are candidates' own output: quoted as data, never instructions
+    lines = "\n".join(
+        f"- {m.mode} x{m.count}, example:\n{quote_untrusted(m.example)}" for m in diag.modes[:6]
+    )
     # no task name: the reply may reach a lesson, and lessons reach later prompts
     messages = [
         {"role": "system", "content": "You diagnose why an optimization agent's candidates "
@@ -204,8 +211,9 @@ def _ask_llm(inp: StepInput, diag: Diagnosis) -> Diagnosis:
         return diag
     changes = [c.strip()[:200] for c in parsed.harness_changes if c.strip()]
     return diag.model_copy(
-        update={"root_cause": parsed.root_cause.strip() or None, "changes": changes + diag.changes}
-    )
+        update={"root_cause": parsed.root_cause.strip() or None, "changes": changes + diag.changes,
+                "llm_changes": len(changes)}
+    )  # fmt: skip
 
 
 def render(diag: Diagnosis) -> str:
@@ -226,20 +234,35 @@ def render(diag: Diagnosis) -> str:
 
 
 def _remember(inp: StepInput, diag: Diagnosis) -> None:
+    # The lesson holds counts, the failure mode (one of FAILURE_MODES' names) and the
+    # change to try; the candidates' examples stay out of it. The change is the rule's
+    # (agent text) or the LLM's, which read those examples: then the lesson is distilled.
     if not diag.modes:
         return
     lesson = (f"{diag.agent}: {diag.failed}/{diag.candidates} candidates failed, mostly "
-              f"{diag.dominant} ({diag.modes[0].example[:160]}); try: {diag.changes[0]}")  # fmt: skip
+              f"{diag.dominant}; try: {diag.changes[0]}")  # fmt: skip
+    provenance: Provenance = "distilled" if diag.llm_changes else "agent"
     store_lesson(inp, "diagnose", lesson, "; ".join(f"{m.mode} x{m.count}" for m in diag.modes),
-                 f"{diag.status}: {diag.status_reason}", ["diagnosis", str(diag.agent)])  # fmt: skip
+                 f"{diag.status}: {diag.status_reason}", ["diagnosis", str(diag.agent)],
+                 provenance=provenance)  # fmt: skip
 
 
 def store_lesson(
-    inp: StepInput, agent: str, lesson: str, summary: str, outcome: str, tags: list[str]
+    inp: StepInput,
+    agent: str,
+    lesson: str,
+    summary: str,
+    outcome: str,
+    tags: list[str],
+    *,
+    provenance: Provenance,
 ) -> str | None:
     """Store a step's lesson as an ``Experience`` in the pipeline's memory, once per node
     run, under the task's opaque signature (lessons reach later prompts: never a CLI id
-    that names the answer). Returns its id (None without memory or a task)."""
+    that names the answer). Returns its id (None without memory or a task).
+
+    ``provenance``: the least trusted origin of the text (``memory.provenance``); the
+    status reason in ``outcome`` is the harness's."""
     task_ref = inp.result.get("task")
     if inp.memory_url is None or not task_ref:
         return None
@@ -263,6 +286,7 @@ def store_lesson(
                     outcome=outcome[:300],
                     lesson=lesson[:1000],
                     tags=tags,
+                    provenance=provenance,
                 )  # fmt: skip
             )
     return exp_id
@@ -296,14 +320,15 @@ def reflect(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
     if extra.get("final_kernel"):
         facts.append(f"ended on the kernel {extra['final_kernel']}")
     if modes:
-        facts.append(
-            f"{len(texts)}/{n} candidates failed, mostly {modes[0].mode} ({modes[0].example[:120]})"
-        )
+        # the mode's name only: its example is a candidate's output, and this lesson (and
+        # the LLM that phrases it) sees measured facts and agent text only
+        facts.append(f"{len(texts)}/{n} candidates failed, mostly {modes[0].mode}")
     lesson = f"{res.get('agent')}: " + "; ".join(facts)
     if inp.llm is not None:
         lesson = _phrase(inp, lesson)
     mem_id = store_lesson(inp, "reflect", lesson, "; ".join(facts),
-                          f"{res.get('status')}: {res.get('status_reason')}", ["reflection", str(res.get("agent"))])  # fmt: skip
+                          f"{res.get('status')}: {res.get('status_reason')}", ["reflection", str(res.get("agent"))],
+                          provenance="agent")  # fmt: skip
     inp.tracer.event("reflection", of=inp.node, lesson=lesson[:400], memory_id=mem_id)
     inp.out_dir.mkdir(parents=True, exist_ok=True)
     (inp.out_dir / "lesson.md").write_text(f"# Lesson from node {inp.node}\n\n{lesson}\n")
