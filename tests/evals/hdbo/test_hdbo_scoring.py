@@ -84,20 +84,20 @@ def test_printed_or_written_scores_are_not_credited() -> None:
 
 def test_forged_harness_files_are_rejected() -> None:
     task = _small_task()
-    # The fit run's fit.json rewritten at exit: a claimed score and no hyperparameters.
+    # The oracle's oracle.json rewritten at exit: a claimed score and no declarations.
     no_params = task.evaluate(
         {
             "source": _forge_file(
                 """
-with _b.open("fit.json", "w") as fh:
+with _b.open("oracle.json", "w") as fh:
     fh.write('{"ok": true, "loo_crps": -42.0}')
 """
             )
         }
     )
     assert not no_params.passed and no_params.value == FAILED_VALUE
-    assert "no hyperparameters" in no_params.details["reason"]
-    # The Gram run's gram.npy replaced at exit: asymmetric, then a pickle.
+    assert "no hyperparameter declarations" in no_params.details["reason"]
+    # The oracle's gram.npy replaced at exit: asymmetric, then a pickle.
     asym = task.evaluate(
         {
             "source": _forge_file(
@@ -249,6 +249,7 @@ def kernel(x1, x2, params):
 """
 
 
+@pytest.mark.slow  # four kernel fits over the sandboxed Gram oracle
 @pytest.mark.parametrize("heldout", [None, [[0, 1, 2, 3], [4, 5, 6, 7]]], ids=["loo", "kfold"])
 def test_cheat_labels_smuggled_through_hyperparameters_do_not_score(
     heldout: list[list[int]] | None,

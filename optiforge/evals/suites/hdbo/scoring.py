@@ -1,39 +1,44 @@
 """LOO-CRPS measured by the harness from kernel matrices; a number a candidate reports is never read.
 
-Kernel *source* is candidate code (an LLM wrote it). It runs only inside sandboxes, in
-two runs that share nothing but what the harness passes between them:
+Kernel *source* is candidate code (an LLM wrote it). It runs only inside sandboxes, and
+only as a **Gram oracle** (``harness/kernel_oracle.py``, ``GramOracle``): inputs in
+(``X`` and log hyperparameter vectors), kernel matrices out (``K = k(X, X)`` and its
+Jacobian wrt the log hyperparameters, by central differences). The observations ``y``
+never enter a process that ran candidate code, so nothing it returns can carry them.
 
-1. fit (``harness/kernel_fit.py``): validates the kernel (``validate_kernel``) and fits
-   its hyperparameters by marginal likelihood on (``X``, ``y``); the harness takes back
-   only the hyperparameter *values*, checked (names, shapes, finite, positive, count).
-2. Gram (``harness/kernel_gram.py``): a fresh run that sees ``X`` and those values, never
-   ``y``; it saves ``K = k(X, X)`` with numpy to ``gram.npy``.
+1. Round 0 validates the kernel (``validate_kernel``) and reads its hyperparameter
+   declarations (names, shapes, init, bounds: checked here as ``HyperSpec``).
+2. The hyperparameters are fitted *here* (``oracle_fit``): each start of each fit is an
+   ``ExactGP`` L-BFGS-B run (the same likelihood, bounds and starts as a library kernel)
+   whose kernel matrix and exact gradient come from the oracle. The fits run in threads
+   that meet in lock-step: one sandbox run serves every matrix all of them need next, so
+   the cost is the longest optimizer's evaluation count in sandbox runs (~30-60), not
+   the sum. ``oracle_sandbox`` forks them from a warm zygote (torch, scipy imported once;
+   ~0.1-0.4 s a round) where the unshare mode runs; on a cold sandbox a round costs a
+   fresh interpreter (~1.5 s).
 
-The harness loads ``gram.npy`` without pickle and checks it (``checked_gram``: shape
-`n x n`, finite, symmetric, PSD up to the relative jitter ``validate_kernel`` allows).
-Everything after that is trusted code here (``gram_score``): the signal variance, noise
-and mean are fitted by marginal likelihood on (``K``, ``y``) and the score is the
-closed-form LOO-CRPS of that GP (R&W eq. 5.12, hyperparameters at the full-data fit).
-Library kernels (``KernelSpec`` built by the parent) go through the same ``gram_score``,
-so both kinds are scored by one rule. Nothing the candidate prints, and no other file it
-writes (a ``result.json``, a ``loo_crps`` line), is read.
+Every array read back is checked (shape, finite, symmetric); the matrices used for the
+score go through ``checked_gram`` (shape `n x n`, finite, symmetric, PSD up to the
+relative jitter ``validate_kernel`` allows). The candidate's hyperparameter values are
+the harness's own fit, inside the declared bounds. Everything after that is trusted code
+here (``gram_score``): signal variance, noise and mean fitted by marginal likelihood on
+(``K``, ``y``) and the closed-form LOO-CRPS of that GP (R&W eq. 5.12). Library kernels
+(``KernelSpec`` built by the parent) go through the same ``gram_score``. Nothing the
+candidate prints, and no other file it writes, is read.
 
 Held-out scoring (``heldout``: a list of test-index sets, e.g. ``kfold_splits``): for each
-set the kernel's hyperparameters are fitted on the *other* points only (in the fit run for
-kernel source, here for library kernels), the Gram matrix is computed with those values,
-and ``heldout_crps`` (trusted code here) fits signal variance, noise and mean on the
+set the hyperparameters are fitted on the *other* points only, the Gram matrix is taken at
+those values, and ``heldout_crps`` (trusted) fits signal variance, noise and mean on the
 training block and scores the Gaussian predictive of each held-out observation. The
 score's value is the mean held-out CRPS; the per-point values (``details["heldout_crps"]``)
-let a caller pair two kernels point by point. Unlike LOO-CRPS, no hyperparameter saw the
-point it is scored on.
+let a caller pair two kernels point by point. No hyperparameter saw the point it is
+scored on.
 
-Residual channel, stated plainly: the fit run sees ``y`` (fitting needs it), and a
-candidate that deliberately encoded ``y`` into its hyperparameter values could carry
-information about it into the Gram run. The values are checked for form, not meaning.
-With ``heldout`` the fit run receives all of ``y`` too (one run fits every fold; the
-harness code there fits each fold on its training rows only): a kernel that deliberately
-reads the request file could leak a held-out value into that fold's hyperparameters. An
-honest kernel cannot; nothing here claims more.
+What is left, stated plainly: the hyperparameter vectors the harness asks about depend on
+``y`` (the optimizer's path), so a kernel sees a few dozen points chosen by a fit; each
+round is a fresh process that sees only its own batch. And LOO-CRPS with hyperparameters
+fitted on all points rewards a kernel with very many free hyperparameters that
+memorises the data through an honest fit: ``heldout`` scoring does not.
 """
 
 from __future__ import annotations
@@ -284,9 +289,7 @@ def oracle_sandbox(**kw: Any) -> Sandbox:
 
     if "unshare" in available_isolations():
         env = {"OMP_NUM_THREADS": "1", **numerics_env()}
-        return get_sandbox(
-            "local", isolation="unshare", warm=list(ORACLE_WARM), warm_env=env, **kw
-        )
+        return get_sandbox("local", isolation="unshare", warm=list(ORACLE_WARM), warm_env=env, **kw)
     return get_sandbox("local", **kw)
 
 
@@ -512,7 +515,7 @@ class _OneStart(ExactGP):
     ``start``-th), so that each start can run in its own thread."""
 
     def __init__(self, kernel: KernelSpec, *, start: int, of: int, seed: int) -> None:
-        super().__init__(kernel, n_restarts=0, seed=seed)
+        super().__init__(kernel, n_restarts=0, seed=seed, max_iter=ORACLE_MAX_ITER)
         self._start, self._of = start, of
 
     def _layout(
@@ -569,6 +572,12 @@ def oracle_fit(
     return out
 
 
+ORACLE_MAX_ITER = 200
+"""L-BFGS-B iterations per start of an oracle fit: as for library kernels (``ExactGP``), so
+both are fitted alike. Each evaluation is a sandbox round; measured on levy4_in_25
+(`40 x 25`, Matern-5/2 ARD source): 195 rounds, LOO-CRPS 0.23548 (0.23548 before, when
+the sandbox fitted); capped at 60 it took 90 rounds but gave 0.272 (under-fitted)."""
+
 ORACLE_MAX_ROUNDS = 1000
 """Most sandbox runs one kernel's fit may take (a safety net: L-BFGS-B's own iteration
 cap ends an honest fit long before)."""
@@ -587,6 +596,7 @@ def score_kernel_source(
     timeout_s: float = 300.0,
     heldout: list[list[int]] | None = None,
     max_rounds: int = ORACLE_MAX_ROUNDS,
+    tracer: Any | None = None,
 ) -> Score:
     """LOO-CRPS of kernel source on (``X`` `n x D`, ``y`` `n`): fitted and scored here.
 
@@ -596,10 +606,15 @@ def score_kernel_source(
     held-out CRPS (``heldout_score``).
 
     ``sandbox`` None: ``oracle_sandbox()`` (warm where possible; refused where the
-    containment promise is unmet, unless ``--unsafe-sandbox``), closed afterwards.
+    containment promise is unmet, unless ``--unsafe-sandbox``; ``tracer`` gets its runs),
+    closed afterwards.
     """
     own = sandbox is None
-    sb = oracle_sandbox() if sandbox is None else sandbox
+    sb = (
+        oracle_sandbox(**({"tracer": tracer} if tracer is not None else {}))
+        if sandbox is None
+        else sandbox
+    )
     try:
         return _score_source(src, X, y, sb, seed=seed, n_restarts=n_restarts,
                              n_fingerprint=n_fingerprint, max_hyperparameters=max_hyperparameters,

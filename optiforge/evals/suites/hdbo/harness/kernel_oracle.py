@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import sys
 
-
 FD_STEP = 1e-5
 """Central-difference step in log hyperparameter space (~eps^(1/3): error ~1e-10 relative)."""
 
