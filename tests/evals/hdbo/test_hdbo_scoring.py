@@ -122,6 +122,17 @@ if _os.path.exists("gram.npy"):
         }
     )
     assert not pickled.passed and "not a plain numpy array" in pickled.details["reason"]
+    shaped = task.evaluate(
+        {
+            "source": _forge_file(
+                """
+if _os.path.exists("gram.npy"):
+    _np.save("gram.npy", _np.eye(3)[None])
+"""
+            )
+        }
+    )
+    assert not shaped.passed and "gram.npy has shape" in shaped.details["reason"]
 
 
 def _npy(arr: np.ndarray) -> bytes:
