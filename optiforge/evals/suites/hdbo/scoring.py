@@ -546,7 +546,7 @@ def oracle_fit(
         keep, r = tracks[t]
         try:
             fits[(t, s)] = _OneStart(spec, start=s, of=r, seed=seed).fit(idx[keep], y[keep])
-        except (SolverError, InvalidCandidate) as e:
+        except Exception as e:  # noqa: BLE001 - handed to the caller's thread below
             fits[(t, s)] = e
         finally:
             oracle.leave()
@@ -561,8 +561,8 @@ def oracle_fit(
     for t in range(len(tracks)):
         got = [fits[(t, s)] for s in range(tracks[t][1] + 1)]
         for g in got:
-            if isinstance(g, InvalidCandidate):
-                raise g
+            if isinstance(g, Exception) and not isinstance(g, SolverError):
+                raise g  # a rejected candidate, or a sandbox failure: not a failed start
         ok = [g for g in got if isinstance(g, ExactGP) and g.params is not None]
         if not ok:
             raise SolverError(f"GP fit failed from every start ({got[0]})")
