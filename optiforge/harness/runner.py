@@ -53,7 +53,10 @@ def _verify(
     """Re-score the returned candidate ourselves (never trust the agent's number)."""
     if outcome.best_candidate is None:
         return None, False, {"reason": "no candidate passed"}
-    score = task.evaluate(outcome.best_candidate, ctx.sandbox)
+    # A task whose scoring runs a seeded optimizer takes the run's seed from here, never
+    # from the candidate (bbowp: a formulation could otherwise pick a lucky seed).
+    kw = {"seed": ctx.seed} if getattr(task, "seeded_by_harness", False) else {}
+    score = task.evaluate(outcome.best_candidate, ctx.sandbox, **kw)
     value = float(score.value) if score.passed and math.isfinite(score.value) else None
     return value, bool(score.passed), {"metrics": score.metrics, "details": score.details}
 

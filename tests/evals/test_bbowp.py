@@ -88,3 +88,18 @@ def test_formulation_quality_metrics() -> None:
     assert (
         "| formulator | 50% | 50% |" in BBOWPBenchmark().report_sections({"suite_metrics": sm})[0]
     )
+
+
+def test_cheat_a_formulation_cannot_choose_the_optimizer_seed() -> None:
+    """Red-team (issue 39): the harness fixes the seed; a formulation that names one gets
+    the same score whatever it names (before the fix: the spread over seeds was ~15%)."""
+    task = resolve_task("bbowp/pressure-vessel@dev")
+    sb = LocalSandbox()
+    form = {"space": task.human["space"], "method": "random"}
+    honest = task.evaluate(form, sb)
+    assert honest.passed
+    chosen = [task.evaluate({**form, "seed": s}, sb) for s in (1, 2, 3)]
+    assert [c.value for c in chosen] == [honest.value] * 3
+    assert all("seed" in c.details["ignored"] for c in chosen)
+    # the harness's seed is what moves the run: another harness seed, another result
+    assert task.evaluate(form, sb, seed=1).value != honest.value

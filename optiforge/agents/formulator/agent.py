@@ -49,7 +49,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         form = state.get("formulation")
         if ctx.llm is None or not config.revise_after or not form or state.get("pilot"):
             return {}
-        pilot = task.pilot({**form, "seed": ctx.seed}, config.revise_after, ctx.sandbox)
+        pilot = task.pilot(form, config.revise_after, ctx.sandbox, seed=ctx.seed)
         seen = list(pilot.details.get("evaluations") or [])
         ctx.tracer.event("pilot", evaluations=len(seen), best=pilot.value if pilot.passed else None,
                          reason=pilot.details.get("reason"))  # fmt: skip
@@ -77,8 +77,6 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
 
     def outcome(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
         form = state.get("formulation") or None
-        if form:
-            form = {**form, "seed": ctx.seed}  # the optimization run's seed is the run's
         return AgentOutcome(
             best_candidate=form, n_evaluations=0, stop_reason="formulated" if form else "no formulation",
             failure=state.get("error"),

@@ -13,7 +13,7 @@ def default_baseline(
     task: Any, ctx: RunContext, budget: int | None, config: Any = None
 ) -> AgentOutcome:
     """The fixed default formulation."""
-    form = {**task.default_formulation(), "seed": ctx.seed}
+    form = task.default_formulation()  # the optimizer seed is the harness's
     return AgentOutcome(best_candidate=form, stop_reason="baseline", extra={"formulation": form})
 
 
@@ -21,5 +21,5 @@ def human_baseline(
     task: Any, ctx: RunContext, budget: int | None, config: Any = None
 ) -> AgentOutcome:
     """The instance's human-designed formulation."""
-    form = {**task.human, "seed": ctx.seed}  # the optimization run's seed is the run's
+    form = dict(task.human)  # the optimizer seed is the harness's (the run's seed)
     return AgentOutcome(best_candidate=form, stop_reason="baseline", extra={"formulation": form})

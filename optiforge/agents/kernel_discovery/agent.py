@@ -45,9 +45,10 @@ the candidate runs in, inside the sandbox:
 
 - validation for the re-ask loop: ``optiforge.solvers.gp.validate_cli`` in the sandbox
   (shipped with ``package_files``; its verdict only decides whether to re-ask);
-- scoring: the hdbo harness (``evals.suites.hdbo.scoring``) fits the kernel in one sandbox
-  run, has its Gram matrix computed in another (which never sees ``y``) and computes the
-  LOO-CRPS itself from that matrix; a printed score is never read;
+- scoring: the hdbo harness (``evals.suites.hdbo.scoring``) uses the kernel only as a
+  sandboxed Gram oracle (inputs and hyperparameters in, matrices out; ``y`` never enters
+  the sandbox), fits the hyperparameters itself and computes the LOO-CRPS from the
+  checked matrix; a printed score is never read;
 - BO with a selected LLM kernel: each round's GP fit and qLogEI optimisation run in one
   sandbox run (``harness/bo_round.py``, ``SandboxedKernel``); the loop gets back only the
   proposed points, checks them and evaluates the objective here.

@@ -67,7 +67,8 @@ class KernelEvaluator:
         from optiforge.sandboxes import get_sandbox
 
         tracer = FileTracer(self.events_path) if self.events_path else None
-        sandbox = get_sandbox(self.backend, tracer=tracer)
+        # local: the suite makes its own (warm) sandbox for its many Gram-oracle rounds
+        sandbox = None if self.backend == "local" else get_sandbox(self.backend, tracer=tracer)
         score = self.task.score_kernel(
             {"source": payload["source"]},
             self.X,
@@ -76,6 +77,7 @@ class KernelEvaluator:
             seed=self.seed,
             n_restarts=self.restarts,
             heldout=self.heldout,
+            tracer=tracer,
         )
         return self._penalized(score, len(score.details.get("params") or {}))
 

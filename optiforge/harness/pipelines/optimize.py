@@ -80,7 +80,7 @@ def optimize(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
     best = min(finite, key=lambda e: e["value"]) if finite else None
     record = {
         "task": f"{task.suite}/{task.name}", "input": inp.node, "method": form.get("method"),
-        "kernel": form.get("kernel"), "budget": budget, "seed": form.get("seed", 0),
+        "kernel": form.get("kernel"), "budget": budget, "seed": run_task.seed,
         "passed": score.passed, "reason": score.details.get("reason"),
         "best_value": best["value"] if best else None, "best_config": best["config"] if best else None,
         "trace": score.details.get("trace"), "evaluations": evals, "formulation": form,

@@ -59,7 +59,7 @@ def _moved(y: torch.Tensor, idx: list[int]) -> torch.Tensor:
 
 @pytest.mark.parametrize(
     "kind", ["library", pytest.param("source", marks=pytest.mark.slow)]
-)  # source: four sandbox runs
+)  # source: a fit over many sandbox rounds
 def test_heldout_scores_never_fit_on_the_scored_fold(kind: str) -> None:
     """Moving the values of fold 0's points leaves fold 0's predictive unchanged (its
     hyperparameters, signal variance, noise and mean were fitted without them) while the
@@ -67,13 +67,9 @@ def test_heldout_scores_never_fit_on_the_scored_fold(kind: str) -> None:
     task, X, y = _data()
     sets = kfold_splits(X.shape[0], 4, 0)
     cand: Any = grammar.build_kernel("RBF_ARD") if kind == "library" else RBF_SOURCE
-    sandbox = None
-    if kind == "source":
-        from optiforge.sandboxes import get_sandbox
-
-        sandbox = get_sandbox("local")
-    a = task.score_kernel(cand, X, y, sandbox, seed=0, n_restarts=0, heldout=sets)
-    b = task.score_kernel(cand, X, _moved(y, sets[0]), sandbox, seed=0, n_restarts=0, heldout=sets)
+    # source: the suite's own (warm) sandbox, a Gram oracle that never sees y
+    a = task.score_kernel(cand, X, y, None, seed=0, n_restarts=0, heldout=sets)
+    b = task.score_kernel(cand, X, _moved(y, sets[0]), None, seed=0, n_restarts=0, heldout=sets)
     assert a.passed and b.passed, (a.details.get("reason"), b.details.get("reason"))
     k = len(sets[0])
     for key in ("heldout_mean", "heldout_sd"):

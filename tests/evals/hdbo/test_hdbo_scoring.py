@@ -84,20 +84,20 @@ def test_printed_or_written_scores_are_not_credited() -> None:
 
 def test_forged_harness_files_are_rejected() -> None:
     task = _small_task()
-    # The fit run's fit.json rewritten at exit: a claimed score and no hyperparameters.
+    # The oracle's oracle.json rewritten at exit: a claimed score and no declarations.
     no_params = task.evaluate(
         {
             "source": _forge_file(
                 """
-with _b.open("fit.json", "w") as fh:
+with _b.open("oracle.json", "w") as fh:
     fh.write('{"ok": true, "loo_crps": -42.0}')
 """
             )
         }
     )
     assert not no_params.passed and no_params.value == FAILED_VALUE
-    assert "no hyperparameters" in no_params.details["reason"]
-    # The Gram run's gram.npy replaced at exit: asymmetric, then a pickle.
+    assert "no hyperparameter declarations" in no_params.details["reason"]
+    # The oracle's gram.npy replaced at exit: asymmetric, then a pickle.
     asym = task.evaluate(
         {
             "source": _forge_file(
@@ -122,6 +122,17 @@ if _os.path.exists("gram.npy"):
         }
     )
     assert not pickled.passed and "not a plain numpy array" in pickled.details["reason"]
+    shaped = task.evaluate(
+        {
+            "source": _forge_file(
+                """
+if _os.path.exists("gram.npy"):
+    _np.save("gram.npy", _np.eye(3)[None])
+"""
+            )
+        }
+    )
+    assert not shaped.passed and "gram.npy has shape" in shaped.details["reason"]
 
 
 def _npy(arr: np.ndarray) -> bytes:
@@ -211,3 +222,56 @@ def test_cli_ids_stay_stable() -> None:
     task = resolve_task("hdbo/levy4_in_25")  # the `make run` job's --bench
     assert task.name == "levy4_in_25" and task.hidden["function"] == "levy"
     assert task.hidden["effective_dims"] == 4 and task.agent_name == "task-01"
+
+
+# Red-team (issue 39): kernel code that rewrites the fit step's output so that its
+# hyperparameters carry the labels ``y`` (read from the request), and a kernel that turns
+# them back into ``K ~ y y^T``. Its declared bounds pin the carriers at 1 (``u = 0``), so an
+# honest fit of this kernel is the RBF part alone.
+FORGE_LABELS = """
+_b = torch.sys.modules["builtins"]
+_json = torch.sys.modules["json"]
+_dump = _json.dump
+_E = 4
+def _leak(obj, fh, *a, **k):
+    try:
+        with _b.open("request.json") as f:
+            req = _json.load(f)
+        d = int(req["d"])
+        vals = [math.exp(v) for v in req["y"]]
+        vals = vals + [1.0] * (_E * d - len(vals))
+        enc = {"e%d" % i: vals[i * d:(i + 1) * d] for i in range(_E)}
+        obj["params"].update(enc)
+        if "fold_params" in obj:
+            obj["fold_params"] = [dict(p, **enc) for p in obj["fold_params"]]
+    except Exception:
+        pass
+    return _dump(obj, fh, *a, **k)
+_json.dump = _leak
+HYPERPARAMETERS = {"lengthscale": {"shape": "scalar", "init": 1.0, "bounds": [0.01, 100.0]}}
+for _i in range(_E):
+    HYPERPARAMETERS["e%d" % _i] = {"shape": "ard", "init": 1.0, "bounds": [1.0, 1.0001]}
+def _u(params, n):
+    u = torch.log(torch.cat([params["e%d" % i] for i in range(_E)]))
+    return torch.cat([u, torch.zeros(max(0, n - u.shape[0]), dtype=u.dtype)])[:n]
+def kernel(x1, x2, params):
+    rbf = torch.exp(-0.5 * torch.cdist(x1, x2).pow(2) / params["lengthscale"] ** 2)
+    return 10.0 * torch.outer(_u(params, x1.shape[0]), _u(params, x2.shape[0])) + rbf
+"""
+
+
+@pytest.mark.slow  # four kernel fits over the sandboxed Gram oracle
+@pytest.mark.parametrize("heldout", [None, [[0, 1, 2, 3], [4, 5, 6, 7]]], ids=["loo", "kfold"])
+def test_cheat_labels_smuggled_through_hyperparameters_do_not_score(
+    heldout: list[list[int]] | None,
+) -> None:
+    """Before: the fit step saw ``y`` and its hyperparameters were trusted numbers: LOO-CRPS
+    ~1e-3 against ~0.2 honest. After: no sandboxed process sees ``y``; the harness fits."""
+    task = _small_task()
+    X, y = task.kernel_data(0)
+    honest = task.score_kernel(RBF_SRC, X, y, heldout=heldout)
+    forged = task.score_kernel(FORGE_LABELS, X, y, heldout=heldout)
+    assert honest.passed and forged.passed, forged.details.get("reason")
+    assert forged.value > 0.5 * honest.value
+    for name in ("e0", "e1", "e2", "e3"):  # the carriers stayed inside their declared bounds
+        assert all(1.0 <= v <= 1.0001 for v in forged.details["params"][name])

@@ -10,9 +10,11 @@ listed without units, hints or typical values), the paper's hard case.
 
 A candidate is a formulation: ``{"space": SearchSpace, "method": one of PORTFOLIO}``,
 optionally a ``kernel`` expression (``solvers.gp.grammar``; for ``gp`` and
-``kernel_search``), the optimizer's ``seed`` (a run's seed, so an eval's seeds are
-independent runs) and a ``pilot`` (the formulation a revision started from: see
-``BBOWPTask.evaluate``).
+``kernel_search``) and a ``pilot`` (the formulation a revision started from: see
+``BBOWPTask.evaluate``). Only these keys (``FORMULATION_KEYS``) are read; anything else,
+a ``seed`` above all, is ignored and listed in ``details["ignored"]``: the optimizer's
+seed is the harness's (``evaluate(..., seed=)``, the run's seed, so an eval's seeds are
+independent runs), never the formulation's, which could otherwise pick a lucky one.
 ``Task.evaluate`` runs that optimization for the instance's budget *inside the sandbox*
 (the black box and the optimizer shipped as files: ``sandboxes.payload``) and scores the
 best value found (lower is better). The fixed default formulation — every knob at its
@@ -56,6 +58,21 @@ print(json.dumps({"values": vals, "configs": configs, "wall_s": wall, "stages": 
 """
 
 
+FORMULATION_KEYS = frozenset({"space", "method", "kernel", "pilot"})
+"""What a formulation may say (an allow-list); its other keys are ignored, never read."""
+PILOT_KEYS = frozenset({"space", "method", "kernel", "evals"})
+"""What a formulation's ``pilot`` may say."""
+
+
+def _ignored(form: dict[str, Any]) -> list[str]:
+    """The keys of ``form`` (and of its pilot) the harness does not read (sorted)."""
+    out = sorted(str(k) for k in form if k not in FORMULATION_KEYS)
+    pilot = form.get("pilot")
+    if isinstance(pilot, dict):
+        out += sorted(f"pilot.{k}" for k in pilot if k not in PILOT_KEYS)
+    return out
+
+
 @dataclass
 class BBOWPTask:
     """One word problem."""
@@ -76,22 +93,30 @@ class BBOWPTask:
     higher_is_better: bool = False
     timeout_s: float = 240.0
     seed: int = 0
+    """The optimizer's seed when the caller gives none (a formulation never chooses it)."""
+    seeded_by_harness: bool = True
+    """The runner passes the run's seed to ``evaluate`` (the optimizer's seed is the harness's)."""
 
-    def evaluate(self, candidate: Any, sandbox: Any | None = None) -> Score:
+    def evaluate(
+        self, candidate: Any, sandbox: Any | None = None, *, seed: int | None = None
+    ) -> Score:
         """Run the formulated optimization in the sandbox; score its best value.
 
-        A formulation with a ``pilot`` (``{"space", "method", "evals"[, "kernel"]}``: the
+        ``seed``: the optimizer's seed, chosen by the harness (default ``self.seed``); a
+        ``seed`` in the formulation is ignored (``details["ignored"]``). A formulation with a ``pilot`` (``{"space", "method", "evals"[, "kernel"]}``: the
         formulation a revision started from, and how many evaluations it ran) is re-run as
         two stages within the one budget: the pilot for ``evals``, then the revised
         formulation for the rest; the score is the best over both."""
-        return self.run(candidate, sandbox)
+        return self.run(candidate, sandbox, seed=seed)
 
-    def pilot(self, formulation: Any, evals: int, sandbox: Any | None = None) -> Score:
+    def pilot(
+        self, formulation: Any, evals: int, sandbox: Any | None = None, *, seed: int | None = None
+    ) -> Score:
         """A short run of ``formulation`` (``evals`` evaluations, at most half the budget),
         for a formulator that revises its space: the harness runs it in the sandbox like
         ``evaluate``; ``details["evaluations"]`` lists what it saw (config and value)."""
         evals = max(1, min(int(evals), self.budget // 2))
-        return self.run(formulation, sandbox, budget=evals, observed=True)
+        return self.run(formulation, sandbox, budget=evals, observed=True, seed=seed)
 
     def run(
         self,
@@ -100,14 +125,20 @@ class BBOWPTask:
         *,
         budget: int | None = None,
         observed: bool = False,
+        seed: int | None = None,
     ) -> Score:
         """``evaluate`` with another ``budget`` (default the instance's); ``observed``: list
-        every evaluation (config and value) in ``details["evaluations"]``."""
+        every evaluation (config and value) in ``details["evaluations"]``; ``seed``: the
+        harness's optimizer seed (default ``self.seed``)."""
         from optiforge.sandboxes import get_sandbox
         from optiforge.sandboxes.payload import package_files
 
         budget = self.budget if budget is None else int(budget)
         form = candidate if isinstance(candidate, dict) else json.loads(str(candidate))
+        if not isinstance(form, dict):
+            return Score(value=math.inf, passed=False,
+                         details={"reason": f"a formulation is a JSON object, got {type(form).__name__}"})  # fmt: skip
+        ignored = _ignored(form)
         stages, why = [], None
         pilot = form.get("pilot")
         if pilot:
@@ -119,14 +150,15 @@ class BBOWPTask:
         stages.append(_stage(form, budget - sum(st.get("budget", 0) for st in stages)))
         why = why or next((st["error"] for st in stages if "error" in st), None)
         if why:
-            return Score(value=math.inf, passed=False, details={"reason": why[:500]})
+            return Score(value=math.inf, passed=False,
+                         details={"reason": why[:500], "ignored": ignored})  # fmt: skip
         sandbox = sandbox or get_sandbox("local")
         files: dict[str, str | bytes] = {}
         files |= package_files("optiforge.errors", "optiforge.solvers.blackbox",
                               "optiforge.solvers.bo", "optiforge.solvers.gp",
                               "optiforge.solvers.asktell", "optiforge.solvers.bandits")  # fmt: skip
         files["request.json"] = json.dumps({"stages": stages, "black_box": self.black_box,
-                                            "seed": int(form.get("seed", self.seed))})  # fmt: skip
+                                            "seed": int(self.seed if seed is None else seed)})  # fmt: skip
         files["run.py"] = _RUNNER
         python = str(getattr(sandbox, "python", None) or "python3")
         env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -136,11 +168,12 @@ class BBOWPTask:
         metrics = {"sandbox_s": float(res.duration_s)}
         if res.timed_out or res.returncode != 0:
             why = "timed out" if res.timed_out else f"exit {res.returncode}: {res.stderr[-400:]}"
-            return Score(value=math.inf, passed=False, metrics=metrics, details={"reason": why})
+            return Score(value=math.inf, passed=False, metrics=metrics,
+                         details={"reason": why, "ignored": ignored})  # fmt: skip
         out = json.loads(res.stdout.strip().splitlines()[-1])
         vals = [math.inf if v is None else float(v) for v in out["values"]]
         finite = [v for v in vals if math.isfinite(v)]
-        details: dict[str, Any] = {"stages": out.get("stages")}
+        details: dict[str, Any] = {"stages": out.get("stages"), "ignored": ignored}
         if observed:
             details["evaluations"] = [
                 {"config": c, "value": None if not math.isfinite(v) else v}

@@ -4,8 +4,9 @@
 text; see ``optiforge.solvers.gp.validation``), validates it, fits it by marginal likelihood
 on the task's kernel data (a seeded Sobol design of the noisy objective, y standardised)
 and returns its LOO-CRPS (lower is better), computed by the harness from the kernel matrix
-(``scoring``: kernel source runs only in sandboxes and hands back only hyperparameter
-values and a Gram matrix; a number it prints is never read). ``Task.run_bo`` runs BO with a kernel provider
+(``scoring``: kernel source runs only in sandboxes, as a Gram oracle that sees the inputs
+and hyperparameters, never ``y``; the harness fits the hyperparameters; a number it
+prints is never read). ``Task.run_bo`` runs BO with a kernel provider
 within the task's evaluation budget; ``Task.score_trace`` re-evaluates the *noiseless*
 objective at the trace's points itself (a reported best value is never trusted).
 
@@ -124,6 +125,7 @@ class HDBOTask:
         n_restarts: int = 2,
         n_fingerprint: int = 16,
         heldout: list[list[int]] | None = None,
+        tracer: Any | None = None,
     ) -> Score:
         """LOO-CRPS of a kernel fitted on (``X`` `n x D` unit cube, ``y`` `n` standardised).
 
@@ -133,9 +135,11 @@ class HDBOTask:
 
         ``details["fingerprint"]`` is the fitted kernel's normalised Gram matrix on the first
         ``n_fingerprint`` inputs (functional deduplication: see ``solvers.gp.validation``).
-        Kernel source runs only inside sandboxes (``get_sandbox("local")`` when none is
-        given) and the LOO-CRPS is computed here from the Gram matrix it returns
-        (``scoring.score_kernel_source``); library kernels go through the same ``gram_score``.
+        Kernel source runs only inside sandboxes (``scoring.oracle_sandbox()`` when none is
+        given), as a Gram oracle on inputs only; its hyperparameters are fitted and the
+        LOO-CRPS computed here (``scoring.score_kernel_source``); library kernels go
+        through the same ``gram_score``. ``tracer``: gets the sandbox runs of the sandbox
+        made here (when ``sandbox`` is None).
         """
         if isinstance(candidate, dict) and "source" in candidate:
             candidate = candidate["source"]
@@ -150,6 +154,7 @@ class HDBOTask:
                 n_fingerprint=n_fingerprint,
                 max_hyperparameters=self.max_hyperparameters,
                 heldout=heldout,
+                tracer=tracer,
             )
         if not isinstance(candidate, KernelSpec):
             raise InvalidCandidate(
