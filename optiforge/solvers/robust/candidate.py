@@ -34,6 +34,7 @@ I/O protocol for candidate programs (what an LLM is told):
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, Protocol
 
@@ -69,6 +70,10 @@ class SandboxLike(Protocol):
         memory_mb: int,
         network: bool = False,
     ) -> Any: ...
+
+
+_WORKDIR_PATH = re.compile(r'File "(?:[^"]*/)?([^"/]+)"')
+"""A traceback line's file path; the directory part is dropped."""
 
 
 def parse_candidate_output(stdout: str | bytes) -> dict[str, Any] | None:
@@ -143,7 +148,9 @@ def verify_candidate_code(
         return _rejected(f"candidate program timed out after {timeout_s:g} s", **tol)
     if res.returncode != 0:
         err = res.stderr.decode() if isinstance(res.stderr, bytes) else str(res.stderr)
-        tail = " | ".join(err.strip().splitlines()[-3:])
+        # Tracebacks name the run's work dir, a fresh random path: keep the file name only,
+        # so the same failure gives the same reason (and the same re-ask prompt) every run.
+        tail = _WORKDIR_PATH.sub(r'File "\1"', " | ".join(err.strip().splitlines()[-3:]))
         return _rejected(f"candidate program failed: exit code {res.returncode}: {tail}", **tol)
     out = parse_candidate_output(res.stdout)
     if out is None:
