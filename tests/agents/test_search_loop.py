@@ -407,3 +407,24 @@ def test_a_round_reflected_twice_stores_its_lessons_once(tmp_path: Path) -> None
     # a bare string says nothing of its origin: stored as unknown (untrusted)
     assert {e.provenance for e in store.experiences(agent="toy-agent")} == {"unknown"}
     store.close()
+
+
+def test_a_logged_candidate_is_on_disk_before_other_threads_see_it(tmp_path: Path) -> None:
+    """The evaluate node reads the log's index without its lock, and once it has seen its
+    round there it may finish and be checkpointed: a record in the index but not yet in
+    the file (an evaluator thread still writing it) made a kill then leave a checkpoint
+    ahead of evaluations.jsonl, which the resume refused."""
+    from optiforge.agents.kit import search
+
+    log = search._EvalLog(tmp_path)
+    indexed, path = log._index, tmp_path / search.EVALUATIONS
+    on_disk: list[bool] = []
+
+    def index(rec: dict[str, object]) -> None:
+        on_disk.append(path.exists() and str(rec["id"]) in path.read_text())
+        indexed(rec)
+
+    log._index = index  # type: ignore[method-assign]
+    log.append({"id": "r0c0-1-aa", "round": 0})
+    assert log.append_new({"id": "r0c1-1-bb", "round": 0})
+    assert on_disk == [True, True]

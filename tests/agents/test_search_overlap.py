@@ -156,3 +156,62 @@ def test_overlap_resume_after_kill_is_exact(tmp_path: Path, after: int) -> None:
     points = [(json.loads(x)["a"], json.loads(x)["b"]) for x in log.read_text().splitlines()]
     # At most the two evaluations in flight at the kill (2 workers) ran twice.
     assert len(points) - len(set(points)) <= 2
+
+
+_CHILD_KILLED_AFTER_WRITES = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from optiforge.agents.kit import RunContext, SearchConfig, run_search
+    from optiforge.sandboxes import ThreadExecutor
+    from optiforge.testing.toy_search import GaussianProposer, ToyProblem
+    run_dir, channel, nth = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    saved = SqliteSaver.put_writes
+    count = [0]
+
+    def put_writes(self, config, writes, task_id, task_path=""):
+        saved(self, config, writes, task_id, task_path)
+        # the node's writes are on disk, the checkpoint that follows them is not: die here
+        if any(ch == channel for ch, _ in writes):
+            count[0] += 1
+            if count[0] == nth:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    if nth > 0:
+        SqliteSaver.put_writes = put_writes
+    with ThreadExecutor(2) as ex:
+        ctx = RunContext(seed=7, run_dir=run_dir, executor=ex)
+        res = run_search(ToyProblem(delay_s=0.01), GaussianProposer(), ctx,
+                         SearchConfig(max_evaluations=20, proposals_per_round=3, overlap=True),
+                         resume=nth == 0)
+    print("DONE", res.n_evaluations, res.stop_reason, [e.id for e in res.history])
+    """
+)
+
+
+@pytest.mark.parametrize("node_channel", ["history_round", "stale_rounds"])
+def test_resume_after_a_kill_between_a_nodes_writes_and_its_checkpoint_is_exact(
+    tmp_path: Path, node_channel: str
+) -> None:
+    """LangGraph saves a node's writes, then the step's checkpoint: a kill between the two
+    leaves a checkpoint whose ``snapshot.next`` is empty mid-run (it leaves out tasks with
+    saved writes). The resume must go on, not return that state as the final one (it did:
+    ``DONE 10`` instead of 20, the failure of issue 40). ``history_round`` is written by
+    the evaluate node, ``stale_rounds`` by select; the 4th is round 3's."""
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD_KILLED_AFTER_WRITES)
+    run_dir = tmp_path / "run"
+    killed = subprocess.run([sys.executable, str(script), str(run_dir), node_channel, "4"],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    out = subprocess.run([sys.executable, str(script), str(run_dir), node_channel, "0"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    with ThreadExecutor(2) as ex:
+        ctx = RunContext(seed=7, run_dir=tmp_path / "ref", executor=ex)
+        cfg = SearchConfig(max_evaluations=20, proposals_per_round=3, overlap=True)
+        ref = run_search(ToyProblem(), GaussianProposer(), ctx, cfg)
+    assert ref.n_evaluations == 20
+    expected = f"DONE {ref.n_evaluations} {ref.stop_reason} {[e.id for e in ref.history]}"
+    assert out.stdout.splitlines()[-1] == expected

@@ -44,6 +44,17 @@ def open_checkpointer(path: Path) -> tuple[sqlite3.Connection, Any]:
     return conn, SqliteSaver(conn)
 
 
+def graph_finished(snapshot: Any) -> bool:
+    """Whether a checkpointed graph (``graph.get_state``) has run to its end.
+
+    ``snapshot.next`` alone does not say so: it leaves out the next step's tasks whose
+    writes are saved already (a kill landed after a node's writes and before the
+    checkpoint that follows them), so it is empty mid-run too. Those tasks are still
+    in ``snapshot.tasks``; a finished graph has none.
+    """
+    return not snapshot.next and not snapshot.tasks
+
+
 @dataclass(frozen=True)
 class GraphRun:
     """What ``run_graph`` returns."""
@@ -123,7 +134,7 @@ def run_graph(
                 check(conn, dict(snapshot.values or {}), ctx)
             if snapshot.values:
                 resumed, initial = True, None  # continue from the last checkpoint
-                if not snapshot.next:
+                if graph_finished(snapshot):
                     return GraphRun(dict(snapshot.values), resumed=True, already_done=True)
         # "sync": every finished node is on disk before the next starts (needs a checkpointer)
         kw: dict[str, Any] = {"durability": "sync"} if checkpointer is not None else {}

@@ -365,23 +365,25 @@ class _EvalLog:
 
     def append(self, rec: dict[str, Any]) -> None:
         with self.lock:
-            self._index(rec)
-            if self.path:
-                with self.path.open("a") as fh:
-                    fh.write(to_json_line(rec))
-                    fh.flush()
+            self._write(rec)
 
     def append_new(self, rec: dict[str, Any]) -> bool:
         """``append`` unless a record of that id is logged already (whether it was)."""
         with self.lock:
             if rec["id"] in self.done:
                 return False
-            self._index(rec)
-            if self.path:
-                with self.path.open("a") as fh:
-                    fh.write(to_json_line(rec))
-                    fh.flush()
+            self._write(rec)
             return True
+
+    def _write(self, rec: dict[str, Any]) -> None:
+        """On disk first, then in ``done``: other threads read ``done`` without the lock
+        (``_Loop.wait``), and a node that sees a record there may finish and be
+        checkpointed at once, so a kill must not find it missing from the file."""
+        if self.path:
+            with self.path.open("a") as fh:
+                fh.write(to_json_line(rec))
+                fh.flush()
+        self._index(rec)
 
     def round_ids(self, rnd: int) -> list[str]:
         """The logged ids of round ``rnd`` (a copy: appends may run concurrently)."""

@@ -381,7 +381,7 @@ def run_pipeline(
     Raises:
         ConfigError: a fresh run over an existing one, or a resume of something else.
     """
-    from optiforge.agents.kit.driver import open_checkpointer
+    from optiforge.agents.kit.driver import graph_finished, open_checkpointer
     from optiforge.llm import Budget
     from optiforge.memory.scope import scoped_url
 
@@ -427,7 +427,7 @@ def run_pipeline(
             snap = graph.get_state(cfg)
             if snap.values and not resume:
                 raise RunRecordError(f"{out} already holds a pipeline; pass --resume {out}")
-            if snap.values and not snap.next:
+            if snap.values and graph_finished(snap):
                 final = dict(snap.values)
             else:
                 start: dict[str, Any] | None = (
