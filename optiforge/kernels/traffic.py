@@ -11,11 +11,21 @@ coalescing. A kernel that re-reads its inputs (no tiling) requests more than one
 reuses a tile; one split in three launches pays three launches.
 
 ``cost_estimate`` turns the counts of one call into a roofline time estimate at a larger
-shape (the counts' amplification over the compulsory traffic, carried to the target
-shape, plus a fixed cost per launch). It is a model, not a measurement: it is what a
-CPU-only run can compare kernels by, and GPU timings remain the reported metric where a
-GPU exists. Checked against the installed Triton (3.7); it relies on interpreter
-internals that a Triton upgrade may move (``install`` then raises).
+shape with a tile/launch model: the loads of an op that does FLOPs (matmul, attention)
+are carried to the target shape per FLOP (a tiled matmul loads each A tile once per
+N-tile and each B tile once per M-tile, so its loads are ``MNK (1/BLOCK_N + 1/BLOCK_M)``
+elements, proportional to the FLOPs whenever the counted shape is a multiple of the
+tiles); loads of FLOP-free ops, stores and atomics are carried per compulsory byte; a
+launch costs a fixed time. What a CPU count cannot see, the model does not pretend to:
+there is no cache (requested bytes are charged to HBM, so ``GROUP_M``, which only changes
+the order tiles run in and hence L2 hits, does not change the estimate, and the absolute
+time of a large matmul is pessimistic), no warps or pipeline stages (``num_warps``,
+``num_stages`` change nothing here) and a tile larger than the counted shape looks like
+the counted shape. It is a model, not a measurement: it is what a CPU-only run can compare
+kernels by, and GPU timings remain the reported metric where a GPU exists
+(``benchmarks/cost_model_gpu.py`` measures how well its rankings agree with GPU timings).
+Checked against the installed Triton (3.7); it relies on interpreter internals that a
+Triton upgrade may move (``install`` then raises).
 """
 
 from __future__ import annotations
@@ -283,23 +293,29 @@ def cost_estimate(
     """A roofline time estimate (microseconds) of one call at a target shape.
 
     totals: counted ``bytes_loaded``, ``bytes_stored``, ``atomic_bytes``, ``dot_flops``,
-        ``launches`` of one call at a small shape;
-    compulsory: (flops, bytes) the op must do at that small shape;
+        ``launches`` of one call at a small (counted) shape;
+    compulsory: (flops, bytes) the op must do at that counted shape;
     target: (flops, bytes) it must do at the target shape.
 
-    Requested bytes over the compulsory bytes is the kernel's traffic amplification
-    (re-reads of inputs, intermediates written and read back between launches), carried to
-    the target shape. The target's FLOPs run on tensor cores when the kernel uses
-    ``tl.dot`` and on CUDA cores otherwise (the padding of partial tiles at the small shape
-    is not carried over: target shapes are multiples of any tile). The time is
-    ``max(bytes / HBM bandwidth, flops / peak) + launches * LAUNCH_US`` on ``arch``. The
-    amplification of a tiled kernel grows with the shape (re-reads scale with size / tile),
-    so the estimate keeps the order of two kernels more than their ratio."""
+    The tile/launch model (module doc): loads scale with ``target flops / counted flops``
+    when the op does FLOPs (re-reads of tiled operands grow with the other output
+    dimension: a larger tile means fewer re-reads at every shape), otherwise with the
+    compulsory bytes; stores and atomics (the output, split-K partial tiles) scale with
+    the compulsory bytes. ``amplification`` is the carried traffic over the target's
+    compulsory bytes. The target's FLOPs run on tensor cores when the kernel uses ``tl.dot``
+    and on CUDA cores otherwise. The time is ``max(bytes / HBM bandwidth, flops / peak) +
+    launches * LAUNCH_US`` on ``arch``; no cache is modelled (every requested byte is an
+    HBM byte), so tile order (``GROUP_M``), ``num_warps`` and ``num_stages`` are invisible."""
     tensor, cuda_cores, tbs = PEAKS[arch]
-    moved = totals["bytes_loaded"] + totals["bytes_stored"] + totals.get("atomic_bytes", 0.0)
-    amp = moved / max(compulsory[1], 1.0)
+    byte_scale = target[1] / max(compulsory[1], 1.0)
+    load_scale = target[0] / compulsory[0] if compulsory[0] > 0 and target[0] > 0 else byte_scale
+    moved = (
+        totals["bytes_loaded"] * load_scale
+        + (totals["bytes_stored"] + totals.get("atomic_bytes", 0.0)) * byte_scale
+    )
+    amp = moved / max(target[1], 1.0)
     peak = tensor if totals["dot_flops"] > 0 else cuda_cores
-    t_bytes = amp * target[1] / (tbs * 1e12) * 1e6
+    t_bytes = moved / (tbs * 1e12) * 1e6
     t_flops = target[0] / (peak * 1e12) * 1e6
     launches = totals["launches"]
     return {"amplification": amp, "tensor_cores": float(totals["dot_flops"] > 0), "launches": launches,

@@ -32,11 +32,14 @@ requested bytes, ``tl.dot`` FLOPs and launches (:mod:`optiforge.kernels.traffic`
 code that touches the counter is refused), and a correct candidate's value is its
 **cost-model speedup** over the task's starting kernel (``seed_code``, counted the same
 way in a trusted run): the estimated time of each at the task's timing shape, from the
-traffic amplification on each dev case (``traffic.cost_estimate``, target sm90); the value
-is the worst dev case's ratio (:func:`cost_over_cases`), so no one shape decides it.
-It is a model, named ``cost_speedup`` (GPU runs report measured ``speedup``), and tells
-kernels apart by re-reads, padding and launch count, not by anything a cache or the
-hardware decides.
+traffic counted on each dev case and carried there by a tile/launch model
+(``traffic.cost_estimate``, target sm90: a matmul's loads per FLOP, so tile sizes change
+the re-reads of A and B); the value is the worst ratio over the task's counting cases
+(``Case.cost``, shapes that are multiples of every tile; every dev case where a task has
+none) (:func:`cost_over_cases`). It is a model, named ``cost_speedup`` (GPU runs report
+measured ``speedup``), and tells kernels apart by re-reads, padding and launch count, not
+by anything a cache or the hardware decides: tile order (``GROUP_M``), ``num_warps`` and
+``num_stages`` do not change it.
 """
 
 from __future__ import annotations
@@ -74,7 +77,8 @@ def cuda_available() -> bool:
 
 
 def cost_over_cases(rows: list[dict[str, float]], seed_rows: list[dict[str, float]],
-                    bounds: list[tuple[float, float]], target: tuple[float, float]) -> tuple[dict[str, float], str | None]:  # fmt: skip
+                    bounds: list[tuple[float, float]], target: tuple[float, float],
+                    decide: list[bool] | None = None) -> tuple[dict[str, float], str | None]:  # fmt: skip
     """Cost-model metrics over every dev case (or why there are none).
 
     rows, seed_rows: the candidate's and the starting kernel's counts per case;
@@ -82,11 +86,19 @@ def cost_over_cases(rows: list[dict[str, float]], seed_rows: list[dict[str, floa
     the timing shape. Each case gives its own estimate of both kernels at the target
     shape; the candidate's ``cost_speedup`` is its *worst* case's ratio (a launch that is
     cheaper on one shape than on the others gains nothing), and the other metrics are
-    those of that case. A case without a Triton launch is a failure, not a free case."""
+    those of that case. A case without a Triton launch is a failure, not a free case.
+
+    decide: which cases decide (the counting cases, ``Case.cost``: shapes that are multiples
+    of every tile, where re-reads are counted as they are at the timing shape; on smaller
+    cases a tile wider than the shape hides its re-reads). None or no True: every case.
+    ``cost_speedup_geomean`` is over every case either way."""
     from optiforge.kernels.traffic import cost_estimate
 
     worst: tuple[float, int, dict[str, float], dict[str, float]] | None = None
     ratios = []
+    deciders = decide if decide is not None and any(decide) else [True] * len(rows)
+    if len(deciders) != len(rows):
+        raise ValueError(f"decide has {len(deciders)} flags for {len(rows)} cases")
     for k, (row, seed_row, (nbytes, flops)) in enumerate(zip(rows, seed_rows, bounds, strict=True)):
         compulsory = (flops, nbytes)
         est, base = (
@@ -97,7 +109,7 @@ def cost_over_cases(rows: list[dict[str, float]], seed_rows: list[dict[str, floa
             return {}, f"the candidate launched no Triton kernel on dev case {k}"
         ratio = base["estimate_us"] / est["estimate_us"]
         ratios.append(ratio)
-        if worst is None or ratio < worst[0]:
+        if deciders[k] and (worst is None or ratio < worst[0]):
             worst = (ratio, k, est, base)
     if worst is None:
         return {}, "no dev cases were counted"
@@ -286,7 +298,8 @@ class KernelTask:
         bounds = [
             judge.work_bounds(self.op, inp, ref) for inp, ref in zip(inputs, refs, strict=True)
         ]
-        return cost_over_cases(rows, seed_rows, bounds, self._target_bounds())
+        decide = [c.cost for c in self.cases for _ in c.seeds]
+        return cost_over_cases(rows, seed_rows, bounds, self._target_bounds(), decide)
 
     def _seed_traffic(
         self, sandbox: Any, inputs: list[Any]
@@ -346,7 +359,9 @@ class KernelTask:
             if "cost_speedup" in metrics:
                 details["performance"] = (f"cost model (no GPU): estimated {metrics['cost_us']:.1f} us vs the "
                                           f"starting kernel's {metrics['seed_cost_us']:.1f} us at the timing shape "
-                                          f"on sm90 from counted traffic; not a measurement")  # fmt: skip
+                                          f"on sm90 from counted traffic; not a measurement (no cache, warps "
+                                          f"or stages are modelled: GROUP_M, num_warps, num_stages do not "
+                                          f"change it)")  # fmt: skip
                 return Score(
                     value=float(metrics["cost_speedup"]),
                     passed=True,

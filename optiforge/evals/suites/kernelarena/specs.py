@@ -28,6 +28,11 @@ class Case(BaseModel):
     shape: dict[str, Any]
     dtype: str = "float32"
     seeds: tuple[int, ...] = SEEDS
+    cost: bool = False
+    """A counting case of the CPU cost model: a shape that is a multiple of every tile in the
+    task's parameter space, so counted re-reads carry to the timing shape (see
+    ``optiforge.kernels.traffic``). When a split has counting cases, they alone decide
+    ``cost_speedup``; every case is still checked for correctness."""
 
 
 class TaskSpec(BaseModel):
@@ -52,8 +57,8 @@ class TaskSpec(BaseModel):
     """Roofline/profile facts (``KernelFacts`` fields)."""
 
 
-def _c(dtype: str = "float32", **shape: Any) -> Case:
-    return Case(shape=shape, dtype=dtype)
+def _c(dtype: str = "float32", cost: bool = False, **shape: Any) -> Case:
+    return Case(shape=shape, dtype=dtype, cost=cost)
 
 
 _MN_DEV = [_c(M=8, N=48), _c("float16", M=5, N=40)]
@@ -62,7 +67,9 @@ _MN_HELD = [
     _c(M=6, N=50, layout="strided"),
     _c("float16", M=9, N=67, layout="transposed"),
 ]
-_MM_DEV = [_c(M=32, N=24, K=40), _c("float16", M=16, N=32, K=32)]
+# the last is the cost model's counting case: 64 is a multiple of every BLOCK_M/N/K of the
+# matmul template's space (16, 32, 64), so each tile choice shows its true re-read count
+_MM_DEV = [_c(M=32, N=24, K=40), _c("float16", M=16, N=32, K=32), _c("float16", True, M=64, N=64, K=64)]
 _MM_HELD = [
     _c(M=37, N=29, K=53),
     _c(M=24, N=20, K=70, layout="transposed"),
