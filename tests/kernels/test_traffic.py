@@ -78,13 +78,68 @@ def test_cost_estimate_is_the_roofline_of_the_amplified_traffic() -> None:
     est = cost_estimate(totals, compulsory=(0.0, 200.0), target=(0.0, 1e9))
     assert est["amplification"] == 2.0 and est["tensor_cores"] == 0.0
     assert est["estimate_us"] == pytest.approx(2.0 * 1e9 / (tbs * 1e12) * 1e6 + 2 * LAUNCH_US)
+    # an op with FLOPs: loads carried per FLOP (x1e3 here), stores per byte (x1e3 too)
     flops = {**totals, "dot_flops": 1.0}
-    big = cost_estimate(flops, compulsory=(1.0, 400.0), target=(1e12, 1e6))
+    big = cost_estimate(flops, compulsory=(1e9, 1e6), target=(1e12, 1e9))
+    assert big["amplification"] == pytest.approx(400.0 * 1e3 / 1e9)
     assert big["estimate_us"] == pytest.approx(1e12 / (tensor * 1e12) * 1e6 + 2 * LAUNCH_US)
-    slow = cost_estimate(
-        totals, compulsory=(1.0, 400.0), target=(1e12, 1e6)
-    )  # no tl.dot: CUDA cores
+    slow = cost_estimate(totals, compulsory=(1e9, 1e6), target=(1e12, 1e9))  # no tl.dot
     assert slow["estimate_us"] == pytest.approx(1e12 / (cuda_cores * 1e12) * 1e6 + 2 * LAUNCH_US)
+
+
+def _linear_carry(totals: dict[str, float], compulsory: tuple[float, float],
+                  target: tuple[float, float], arch: str = "sm90") -> dict[str, float]:
+    """The weaker stand-in (the model before issue 40): the requested/compulsory ratio of
+    the counted shape carried to the target unchanged, so re-reads do not grow with size."""
+    tensor, cuda_cores, tbs = PEAKS[arch]
+    amp = (totals["bytes_loaded"] + totals["bytes_stored"] + totals.get("atomic_bytes", 0.0)) / compulsory[1]
+    peak = tensor if totals["dot_flops"] > 0 else cuda_cores
+    t = max(amp * target[1] / (tbs * 1e12) * 1e6, target[0] / (peak * 1e12) * 1e6)
+    return {"estimate_us": t + totals["launches"] * LAUNCH_US}  # fmt: skip
+
+
+def _counted_matmul(**params: int) -> dict[str, float]:
+    from optiforge.kernels import matmul
+
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(64, 64, generator=g).half(), torch.randn(64, 64, generator=g).half()
+    with count_traffic() as t:
+        c = matmul.matmul(a, b, **params)
+    torch.testing.assert_close(c.float(), (a.float() @ b.float()), atol=5e-2, rtol=1e-2)
+    return t.totals()
+
+
+@pytest.mark.parametrize("model", ["tile_launch", "linear_carry_stand_in"])
+def test_tile_sizes_change_the_estimate_in_the_direction_of_true_traffic(model: str) -> None:
+    # 4096^3 fp16: a BLOCK x BLOCK tile loads MNK (2 / BLOCK) elements of A and B, so 16x16
+    # tiles move 4x the bytes of 64x64 tiles. The counted shape (64^3) is a multiple of both.
+    estimate = cost_estimate if model == "tile_launch" else _linear_carry
+    s_c, s_t = 64.0, 4096.0
+    counted = (2 * s_c**3, 3 * s_c**2 * 2)
+    target = (2 * s_t**3, 3 * s_t**2 * 2)
+    small = _counted_matmul(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    large = _counted_matmul(BLOCK_M=64, BLOCK_N=64, BLOCK_K=16)
+    assert small["bytes_loaded"] == 4 * large["bytes_loaded"]  # A and B re-read 4x, counted
+    true_small = s_t**3 * (2 / 16) * 2 + s_t**2 * 2  # loads + the C store, bytes
+    true_large = s_t**3 * (2 / 64) * 2 + s_t**2 * 2
+    e_small = estimate(small, counted, target)["estimate_us"]
+    e_large = estimate(large, counted, target)["estimate_us"]
+    if model == "linear_carry_stand_in":  # both under the ridge: a tie, as reported in issue 40
+        assert e_small == e_large
+        return
+    assert e_small > e_large  # the true traffic's direction
+    _, _, tbs = PEAKS["sm90"]
+    assert e_small == pytest.approx(true_small / (tbs * 1e12) * 1e6 + LAUNCH_US)
+    assert e_large == pytest.approx(true_large / (tbs * 1e12) * 1e6 + LAUNCH_US)
+
+
+def test_what_the_cpu_model_cannot_see_is_a_tie_not_a_guess() -> None:
+    # GROUP_M changes tile order (L2 hits) and num_warps the warps per program: neither
+    # changes a requested byte, so the model, which has no cache and no warps, ties them
+    base = _counted_matmul(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=1, num_warps=1)
+    for other in ({"GROUP_M": 8}, {"num_warps": 8}, {"num_stages": 1}):
+        params = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "num_warps": 1}
+        assert _counted_matmul(**{**params, **other}) == base, other
 
 
 def _zero(*args: object) -> None:

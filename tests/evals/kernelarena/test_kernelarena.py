@@ -270,3 +270,43 @@ def test_kernel_code_that_touches_the_traffic_counter_is_refused() -> None:
         not ran.passed
         and "tampered with the interpreter's traffic counter" in ran.details["reason"]
     )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the cost model scores CPU runs only")
+def test_t2t_matmul_cost_speedup_ranks_tile_sizes_and_ties_what_it_cannot_see() -> None:
+    # Issue 40: every t2t_matmul candidate scored exactly 1.0. Tiles of 64 x 64 load A and B
+    # 4x less often than the starting kernel's 16 x 16 (MNK (1/BN + 1/BM) elements), 32 x 32
+    # 2x less; GROUP_M and num_warps change no requested byte and must not move the score.
+    task = _task("t2t_matmul")
+    scores = {
+        label: task.evaluate({"code": render("matmul", params)})
+        for label, params in (("32", {"BLOCK_M": 32, "BLOCK_N": 32}),
+                              ("64", {"BLOCK_M": 64, "BLOCK_N": 64}),
+                              ("group8_warps8", {"GROUP_M": 8, "num_warps": 8}))
+    }  # fmt: skip
+    assert all(s.passed for s in scores.values()), {k: s.details for k, s in scores.items()}
+    v = {k: s.value for k, s in scores.items()}
+    assert v["64"] > v["32"] > 1.0 == pytest.approx(v["group8_warps8"])
+    # the counting case decides: the carried re-read ratios of the tile model (writes aside)
+    assert v["64"] == pytest.approx(4.0, rel=0.05) and v["32"] == pytest.approx(2.0, rel=0.05)
+    assert "GROUP_M" in scores["64"].details["performance"]
+
+
+def test_counting_cases_decide_when_a_task_has_them() -> None:
+    from optiforge.evals.suites.kernelarena import cost_over_cases
+
+    row = {"bytes_loaded": 100.0, "bytes_stored": 0.0, "atomic_bytes": 0.0, "dot_flops": 1.0,
+           "launches": 1.0}  # fmt: skip
+    bounds, target = [(100.0, 1.0), (100.0, 1.0)], (1e9, 1e6)
+    better_on_count = [row, {**row, "bytes_loaded": 25.0}]
+    worse_small = [{**row, "bytes_loaded": 200.0}, {**row, "bytes_loaded": 25.0}]
+    m, why = cost_over_cases(worse_small, better_on_count, bounds, target, [False, True])
+    assert why is None and m["cost_worst_case"] == 1.0 and m["cost_speedup"] == pytest.approx(1.0)
+    m_all, _ = cost_over_cases(worse_small, better_on_count, bounds, target)  # no flags: all decide
+    assert m_all["cost_worst_case"] == 0.0 and m_all["cost_speedup"] == pytest.approx(0.5, rel=1e-3)
+    with pytest.raises(ValueError, match="flags"):
+        cost_over_cases(worse_small, better_on_count, bounds, target, [True])
+    mm = _task("t2t_matmul")
+    assert [c.cost for c in mm.cases] == [False, False, True]
+    assert all(64 % b == 0 for b in TEMPLATES["matmul"][2]["BLOCK_M"])
