@@ -87,12 +87,18 @@ def test_cost_estimate_is_the_roofline_of_the_amplified_traffic() -> None:
     assert slow["estimate_us"] == pytest.approx(1e12 / (cuda_cores * 1e12) * 1e6 + 2 * LAUNCH_US)
 
 
-def _linear_carry(totals: dict[str, float], compulsory: tuple[float, float],
-                  target: tuple[float, float], arch: str = "sm90") -> dict[str, float]:
+def _linear_carry(
+    totals: dict[str, float],
+    compulsory: tuple[float, float],
+    target: tuple[float, float],
+    arch: str = "sm90",
+) -> dict[str, float]:
     """The weaker stand-in (the model before issue 40): the requested/compulsory ratio of
     the counted shape carried to the target unchanged, so re-reads do not grow with size."""
     tensor, cuda_cores, tbs = PEAKS[arch]
-    amp = (totals["bytes_loaded"] + totals["bytes_stored"] + totals.get("atomic_bytes", 0.0)) / compulsory[1]
+    amp = (
+        totals["bytes_loaded"] + totals["bytes_stored"] + totals.get("atomic_bytes", 0.0)
+    ) / compulsory[1]
     peak = tensor if totals["dot_flops"] > 0 else cuda_cores
     t = max(amp * target[1] / (tbs * 1e12) * 1e6, target[0] / (peak * 1e12) * 1e6)
     return {"estimate_us": t + totals["launches"] * LAUNCH_US}  # fmt: skip

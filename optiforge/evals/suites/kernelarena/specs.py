@@ -69,7 +69,11 @@ _MN_HELD = [
 ]
 # the last is the cost model's counting case: 64 is a multiple of every BLOCK_M/N/K of the
 # matmul template's space (16, 32, 64), so each tile choice shows its true re-read count
-_MM_DEV = [_c(M=32, N=24, K=40), _c("float16", M=16, N=32, K=32), _c("float16", True, M=64, N=64, K=64)]
+_MM_DEV = [
+    _c(M=32, N=24, K=40),
+    _c("float16", M=16, N=32, K=32),
+    _c("float16", True, M=64, N=64, K=64),
+]
 _MM_HELD = [
     _c(M=37, N=29, K=53),
     _c(M=24, N=20, K=70, layout="transposed"),
