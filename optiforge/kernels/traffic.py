@@ -11,12 +11,12 @@ coalescing. A kernel that re-reads its inputs (no tiling) requests more than one
 reuses a tile; one split in three launches pays three launches.
 
 ``cost_estimate`` turns the counts of one call into a roofline time estimate at a larger
-shape with a tile/launch model: the loads of an op that does FLOPs (matmul, attention)
-are carried to the target shape per FLOP (a tiled matmul loads each A tile once per
+shape with a tile/launch model: the loads of launches that run ``tl.dot`` (matmul,
+attention) are carried to the target shape per FLOP (a tiled matmul loads each A tile once per
 N-tile and each B tile once per M-tile, so its loads are ``MNK (1/BLOCK_N + 1/BLOCK_M)``
 elements, proportional to the FLOPs whenever the counted shape is a multiple of the
-tiles); loads of FLOP-free ops, stores and atomics are carried per compulsory byte; a
-launch costs a fixed time. What a CPU count cannot see, the model does not pretend to:
+tiles); other loads (epilogue launches, FLOP-free ops), stores and atomics are carried per
+compulsory byte; a launch costs a fixed time. What a CPU count cannot see, the model does not pretend to:
 there is no cache (requested bytes are charged to HBM, so ``GROUP_M``, which only changes
 the order tiles run in and hence L2 hits, does not change the estimate, and the absolute
 time of a large matmul is pessimistic), no warps or pipeline stages (``num_warps``,
@@ -99,6 +99,10 @@ class Traffic:
         keys = ("bytes_loaded", "bytes_stored", "atomic_bytes", "dot_flops", "programs")
         out = {k: float(sum(x[k] for x in self.launches)) for k in keys}
         out["launches"] = float(len(self.launches))
+        # loads of the launches that run tl.dot (the cost model carries them per FLOP)
+        out["dot_bytes_loaded"] = float(
+            sum(x["bytes_loaded"] for x in self.launches if x["dot_flops"] > 0)
+        )
         return out
 
 
@@ -297,21 +301,29 @@ def cost_estimate(
     compulsory: (flops, bytes) the op must do at that counted shape;
     target: (flops, bytes) it must do at the target shape.
 
-    The tile/launch model (module doc): loads scale with ``target flops / counted flops``
-    when the op does FLOPs (re-reads of tiled operands grow with the other output
-    dimension: a larger tile means fewer re-reads at every shape), otherwise with the
-    compulsory bytes; stores and atomics (the output, split-K partial tiles) scale with
-    the compulsory bytes. ``amplification`` is the carried traffic over the target's
+    The tile/launch model (module doc): the loads of launches that run ``tl.dot``
+    (``dot_bytes_loaded``) scale with ``target flops / counted flops`` (re-reads of tiled
+    operands grow with the other output dimension: a larger tile means fewer re-reads at
+    every shape); other loads (element-wise epilogue launches, FLOP-free ops), stores and
+    atomics (the output, split-K partial tiles) scale with the compulsory bytes. A matmul
+    written without ``tl.dot`` (CUDA-core products and sums) has its re-reads carried per
+    byte, so the model understates its traffic at a larger shape. ``amplification`` is the carried traffic over the target's
     compulsory bytes. The target's FLOPs run on tensor cores when the kernel uses ``tl.dot``
     and on CUDA cores otherwise. The time is ``max(bytes / HBM bandwidth, flops / peak) +
     launches * LAUNCH_US`` on ``arch``; no cache is modelled (every requested byte is an
     HBM byte), so tile order (``GROUP_M``), ``num_warps`` and ``num_stages`` are invisible."""
     tensor, cuda_cores, tbs = PEAKS[arch]
     byte_scale = target[1] / max(compulsory[1], 1.0)
-    load_scale = target[0] / compulsory[0] if compulsory[0] > 0 and target[0] > 0 else byte_scale
+    flop_scale = target[0] / compulsory[0] if compulsory[0] > 0 and target[0] > 0 else byte_scale
+    loaded = totals["bytes_loaded"]
+    # loads of tl.dot launches (absent: all loads when the call ran a tl.dot, else none)
+    dot_loaded = min(
+        loaded, totals.get("dot_bytes_loaded", loaded if totals["dot_flops"] > 0 else 0.0)
+    )
     moved = (
-        totals["bytes_loaded"] * load_scale
-        + (totals["bytes_stored"] + totals.get("atomic_bytes", 0.0)) * byte_scale
+        dot_loaded * flop_scale
+        + (loaded - dot_loaded + totals["bytes_stored"] + totals.get("atomic_bytes", 0.0))
+        * byte_scale
     )
     amp = moved / max(target[1], 1.0)
     peak = tensor if totals["dot_flops"] > 0 else cuda_cores

@@ -193,3 +193,22 @@ def test_slots_cover_every_closure_cell_of_the_wrappers() -> None:
         finally:
             cell.cell_contents = original
         assert traffic.intact(kept)
+
+
+def test_epilogue_launches_are_carried_per_byte_not_per_flop() -> None:
+    # a matmul launch (its loads re-read per FLOP) plus an element-wise epilogue launch whose
+    # loads (the M x N result, once) grow with the output only
+    _, _, tbs = PEAKS["sm90"]
+    counted, target = (1e6, 1e4), (1e9, 1e6)  # FLOPs x1000, bytes x100
+    two = {"bytes_loaded": 300.0, "dot_bytes_loaded": 200.0, "bytes_stored": 50.0,
+           "dot_flops": 1e6, "launches": 2.0}  # fmt: skip
+    moved = 200.0 * 1e3 + (100.0 + 50.0) * 1e2
+    est = cost_estimate(two, counted, target)
+    assert est["amplification"] == pytest.approx(moved / 1e6)
+    assert est["estimate_us"] == pytest.approx(
+        max(moved / (tbs * 1e12), 1e9 / (PEAKS["sm90"][0] * 1e12)) * 1e6 + 2 * LAUNCH_US
+    )
+    with count_traffic() as t:
+        x, y, o = torch.randn(1000), torch.randn(1000), torch.empty(1000)
+        _add[(4,)](x, y, o, 1000, B=256)
+    assert t.totals()["dot_bytes_loaded"] == 0.0  # no tl.dot launch: nothing carried per FLOP

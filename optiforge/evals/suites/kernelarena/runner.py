@@ -654,9 +654,11 @@ def _run(c: dict[str, Any]) -> None:  # noqa: C901, PLR0912, PLR0915 - one closu
                     fatal = "tampered with the interpreter's traffic counter"
                     break
                 row = {"launches": 0.0, "bytes_loaded": 0.0, "bytes_stored": 0.0, "atomic_bytes": 0.0,
-                       "dot_flops": 0.0, "programs": 0.0}  # fmt: skip
+                       "dot_flops": 0.0, "programs": 0.0, "dot_bytes_loaded": 0.0}  # fmt: skip
                 for rec in tr_counter.launches[n0:]:
                     row["launches"] += 1.0
+                    if _float(rec["dot_flops"]) > 0:  # the cost model carries these loads per FLOP
+                        row["dot_bytes_loaded"] += _float(rec["bytes_loaded"])
                     for key in (
                         "bytes_loaded",
                         "bytes_stored",
