@@ -11,6 +11,14 @@ candidates on the GPU (``speedup``, CUDA-event medians against the same baseline
 report: per task and over all candidates, Spearman's rank correlation between estimate and
 measurement, and the fraction of candidate pairs the two order the same way. Exits 0 with a
 message without CUDA (after the count phase when ``--phase count``).
+
+Where the CPU ranking is meant to agree with the GPU: tile sizes of the matmul tasks (the
+A/B re-reads of ``optiforge.kernels.traffic``'s tile/launch model, counted on the 64^3
+counting case), launch count (fusion), tensor cores (``tl.dot``) and the re-reads of
+row kernels. Where it is not: ``GROUP_M`` (L2 reuse: the model has no cache),
+``num_warps`` and ``num_stages`` tie on CPU by construction; pairs the estimate ties are
+left out of ``pairs_ordered_alike``. The absolute estimate of a large matmul is
+pessimistic (every requested byte is charged to HBM), so compare orders, not ratios.
 """
 
 from __future__ import annotations
