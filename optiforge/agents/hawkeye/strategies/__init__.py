@@ -19,7 +19,12 @@ Adding an architecture (say ``sm100``):
    ``roofline.detect_arch`` its compute capability, and add it to ``HawkeyeConfig.arch``;
 4. if the compiled IR shows the strategy, add its markers to ``detectors.IR_MARKERS``.
 
-Detectors read the source (``ast``) on every architecture; compiled-IR confirmation
+Detectors read the source (``ast``) on every architecture and look for the strategy's
+effect in the code paths of the kernels a run launches (def-use slices: e.g. split-K is a
+K loop whose range depends on a program id, its partials combined by atomics or a second
+pass), never for its names; a kernel defined but not launched, a constant-false branch, a
+value computed and not used do not count. Library kernels a candidate calls (the
+templates' ``optiforge.kernels`` calls) are not inlined. Compiled-IR confirmation
 (``detectors.ir_markers_found``) needs a GPU compiler target.
 """
 
