@@ -26,7 +26,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from optiforge.solvers.bandits.convex1d import ConvexBisection, delta_eps  # noqa: E402
+from optiforge.solvers.bandits.convex1d import ConvexBisection, delta_eps, gap_at_radius  # noqa: E402
 from optiforge.solvers.bandits.gp_bts import GPBatchedThompson  # noqa: E402
 from optiforge.solvers.bandits.param_bo import NeuralParametricBO  # noqa: E402
 
@@ -140,7 +140,9 @@ def convex_run(p: int, eps: float, goal: str, seed: int) -> tuple[int, float, fl
 def convex_table(seeds: range, levels: int) -> None:
     print(f"\n## 3. 1-D convex bandit, f_p = {H} (|x - x*| / {E0})^p, sigma {SIGMA}, seeds "
           f"{list(seeds)}; samples = geometric mean over seeds")  # fmt: skip
-    print("localize | p | eps | Delta_eps | samples | all |x_hat - x*| <= eps")
+    print(
+        "localize | p | radius | gap at radius (= level eps) | Delta_eps (width) | samples | all |x_hat - x*| <= radius"
+    )
     deltas, counts = [], []
     for p in (1, 2, 3):
         eps_grid = [E0 * 2.0 ** (-j / p) for j in range(levels)]
@@ -148,16 +150,17 @@ def convex_table(seeds: range, levels: int) -> None:
         for eps in eps_grid:
             runs = [convex_run(p, eps, "localize", s) for s in seeds]
             n = float(np.exp(np.mean(np.log([r[0] for r in runs]))))
-            dlt = delta_eps(power_bowl(p, 0.5), 0.5, eps, 0.0, 1.0)  # same for interior x*
+            dlt = gap_at_radius(power_bowl(p, 0.5), 0.5, eps, 0.0, 1.0)  # same for interior x*
+            width = delta_eps(power_bowl(p, 0.5), dlt, 0.0, 1.0, x_star=0.5)
             deltas.append(dlt)
             counts.append(n)
             row.append(n)
             ok = all(r[1] <= eps for r in runs)
-            print(f"localize | {p} | {eps:.4f} | {dlt:.4f} | {n:10.0f} | {ok}")
+            print(f"localize | {p} | {eps:.4f} | {dlt:.4f} | {width:.4f} | {n:10.0f} | {ok}")
         sl = np.polyfit(np.log(eps_grid), np.log(row), 1)[0]
         print(f"  p={p}: slope of log samples vs log eps = {sl:.2f}")
     pooled = np.polyfit(np.log(deltas), np.log(counts), 1)[0]
-    print(f"pooled slope of log samples vs log Delta_eps = {pooled:.2f} (claim: -2, up to logs)")
+    print(f"pooled slope of log samples vs log level eps = {pooled:.2f} (claim: -2, up to logs)")
     print("simple regret | p | eps | samples | all f(x_hat) - f* <= eps")
     eps_grid = [0.2 * 2.0**-j for j in range(levels)]
     for p in (1, 2, 3):

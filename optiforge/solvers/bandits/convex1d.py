@@ -1,24 +1,27 @@
 """1-D stochastic convex bandit: localize the minimizer by sequential-test bisection.
 
 The idea (instance-dependent complexity of 1-D stochastic convex optimization with
-zeroth-order noisy feedback): how many noisy evaluations it takes to localize the minimizer
-``x*`` of a convex ``f`` within ``eps`` is governed not by ``eps`` but by the instance
-quantity ``Delta_eps(f)``, the smallest gap ``f(x) - f(x*)`` over points at distance at
-least ``eps`` from ``x*``; an algorithm that shrinks a bracketing interval with sequential
-confidence tests uses ``~ sigma^2 / Delta_eps(f)^2`` samples (up to log factors), and no
-algorithm can do much better on that instance. Finding a point with *simple regret*
-``f(x) - f(x*) <= eps`` instead costs ``~ sigma^2 / eps^2`` on every instance: the gap that
-must be resolved is ``eps`` itself, whatever the shape of ``f``.
+zeroth-order noisy feedback): the instance quantity is ``Delta_eps(f)``, the *width of the
+eps-sublevel set* ``{x : f(x) - f* <= eps}``. It says how far from ``x*`` a point can be
+and still be eps-optimal, so it sets how hard ``f`` is: to certify that an interval of
+width ``~ Delta_eps`` holds ``x*``, a procedure must resolve value gaps of size ``~ eps``
+at the edges of that interval, ``~ sigma^2 / eps^2`` samples (up to log factors), whatever
+the shape of ``f``; measured against the width instead, the cost depends on the shape
+(``~ Delta_eps^{-2p}`` for ``f = |x - x*|^p``), which is the point: a flat ``f`` (wide
+sublevel sets) is cheap to optimize to ``eps`` but expensive to localize.
 
 Definitions and choices (documented here, tested in ``tests/solvers/bandits``):
 
-- ``Delta_eps(f) = min_{x in [lo, hi], |x - x*| >= eps} f(x) - f(x*)``; by convexity the
-  minimum sits at ``x* - eps`` or ``x* + eps`` (whichever lies in the domain), so
-  ``delta_eps`` evaluates just those two points. Why this quantity: any procedure that
-  returns ``x_hat`` with ``|x_hat - x*| <= eps`` must tell ``f`` apart from a convex
-  ``g`` that equals ``f`` except near ``x* +- eps``, where ``g`` dips below ``f(x*)``;
-  ``g`` can be built with ``|f - g| <= Delta_eps(f)``, so distinguishing them needs
-  ``~ sigma^2 / Delta_eps^2`` samples (the two-point lower bound).
+- ``delta_eps(f, eps, lower, upper)``: ``Delta_eps(f) = |{x in [lower, upper] : f(x) - f*
+  <= eps}|``; by convexity the set is an interval ``[x_L, x_R]`` around ``x*``, whose ends
+  are the roots of ``f(x) - f* - eps`` on each side of ``x*`` (Brent's method), or the
+  domain's ends where ``f`` stays below ``f* + eps``. ``x*`` and ``f*`` come from a bounded
+  scalar minimization (or the caller's ``x_star``).
+- ``gap_at_radius(f, x_star, r, lower, upper)``: the dual quantity, the smallest gap
+  ``f(x) - f*`` over points at distance ``>= r`` from ``x*`` (convexity: at ``x* +- r``).
+  ``gap_at_radius(r) = eps`` exactly when the eps-sublevel set reaches radius ``r`` on its
+  narrower side, so localizing ``x*`` within ``r`` means resolving gaps ``~ eps``. (Before
+  issue 40 this module called the gap ``Delta_eps``, a value, not the paper's width.)
 - The algorithm (``goal="localize"``): keep a bracket ``[l, r]`` known to contain ``x*``
   and sample the quarter points ``a < m < b`` (``l + L/4, l + L/2, l + 3L/4``) equally
   often, in growing batches (each ask adds ``ceil((growth - 1) n)`` samples per point,
@@ -29,7 +32,9 @@ Definitions and choices (documented here, tested in ``tests/solvers/bandits``):
   Why three points and not the classical two (trisection): with two points, a minimizer
   half-way between them gives equal values and the test never ends; with three, wherever
   ``x*`` lies one of the two gaps is at least ``Delta_{L/4}(f) / 3``, so every round ends.
-  Stop when ``L <= 2 eps`` and answer the midpoint (``|x_hat - x*| <= eps``).
+  Stop when ``L <= 2 eps`` and answer the midpoint (``|x_hat - x*| <= eps``); ``eps`` is a
+  radius here (to localize within the eps-sublevel set of a symmetric ``f`` pass
+  ``delta_eps(f, eps) / 2``).
 - ``goal="simple_regret"``: the same discards, and stop when
   ``max(|dL|, |dR|) + w <= eps / 2``; convexity then certifies
   ``f(m) - f(x*) <= 2 max(|dL|, |dR|) <= eps`` (the secant through two sampled points
@@ -40,7 +45,7 @@ Definitions and choices (documented here, tested in ``tests/solvers/bandits``):
   ``sigma sqrt(2 / n)``). The bracket holds ``x*`` with probability ``>= 1 - delta``.
 - After stopping, ``ask()`` returns the answer ``(1, 1)`` (a bandit keeps playing);
   ``samples_to_stop`` records the evaluation count at the stop. A function with a flat
-  bottom wider than ``2 eps`` has ``Delta_eps = 0`` and localization never stops.
+  bottom wider than ``2 eps`` has ``gap_at_radius(eps) = 0`` and localization never stops.
 
 Shapes: ``ask()`` returns ``(3 k, 1)`` (``k`` repeats of ``a``, then of ``m``, then of
 ``b``) before the stop and ``(1, 1)`` after; ``tell`` takes the same ``X`` and ``(q,)``.
@@ -52,25 +57,65 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from scipy.optimize import brentq, minimize_scalar
 
 from optiforge.errors import ConfigError
 from optiforge.solvers.asktell import Array, AskTellOptimizer, Bounds, Feedback, register
 
 
-def delta_eps(
-    f: Callable[[Array], Array], x_star: float, eps: float, lower: float, upper: float
+def gap_at_radius(
+    f: Callable[[Array], Array], x_star: float, r: float, lower: float, upper: float
 ) -> float:
-    """``Delta_eps(f)``: the smallest gap ``f(x) - f(x*)`` at distance ``>= eps`` from ``x*``.
+    """The smallest gap ``f(x) - f(x*)`` over ``[lower, upper]`` at distance ``>= r`` from ``x*``.
 
     ``f`` maps an array of points to an array of values; ``inf`` when no point of
-    ``[lower, upper]`` is ``eps`` away from ``x*``.
+    ``[lower, upper]`` is ``r`` away from ``x*``.
     """
-    pts = [x for x in (x_star - eps, x_star + eps) if lower <= x <= upper]
+    pts = [x for x in (x_star - r, x_star + r) if lower <= x <= upper]
     if not pts:
         return math.inf
     vals = np.asarray(f(np.asarray(pts, dtype=np.float64)), dtype=np.float64)
     f_star = float(np.asarray(f(np.asarray([x_star], dtype=np.float64)))[0])
     return float(np.min(vals) - f_star)
+
+
+def delta_eps(
+    f: Callable[[Array], Array],
+    eps: float,
+    lower: float,
+    upper: float,
+    *,
+    x_star: float | None = None,
+    xtol: float = 1e-12,
+) -> float:
+    """``Delta_eps(f)``: the width of the eps-sublevel set ``{x in [lower, upper]: f(x) - f*
+    <= eps}`` of a convex ``f`` (maps an array of points to an array of values).
+
+    ``x_star``: the minimizer if known (else found by bounded Brent minimization, so ``f``
+    must be convex for the answer to be the width of one interval).
+    """
+    if eps <= 0 or not lower < upper:
+        raise ConfigError("delta_eps: need eps > 0 and lower < upper")
+
+    def f1(x: float) -> float:
+        return float(np.asarray(f(np.asarray([x], dtype=np.float64)))[0])
+
+    if x_star is None:
+        res = minimize_scalar(f1, bounds=(lower, upper), method="bounded",
+                              options={"xatol": xtol})  # fmt: skip
+        x_star = float(res.x)
+        # the bounded search never returns an end exactly: a minimum at an end counts
+        for end in (lower, upper):
+            if f1(end) < f1(x_star):
+                x_star = end
+    f_star = f1(x_star)
+
+    def g(x: float) -> float:
+        return f1(x) - f_star - eps
+
+    left = lower if g(lower) <= 0 else brentq(g, lower, x_star, xtol=xtol)
+    right = upper if g(upper) <= 0 else brentq(g, x_star, upper, xtol=xtol)
+    return float(right - left)
 
 
 @register
@@ -91,7 +136,7 @@ class ConvexBisection(AskTellOptimizer):
     box = True
     summary = (
         "1-D stochastic convex bandit: trisection with sequential confidence tests; "
-        "localizes x* within eps in ~Delta_eps(f)^-2 samples"
+        "localizes x* within the eps-sublevel set in ~eps^-2 samples"
     )
 
     def __init__(
@@ -182,4 +227,4 @@ class ConvexBisection(AskTellOptimizer):
         return np.array([0.5 * (self.l + self.r)])
 
 
-__all__ = ["ConvexBisection", "delta_eps"]
+__all__ = ["ConvexBisection", "delta_eps", "gap_at_radius"]

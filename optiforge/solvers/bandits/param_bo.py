@@ -51,6 +51,14 @@ Choices the description leaves open (each tested in ``tests/solvers/bandits``):
 - Start: ``n_init`` scrambled Sobol points (default ``d + 1``). ``recommend()``: the best
   observed point.
 
+Reproducibility: a seeded run repeats exactly on one machine and is independent of the BLAS
+thread count, but not of the CPU: OpenBLAS (``DYNAMIC_ARCH``) picks its kernels per CPU, the
+MLP's products differ in the last bits, and 30 sequential fit-then-argmin decisions amplify
+that into a different run (Branin mean regret over seeds 0-2: 2.6e-3 with the SkylakeX
+kernels, 1.18e-2 with ``OPENBLAS_CORETYPE=Haswell``). Compare methods over many seeds
+(``tests/solvers/bandits/test_param_bo.py`` uses 12 and paired intervals). More BLAS
+threads only cost CPU here (10x at 2 threads for these small products).
+
 Shapes: ``ask()`` returns ``(batch, d)``; ``predict(X)`` takes ``(m, d)`` and returns the
 mean and ``c sigma`` (``(m,)`` each, in the units of ``y``).
 """

@@ -217,15 +217,20 @@ def test_gate_keeps_relevant_sources_more_often_than_irrelevant_ones() -> None:
 # Forrester function with its low-fidelity model and that model negated. The regret is
 # normalized, ``(best f - min f) / (max f - min f)`` after the budget.
 #
-# Measured with the shipped weights (mean regret; no-feedback / FICBO / trusting):
+# Measured with the shipped weights (mean regret; no-feedback / FICBO / trusting), before
+# issue 40 (the trusting test now reads the regret of each arm's own choices, see below):
 #   prior informative   0.051 / 0.011 / 0.020
 #   prior irrelevant    0.051 / 0.050 / 0.160
 #   prior misleading    0.051 / 0.002 / 0.192   (the reversed source is exploited)
 #   Forrester           0.058 / 0.058 / 0.143   (no measurable gain from this source)
 #   Forrester flipped   0.058 / 0.058 / 0.143
+# Regret of the arms' own choices (after the shared design; FICBO / trusting), issue 40:
+#   prior informative 0.011 / 0.022, irrelevant 0.050 / 0.580, misleading 0.002 / 0.953,
+#   Forrester 0.059 / 0.252, Forrester flipped 0.058 / 0.985: the flip now shows.
 # Asserted: FICBO below half the no-feedback regret with informative prior sources; never
 # worse than no feedback by more than MARGIN; the trusting baseline at least twice FICBO's
-# regret and 0.05 above it wherever the source is misleading or irrelevant. Not asserted,
+# regret and 0.05 above it wherever the source is misleading or irrelevant (on its own
+# choices), and worse by 0.1 than the same baseline with the honest source. Not asserted,
 # because it did not hold: a gain on Forrester (its low-fidelity minimizer sits near f's
 # local minimum, and all arms find the basin within the budget), and the 0.2 gap to the
 # trusting baseline first planned (measured 0.19 on the prior, 0.09 on Forrester).
@@ -237,29 +242,33 @@ MARGIN = 0.05
 
 @pytest.fixture(scope="module")
 def claim_table() -> dict[str, dict[str, float]]:
-    """Mean normalized regret per scenario (rows) and arm (columns)."""
+    """Mean normalized regret per scenario (rows) and arm (columns); ``<arm>_chosen`` is the
+    regret over the arm's own choices, after the shared initial design."""
     table: dict[str, dict[str, float]] = {}
     acc: dict[str, dict[str, list[float]]] = {}
+
+    def add(row: dict[str, list[float]], arm: str, both: tuple[float, float]) -> None:
+        row.setdefault(arm, []).append(both[0])
+        row.setdefault(f"{arm}_chosen", []).append(both[1])
+
     for dim, n_fun in CLAIM_FUNCS.items():
         budget = CLAIM_BUDGET[dim]
         for i in range(n_fun):
             base = F.prior_task(i, dim, 0.0)
-            no_fb = F.regret_after(base, "ficbo_no_feedback", budget, n_candidates=128)
+            no_fb = F.regrets_after(base, "ficbo_no_feedback", budget, n_candidates=128)
             for label, rho in SCENARIOS.items():
                 t = F.prior_task(i, dim, rho)
                 row = acc.setdefault(label, {})
-                row.setdefault("no_feedback", []).append(no_fb)
+                add(row, "no_feedback", no_fb)
                 for arm in ("ficbo", "feedback_greedy"):
-                    row.setdefault(arm, []).append(F.regret_after(t, arm, budget, n_candidates=128))
+                    add(row, arm, F.regrets_after(t, arm, budget, n_candidates=128))
     for label, flipped in (("forrester", False), ("forrester_flipped", True)):
         t = F.forrester_task(flipped=flipped)
         row = acc.setdefault(label, {})
         for seed in range(4):
             for arm, name in (("ficbo", "ficbo"), ("no_feedback", "ficbo_no_feedback"),
                               ("feedback_greedy", "feedback_greedy")):  # fmt: skip
-                row.setdefault(arm, []).append(
-                    F.regret_after(t, name, 8, seed=seed, n_candidates=128)
-                )
+                add(row, arm, F.regrets_after(t, name, 8, seed=seed, n_candidates=128))
     for label, runs in acc.items():
         table[label] = {arm: float(np.mean(v)) for arm, v in runs.items()}
     print("\nFICBO claim (mean normalized regret):")
@@ -269,21 +278,52 @@ def claim_table() -> dict[str, dict[str, float]]:
 
 
 @pytest.mark.slow
-def test_claim_exploits_informative_feedback(claim_table: dict[str, dict[str, float]]) -> None:
+@pytest.mark.parametrize(("arm", "holds"), [("ficbo", True), ("no_feedback", False)])
+def test_claim_exploits_informative_feedback(
+    claim_table: dict[str, dict[str, float]], arm: str, holds: bool
+) -> None:
+    """FICBO halves the no-feedback regret; the stand-in (the model without feedback) fails."""
     row = claim_table["informative"]
-    assert row["ficbo"] < 0.5 * row["no_feedback"], row
+    assert (row[arm] < 0.5 * row["no_feedback"]) is holds, row
 
 
 @pytest.mark.slow
-def test_claim_robust_to_misleading_feedback(claim_table: dict[str, dict[str, float]]) -> None:
-    for label in ("irrelevant", "misleading", "forrester", "forrester_flipped"):
-        row = claim_table[label]
-        assert row["ficbo"] <= row["no_feedback"] + MARGIN, (label, row)
+@pytest.mark.parametrize(("arm", "holds"), [("ficbo", True), ("feedback_greedy", False)])
+def test_claim_robust_to_misleading_feedback(
+    claim_table: dict[str, dict[str, float]], arm: str, holds: bool
+) -> None:
+    """Never worse than no feedback by MARGIN; the trusting stand-in fails it somewhere."""
+    ok = all(
+        claim_table[label][arm] <= claim_table[label]["no_feedback"] + MARGIN
+        for label in ("irrelevant", "misleading", "forrester", "forrester_flipped")
+    )
+    assert ok is holds, claim_table
+
+
+def misled(row: dict[str, float]) -> bool:
+    """The trusting baseline's own choices are at least twice as bad as FICBO's, and 0.05
+    worse in normalized regret (the design's points left out: they are shared)."""
+    greedy, ficbo = row["feedback_greedy_chosen"], row["ficbo_chosen"]
+    return greedy > 2 * ficbo and greedy - ficbo > 0.05
 
 
 @pytest.mark.slow
-def test_claim_trusting_baseline_is_misled(claim_table: dict[str, dict[str, float]]) -> None:
-    for label in ("irrelevant", "misleading", "forrester_flipped"):
-        row = claim_table[label]
-        gap = row["feedback_greedy"] - row["ficbo"]
-        assert row["feedback_greedy"] > 2 * row["ficbo"] and gap > 0.05, (label, row)
+@pytest.mark.parametrize(
+    ("label", "reference", "holds"),
+    [
+        ("misleading", "informative", True),
+        ("forrester_flipped", "forrester", True),
+        ("irrelevant", "informative", True),
+        ("informative", "informative", False),  # stand-in: an honest source misleads no one
+    ],
+)
+def test_claim_trusting_baseline_is_misled(
+    claim_table: dict[str, dict[str, float]], label: str, reference: str, holds: bool
+) -> None:
+    """Misled where the source is flipped or irrelevant, and *because* of it: the same
+    baseline's choices are worse by 0.1 than with the unflipped / informative source
+    (before, a shared random design set the regret: 0.143 with and without the flip)."""
+    row, ref = claim_table[label], claim_table[reference]
+    assert misled(row) is holds, (label, row)
+    if holds:
+        assert row["feedback_greedy_chosen"] > ref["feedback_greedy_chosen"] + 0.1, (row, ref)

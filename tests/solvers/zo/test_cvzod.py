@@ -249,27 +249,33 @@ def _gd_steps_to_target() -> int:
     return t
 
 
-def test_claim_exact_hints_first_order_rate() -> None:
-    """Exact hints: as many steps as gradient descent, and far fewer evaluations than ZO."""
+@pytest.mark.parametrize(("mode", "holds"), [("cv", True), ("zo", False)])
+def test_claim_exact_hints_first_order_rate(mode: str, holds: bool) -> None:
+    """Exact hints: as many steps as gradient descent, and far fewer evaluations than ZO.
+    Stand-in: the same optimizer with the hints ignored (``mode="zo"``) fails it."""
     gd_steps = _gd_steps_to_target()
-    ev, vals = run(cvzod(hint_fn=grad), 3000)
-    steps = int(np.flatnonzero(vals <= TARGET)[0]) + 1
+    ev, vals = run(cvzod(hint_fn=grad, mode=mode), 3000)
+    hit = np.flatnonzero(vals <= TARGET)
+    steps = int(hit[0]) + 1 if hit.size else 10**9
     ev_zo = np.median([evals_to_target(*run(cvzod(seed=s, mode="zo"), 5000)) for s in range(3)])
-    print(f"GD steps {gd_steps}; CV-ZOD(exact) steps {steps}, evals {evals_to_target(ev, vals)}")
-    print(f"pure ZO evals {ev_zo}")
-    assert steps <= 1.1 * gd_steps + 2
-    assert evals_to_target(ev, vals) < 0.15 * ev_zo
+    print(f"GD steps {gd_steps}; CV-ZOD(exact, {mode}) steps {steps}, evals "
+          f"{evals_to_target(ev, vals)}; pure ZO evals {ev_zo}")  # fmt: skip
+    ok = steps <= 1.1 * gd_steps + 2 and evals_to_target(ev, vals) < 0.15 * ev_zo
+    assert bool(ok) is holds
 
 
-def test_claim_monotone_in_hint_quality_from_first_to_zeroth_order() -> None:
+@pytest.mark.parametrize(("mode", "holds"), [("cv", True), ("zo", False)])
+def test_claim_monotone_in_hint_quality_from_first_to_zeroth_order(mode: str, holds: bool) -> None:
     """Evaluations to reach the target fall as the hint quality ``q`` rises, and random
-    hints (``q = 0``) cost about what pure ZO costs."""
+    hints (``q = 0``) cost about what pure ZO costs. Stand-in: hints ignored (flat)."""
     qs = [0.0, 0.5, 0.9, 1.0]
     cost = {
         q: float(
             np.median(
                 [
-                    evals_to_target(*run(cvzod(seed=s, hint_fn=quality_hint(q, s)), 6000))
+                    evals_to_target(
+                        *run(cvzod(seed=s, hint_fn=quality_hint(q, s), mode=mode), 6000)
+                    )
                     for s in range(3)
                 ]
             )
@@ -277,25 +283,27 @@ def test_claim_monotone_in_hint_quality_from_first_to_zeroth_order() -> None:
         for q in qs
     }
     zo = float(np.median([evals_to_target(*run(cvzod(seed=s, mode="zo"), 6000)) for s in range(3)]))
-    print("evals to 1e-4 f0 by hint quality:", cost, "pure ZO:", zo)
-    assert all(np.isfinite(list(cost.values())))
-    assert cost[1.0] < cost[0.9] < cost[0.5] < cost[0.0]
-    assert cost[0.0] <= 1.5 * zo
+    print(f"evals to 1e-4 f0 by hint quality ({mode}):", cost, "pure ZO:", zo)
+    ok = bool(np.all(np.isfinite(list(cost.values()))))
+    ok = ok and cost[1.0] < cost[0.9] < cost[0.5] < cost[0.0] and cost[0.0] <= 1.5 * zo
+    assert bool(ok) is holds
 
 
-def test_claim_guided_stalls_where_cvzod_keeps_going() -> None:
-    """Random (``q = 0``) and biased hints: the guided method stalls, CV-ZOD does not."""
+@pytest.mark.parametrize(("mode", "holds"), [("cv", True), ("guided", False)])
+def test_claim_guided_stalls_where_cvzod_keeps_going(mode: str, holds: bool) -> None:
+    """Random (``q = 0``) and biased hints: the guided method stalls, CV-ZOD does not.
+    Stand-in: the guided method in CV-ZOD's place fails it."""
     _, g_rand = run(cvzod(hint_fn=quality_hint(0.0, 0), mode="guided"), 2000)
-    _, c_rand = run(cvzod(hint_fn=quality_hint(0.0, 0)), 2000)
+    _, c_rand = run(cvzod(hint_fn=quality_hint(0.0, 0), mode=mode), 2000)
     assert g_rand[-1] == pytest.approx(F0)  # no step: the hint never sees the gradient
-    assert c_rand[-1] < 1e-2 * F0
+    ok = c_rand[-1] < 1e-2 * F0
 
     ev_g, g_bias = run(cvzod(hint_fn=biased_hint, mode="guided"), 3000)
-    ev_c, c_bias = run(cvzod(hint_fn=biased_hint), 3000)
+    ev_c, c_bias = run(cvzod(hint_fn=biased_hint, mode=mode), 3000)
     g1, g3 = g_bias[ev_g <= 1000][-1], g_bias[-1]
     c1, c3 = c_bias[ev_c <= 1000][-1], c_bias[-1]
     print(f"biased hint, f/f0 at 1000 and 3000 evals: guided {g1 / F0:.3g} -> {g3 / F0:.3g}; ")
-    print(f"CV-ZOD {c1 / F0:.3g} -> {c3 / F0:.3g}")
+    print(f"{mode} {c1 / F0:.3g} -> {c3 / F0:.3g}")
     assert g3 > 0.05 * F0 and g3 > 0.9 * g1  # stalled
-    assert c3 < 0.1 * c1  # still decreasing
-    assert c3 < 1e-2 * g3
+    ok = ok and c3 < 0.1 * c1 and c3 < 1e-2 * g3  # still decreasing
+    assert bool(ok) is holds

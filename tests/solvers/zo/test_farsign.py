@@ -3,16 +3,33 @@
 The claim (issue 24 item 7): with Byzantine workers, asynchronous FAR-SIGN beats
 synchronous SGD with coordinate-wise median and trimmed-mean aggregation in accuracy
 and wall-clock. Wall-clock is a simulated clock here (see ``farsign`` module docs).
-What holds: final accuracy under sign-flipping (3 of 10) and ALIE (2 of 10) workers;
-time to 0.9 test accuracy only under ALIE; under sign flipping FAR-SIGN is slower.
+Measured (issue 40: seeds 0-7, horizon 120; paired by seed, 95% t-intervals):
+
+- ALIE, 2 of 10 Byzantine: final accuracy 0.958 vs 0.945 (median) / 0.946 (trimmed
+  mean); FAR-SIGN minus the better of the two per seed +0.012 [0.007, 0.017]; time to 0.9
+  16.5 vs 30.8 / 31.3. Asserted: the interval's lower end above 0, and faster.
+- Sign flips, 3 of 10: 0.873 [0.813, 0.934] vs 0.900 [0.877, 0.923]; difference -0.027
+  [-0.091, 0.037]: *not* above the robust aggregators (the 2-seed test before accepted
+  "0.005 below" while the README said "above"), and slower to 0.9 (one seed never gets
+  there by 120). Asserted what holds: the difference's lower end above -0.1, i.e. FAR-SIGN
+  stays in the robust aggregators' range where undefended averaging collapses.
+- The per-worker sign-bias correction (``beta``) changes the final accuracy by +0.005
+  [-0.007, 0.018] (flip) and 0.000 [-0.002, 0.002] (ALIE): no measurable effect here; its
+  one shown effect is silencing a constant sender's drift (unit test below).
+
+Stand-ins (kept in the suite): the median aggregator in FAR-SIGN's place fails the ALIE
+claim (difference 0); undefended averaging in its place fails the flip claim.
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 import numpy as np
 import pytest
 
 from optiforge.errors import ConfigError
+from optiforge.evals.stats import mean_ci95
 from optiforge.solvers.asktell import OPTIMIZERS, make
 from optiforge.solvers.zo.farsign import (
     Cluster,
@@ -140,48 +157,58 @@ def test_simulation_is_seeded() -> None:
 
 # -- the claim ----------------------------------------------------------------------------
 
-CLAIM_SEEDS = (0, 1)
+CLAIM_SEEDS = tuple(range(8))
 
 
-def _mean_traces(attack: str, f: int) -> dict[str, tuple[float, float]]:
-    """(mean final accuracy, mean simulated time to 0.9 test accuracy) per method."""
+@cache
+def claim_runs(attack: str, f: int, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """Final accuracy and simulated time to 0.9 per seed (``inf`` if never)."""
     task = digits_task(10, seed=0)
-    out = {}
-    for name in ("median", "trimmed_mean", "farsign"):
-        traces = []
-        for s in CLAIM_SEEDS:
-            cl = Cluster(attack=attack, n_byzantine=f, seed=s)
-            if name == "farsign":
-                traces.append(simulate_farsign(task, cl, horizon=120, k=256, eta=0.3, seed=s))
-            else:
-                traces.append(
-                    simulate_sync_robust(task, cl, horizon=120, aggregator=name, lr=2.0, seed=s)
-                )
-        out[name] = (
-            float(np.mean([t.final_acc for t in traces])),
-            float(np.mean([t.time_to(0.9) for t in traces])),
-        )
-    return out
+    acc, t09 = [], []
+    for s in CLAIM_SEEDS:
+        cl = Cluster(attack=attack, n_byzantine=f, seed=s)
+        if method == "farsign":
+            tr = simulate_farsign(task, cl, horizon=120, k=256, eta=0.3, seed=s)
+        else:
+            tr = simulate_sync_robust(task, cl, horizon=120, aggregator=method, lr=2.0, seed=s)
+        acc.append(tr.final_acc)
+        t09.append(tr.time_to(0.9))
+    return np.asarray(acc), np.asarray(t09)
 
 
-@pytest.mark.parametrize(("attack", "f", "faster"), [("flip", 3, False), ("alie", 2, True)])
-def test_farsign_under_byzantine_workers(attack: str, f: int, faster: bool) -> None:
-    """Accuracy holds under both attacks; simulated time to 0.9 only under ALIE.
+def byzantine_claim(attack: str, f: int, method: str) -> tuple[bool, str]:
+    """``method`` against the better of median and trimmed mean, per seed (see module doc)."""
+    acc, t09 = claim_runs(attack, f, method)
+    med, t_med = claim_runs(attack, f, "median")
+    trim, t_trim = claim_runs(attack, f, "trimmed_mean")
+    m, half = mean_ci95(list(acc - np.maximum(med, trim)))
+    lo = m - (half or 0.0)
+    if attack == "alie":  # above, and faster to 0.9
+        ok = lo > 0.0 and bool(np.all(np.isfinite(t09)))
+        ok = ok and t09.mean() < min(t_med.mean(), t_trim.mean())
+    else:  # in the robust aggregators' range (not above: measured)
+        ok = lo > -0.1
+    return bool(ok), (
+        f"{attack} f={f} {method}: acc {acc.mean():.3f} vs median {med.mean():.3f} trimmed "
+        f"{trim.mean():.3f}; difference {m:+.3f} [{lo:+.3f}, {m + (half or 0.0):+.3f}]; "
+        f"time to 0.9 {t09.mean():.1f} vs {t_med.mean():.1f} / {t_trim.mean():.1f}"
+    )
 
-    Measured (seeds 0-1, horizon 120): flip f=3: FAR-SIGN 0.932 final vs 0.918 for median
-    and trimmed mean, but 40 vs 26 time units to 0.9 (three sign-flippers cancel 60% of
-    the signal in every direction while the aggregators drop their huge vectors);
-    ALIE f=2: 0.958 vs 0.945 / 0.947 and 16 vs 30 / 31 time units.
-    """
-    res = _mean_traces(attack, f)
-    print(f"{attack}, f={f}: (final acc, time to 0.9) {res}")
-    best = max(res["median"][0], res["trimmed_mean"][0])
-    assert res["farsign"][0] >= best - 0.005  # the documented margin
-    assert res["farsign"][0] > 0.9
-    if faster:
-        assert res["farsign"][1] < min(res["median"][1], res["trimmed_mean"][1])
-    else:  # what holds: it gets there, later
-        assert res["farsign"][1] < float("inf")
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("attack", "f", "method", "holds"),
+    [
+        ("alie", 2, "farsign", True),
+        ("flip", 3, "farsign", True),
+        ("alie", 2, "median", False),  # stand-in: a robust aggregator is not above itself
+        ("flip", 3, "mean", False),  # stand-in: undefended averaging collapses
+    ],
+)
+def test_farsign_under_byzantine_workers(attack: str, f: int, method: str, holds: bool) -> None:
+    ok, msg = byzantine_claim(attack, f, method)
+    print(msg)
+    assert ok is holds, msg
 
 
 def test_zeroth_order_farsign_learns_where_plain_averaging_collapses() -> None:

@@ -7,16 +7,24 @@ passes, seeds 0-4, ``lr=0.01`` for both: INT4 0.782 vs 0.770 accuracy (train los
 vs 0.921), INT2 0.781 vs 0.768 (0.712 vs 0.822). At ``lr=0.02`` INT4 still holds
 (0.823 vs 0.798) but INT2 accuracy is a tie (0.809 vs 0.814, loss 0.601 vs 0.620); the
 gain comes from the scale-isotropic perturbation, the low rank is neutral (see
-benchmarks/zo_claims_lqzo_farsign.py).
+benchmarks/zo_claims_lqzo_farsign.py). Issue 40: the claim is now paired by seed over 8
+seeds with 95% t-intervals (the test's docstring has the numbers), and LQZO without its
+per-group scaling is kept as a stand-in that fails it. The paper's "reshaping groups into
+more isotropic structures" is not implemented: this module rescales each group (see the
+module docstring); the test pins what the rescaling does.
 """
 
 from __future__ import annotations
+
+from functools import cache
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
 from optiforge.errors import ConfigError
+from optiforge.evals.stats import mean_ci95
 from optiforge.solvers.asktell import OPTIMIZERS, make
 from optiforge.solvers.zo.lqzo import (
     LQZO,
@@ -170,18 +178,59 @@ def test_group_scales_clip_search_beats_max_scaling_at_int2() -> None:
 # -- the claim ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bits", [4, 2])
-def test_lqzo_beats_quantized_zo_at_equal_forward_passes(bits: int) -> None:
+CLAIM_SEEDS = tuple(range(8))
+
+
+@cache
+def claim_runs(bits: int, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """Test accuracy and train loss per seed after 2000 forward passes at ``lr = 0.01``."""
     task = digits_finetune_task(bits, seed=0)
-    start = task.accuracy(task.x0)
-    res = {}
-    for name, cfg in {"qzo": dict(QZO_BASELINE), "lqzo": {}}.items():
-        opts = [finetune(task, 2000, seed=s, lr=0.01, **cfg) for s in range(5)]
-        res[name] = (
-            np.mean([task.accuracy(o.x) for o in opts]),
-            np.mean([task.loss(o.x) for o in opts]),
-        )
-    print(f"INT{bits}: start acc {start:.3f}; (acc, loss) {res}")
-    assert res["qzo"][0] > start + 0.2  # the baseline is a real one: it fine-tunes too
-    assert res["lqzo"][0] > res["qzo"][0]  # measured: INT4 .782 vs .770, INT2 .781 vs .768
-    assert res["lqzo"][1] < res["qzo"][1]  # measured: INT4 .750 vs .921, INT2 .712 vs .822
+    cfg: dict[str, Any] = {
+        "qzo": dict(QZO_BASELINE),
+        "lqzo": {},
+        "lqzo_no_group_scaling": {"isotropic": False},  # the stand-in: key part removed
+    }[variant]
+    opts = [finetune(task, 2000, seed=s, lr=0.01, **cfg) for s in CLAIM_SEEDS]
+    return (
+        np.array([task.accuracy(o.x) for o in opts]),
+        np.array([task.loss(o.x) for o in opts]),
+    )
+
+
+def beats_qzo(bits: int, variant: str) -> tuple[bool, str]:
+    """Paired by seed against quantized MeZO: train loss lower (interval below 0) and test
+    accuracy not lower (interval's lower end above -0.01)."""
+    acc, loss = claim_runs(bits, variant)
+    acc0, loss0 = claim_runs(bits, "qzo")
+    start = digits_finetune_task(bits, seed=0)
+    start_acc = start.accuracy(start.x0)
+    da, ha = mean_ci95(list(acc - acc0))
+    dl, hl = mean_ci95(list(loss - loss0))
+    ha, hl = ha or 0.0, hl or 0.0
+    ok = acc0.mean() > start_acc + 0.2  # the baseline is a real one: it fine-tunes too
+    ok = ok and dl + hl < 0.0 and da - ha > -0.01
+    return bool(ok), (
+        f"INT{bits} {variant}: acc {acc.mean():.3f} vs qzo {acc0.mean():.3f} (start "
+        f"{start_acc:.3f}), difference {da:+.4f} [{da - ha:+.4f}, {da + ha:+.4f}]; loss "
+        f"{loss.mean():.3f} vs {loss0.mean():.3f}, difference {dl:+.3f} [{dl - hl:+.3f}, "
+        f"{dl + hl:+.3f}]"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("bits", "variant", "holds"),
+    [(4, "lqzo", True), (2, "lqzo", True), (4, "lqzo_no_group_scaling", False),
+     (2, "lqzo_no_group_scaling", False)],
+)  # fmt: skip
+def test_lqzo_beats_quantized_zo_at_equal_forward_passes(
+    bits: int, variant: str, holds: bool
+) -> None:
+    """Measured (8 seeds, 95% t-intervals of the paired difference): LQZO minus quantized
+    MeZO, accuracy INT4 +0.014 [0.008, 0.020], INT2 +0.016 [0.001, 0.030]; train loss INT4
+    -0.195 [-0.250, -0.139], INT2 -0.135 [-0.173, -0.096]. Without the per-group scaling
+    (the stand-in) accuracy -0.007 [-0.018, 0.003] / 0.000 [-0.019, 0.019] and loss -0.046
+    [-0.120, 0.028] / -0.042 [-0.104, 0.019]: no gain shown, the test fails it."""
+    ok, msg = beats_qzo(bits, variant)
+    print(msg)
+    assert ok is holds, msg
