@@ -66,6 +66,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -120,6 +121,35 @@ def binary_gaussian(rng: np.random.Generator, shape: tuple[int, ...], k: int) ->
     return (2.0 * rng.binomial(k, 0.5, size=shape) - k) / np.sqrt(k)
 
 
+def square_group_layout(steps: Array, group_size: int) -> tuple[int, int, Array]:
+    """Our reading of "reshaping quantization groups": the near-square layout of a block.
+
+    ``steps`` are the per-entry quantization steps of one matrix, row-major (``G *
+    group_size`` entries, each run of ``group_size`` one group). The groups are ordered
+    by step (stable sort, so ties keep their natural order) and laid out row-major in an
+    ``a x b`` matrix with ``a * b = G * group_size``, ``group_size`` dividing ``b`` (a
+    group is never split across rows) and ``|log(a / b)|`` smallest (``a >= b`` on a tie).
+    Returns ``(a, b, order)``: ``order[j]`` is the block entry that sits at flat position
+    ``j`` of the layout.
+    """
+    steps = np.asarray(steps, dtype=np.float64).reshape(-1)
+    if group_size < 1 or steps.size % group_size:
+        raise ConfigError(
+            f"lqzo: group_size {group_size} must divide every matrix's size ({steps.size})"
+        )
+    G = steps.size // group_size
+    per_group = steps.reshape(G, group_size).mean(axis=1)
+    groups = np.argsort(per_group, kind="stable")
+    order = (groups[:, None] * group_size + np.arange(group_size)[None, :]).reshape(-1)
+    # groups per row k divides G; the most nearly square (rows a, cols b = k g) wins
+    def elongation(k: int) -> tuple[Fraction, int]:  # exact ratio: ties broken by k, not ulps
+        a, b = G // k, k * group_size
+        return Fraction(max(a, b), min(a, b)), k
+
+    best = min((k for k in range(1, G + 1) if G % k == 0), key=elongation)
+    return G // best, best * group_size, order
+
+
 @register
 class LQZO(AskTellOptimizer):
     """Low-rank, binary-aggregated, scale-isotropic two-point ZO on a quantized model.
@@ -144,6 +174,14 @@ class LQZO(AskTellOptimizer):
         resample_every: keep each matrix's ``V`` factor for this many steps (lazy).
         clip: bound on ``|c|`` (directional-derivative clipping, as quantized ZO methods
             use against rare huge loss differences); ``None`` = no clipping.
+        reshape: ``False`` (default) draws each matrix's ``U V^T`` in its natural
+            ``m x n`` layout and only rescales per group (the rescale-only stand-in);
+            ``True`` rearranges each matrix's quantization groups by step into a
+            near-square ``a x b`` layout first (our reading of the paper's reshaping,
+            see the module docstring and ``square_group_layout``).
+        group_size: entries per quantization group, contiguous in each matrix's
+            row-major order (1 when ``x`` holds one scale per group, as in the
+            ``"scales"`` task); only used by ``reshape``.
         keep_history: keep every told probe in ``X`` / ``y`` (the base contract); off by
             default: only the last step's two probes are kept (``d``-dimensional probes
             of every step would hold ``O(steps d)`` memory for nothing).
@@ -174,6 +212,8 @@ class LQZO(AskTellOptimizer):
         resample_every: int = 1,
         keep_history: bool = False,
         clip: float | None = None,
+        reshape: bool = False,
+        group_size: int = 1,
     ) -> None:
         super().__init__(dim, bounds=bounds, seed=seed, keep_history=keep_history)
         self.shapes = [(int(m), int(n)) for m, n in (shapes or [(1, dim)])]
@@ -202,6 +242,15 @@ class LQZO(AskTellOptimizer):
         if x.shape != (dim,):
             raise ConfigError(f"lqzo: x0 must have shape ({dim},)")
         self.x = self._on_grid(x, stochastic=False)
+        self.reshape = bool(reshape)
+        self._layouts: list[tuple[int, int, Array]] = []  # (a, b, block-local entry order)
+        if self.reshape:
+            off = 0
+            for m, n in self.shapes:
+                self._layouts.append(
+                    square_group_layout(self.scales[off : off + m * n], int(group_size))
+                )
+                off += m * n
         self._V: list[Array] = []
         self.steps = 0
         self._D: Array | None = None
@@ -221,12 +270,19 @@ class LQZO(AskTellOptimizer):
             Z = binary_gaussian(self.rng, (self.dim,), k)
         else:
             r = self.rank
+            # the layout each factor pair is drawn in: natural m x n, or the reshaped a x b
+            dims = [(a, b) for a, b, _ in self._layouts] if self.reshape else self.shapes
             if not self._V or self.steps % self.resample_every == 0:
-                self._V = [binary_gaussian(self.rng, (n, min(r, n)), k) for _, n in self.shapes]
+                self._V = [binary_gaussian(self.rng, (n, min(r, n)), k) for _, n in dims]
             parts = []
-            for (m, _n), V in zip(self.shapes, self._V, strict=True):
+            for i, ((m, _n), V) in enumerate(zip(dims, self._V, strict=True)):
                 U = binary_gaussian(self.rng, (m, V.shape[1]), k)
-                parts.append((U @ V.T / np.sqrt(V.shape[1])).reshape(-1))
+                flat = (U @ V.T / np.sqrt(V.shape[1])).reshape(-1)
+                if self.reshape:  # scatter the a x b layout back to the matrix's entries
+                    block = np.empty_like(flat)
+                    block[self._layouts[i][2]] = flat
+                    flat = block
+                parts.append(flat)
             Z = np.concatenate(parts)
         return Z * (self.scales if self.isotropic else float(np.mean(self.scales)))
 
@@ -292,7 +348,14 @@ class QuantizedFinetuneTask:
     def lqzo_options(self) -> dict[str, Any]:
         """The ``LQZO`` options that describe this task's parameter vector."""
         qmax = self.qmax if self.target == "weights" else None
-        return {"x0": self.x0, "shapes": self.shapes, "scales": self.scales, "qmax": qmax}
+        g = self.group_size if self.target == "weights" else 1  # a scale is its own group
+        return {
+            "x0": self.x0,
+            "shapes": self.shapes,
+            "scales": self.scales,
+            "qmax": qmax,
+            "group_size": g,
+        }
 
     def weights(self, x: Array) -> tuple[Array, Array]:
         """The two weight matrices that ``x`` stands for."""
@@ -439,4 +502,5 @@ __all__ = [
     "group_scales",
     "qmax_for_bits",
     "quantize",
+    "square_group_layout",
 ]

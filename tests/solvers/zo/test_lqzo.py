@@ -34,6 +34,7 @@ from optiforge.solvers.zo.lqzo import (
     finetune,
     group_scales,
     qmax_for_bits,
+    square_group_layout,
 )
 
 torch.set_num_threads(1)
@@ -234,3 +235,41 @@ def test_lqzo_beats_quantized_zo_at_equal_forward_passes(
     ok, msg = beats_qzo(bits, variant)
     print(msg)
     assert ok is holds, msg
+
+
+# -- the reshaping (issue 40): groups rearranged by step into a near-square layout --------
+
+
+def test_square_group_layout_is_near_square_sorted_and_keeps_groups_whole() -> None:
+    steps = np.repeat(np.random.default_rng(0).uniform(0.1, 1.0, 32), 4)  # 32 groups of 4
+    a, b, order = square_group_layout(steps, 4)
+    assert (a, b) == (16, 8) and b % 4 == 0  # 128 entries; 8 x 16 would split no group either
+    assert sorted(order.tolist()) == list(range(128))  # a permutation of the block
+    laid = steps[order].reshape(a, b)
+    assert np.all(np.diff(laid.reshape(-1)) >= 0)  # groups ordered by step
+    groups = order.reshape(-1, 4)  # each run of 4 in the layout is one whole group
+    assert np.all(groups // 4 == groups[:, :1] // 4) and np.all(np.diff(groups, axis=1) == 1)
+    # an elongated 20 x 1 block of scales (one per group) becomes 5 x 4 (a >= b on a tie)
+    assert square_group_layout(np.arange(1.0, 21.0), 1)[:2] == (5, 4)
+    assert square_group_layout(np.ones(7), 1)[:2] == (7, 1)  # a prime size stays a column
+    with pytest.raises(ConfigError, match="group_size"):
+        square_group_layout(np.ones(10), 4)
+
+
+def test_reshaped_perturbation_is_low_rank_in_the_group_layout() -> None:
+    rng = np.random.default_rng(2)
+    scales = np.concatenate([rng.uniform(0.05, 2.0, 40), rng.uniform(0.05, 2.0, 12)])
+    shapes = [(40, 1), (3, 4)]  # an elongated column of group scales, and a small matrix
+    opt = LQZO(52, seed=0, shapes=shapes, scales=scales, rank=1, reshape=True)
+    Z = (opt.ask()[0] - opt.recommend()) / (opt.mu * scales)  # per-group step still applied
+    a, b, order = square_group_layout(scales[:40], 1)
+    assert (a, b) == (8, 5)
+    # rank 1 in the sorted 8 x 5 layout, not merely a scalar times a Gaussian column
+    assert np.linalg.matrix_rank(Z[:40][order].reshape(a, b)) == 1
+    assert np.linalg.matrix_rank(Z[:40].reshape(8, 5)) > 1  # the natural order is not it
+    a2, b2, order2 = square_group_layout(scales[40:], 1)
+    assert np.linalg.matrix_rank(Z[40:][order2].reshape(a2, b2)) == 1
+    # the stand-in draws in the natural layout: the 40 x 1 column is any Gaussian column
+    flat = LQZO(52, seed=0, shapes=shapes, scales=scales, rank=1)
+    Zf = (flat.ask()[0] - flat.recommend()) / (flat.mu * scales)
+    assert np.linalg.matrix_rank(Zf[40:].reshape(3, 4)) == 1
