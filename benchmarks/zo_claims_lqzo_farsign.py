@@ -13,6 +13,7 @@ test accuracy and simulated time to a target accuracy; real seconds for referenc
 actors (optional; real asynchrony on this machine's cores).
 
     python benchmarks/zo_claims_lqzo_farsign.py --quick
+    python benchmarks/zo_claims_lqzo_farsign.py --only lqzo-reshape   # ~1 min CPU
     python benchmarks/zo_claims_lqzo_farsign.py --only farsign --ray
 """
 
@@ -28,6 +29,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 
+from optiforge.evals.stats import mean_ci95
 from optiforge.solvers.zo import farsign as fs
 from optiforge.solvers.zo.lqzo import QZO_BASELINE, digits_finetune_task, finetune
 
@@ -86,6 +88,45 @@ def lqzo_tables(quick: bool) -> None:
                 f"| INT{bits} | {name} | {np.mean(accs):.3f} | {np.mean(losses):.3f} | {start:.3f} |",
                 flush=True,
             )
+
+
+def lqzo_reshape_tables() -> None:
+    """Reshaped groups vs rescale-only vs quantized MeZO: 8 seeds, paired differences."""
+    import torch
+
+    torch.set_num_threads(1)
+    seeds = range(8)
+    configs: dict[str, dict[str, Any]] = {
+        "qzo": dict(QZO_BASELINE),
+        "rescale-only": {},
+        "reshaped": {"reshape": True},
+    }
+    print("\n## LQZO reshaping: 2000 passes, seeds 0-7, paired 95% t-intervals of the difference")
+    print("| groups | bits | lr | comparison | test acc difference | train loss difference |")
+    print("|---|---|---|---|---|---|")
+    for g, lr in ((4, 0.01), (4, 0.02), (16, 0.01)):
+        for bits in (4, 2):
+            task = digits_finetune_task(bits, seed=0, group_size=g)
+            res = {}
+            for name, cfg in configs.items():
+                opts = [finetune(task, 2000, seed=s, lr=lr, **cfg) for s in seeds]
+                res[name] = (
+                    np.array([task.accuracy(o.x) for o in opts]),
+                    np.array([task.loss(o.x) for o in opts]),
+                )
+            for x, y in (
+                ("reshaped", "rescale-only"),
+                ("reshaped", "qzo"),
+                ("rescale-only", "qzo"),
+            ):
+                cells = []
+                for k in (0, 1):
+                    d, h = mean_ci95(list(res[x][k] - res[y][k]))
+                    h = h or 0.0
+                    cells.append(f"{d:+.4f} [{d - h:+.4f}, {d + h:+.4f}]")
+                print(
+                    f"| {g} | INT{bits} | {lr} | {x} - {y} | {cells[0]} | {cells[1]} |", flush=True
+                )
 
 
 def farsign_tables(quick: bool, use_ray: bool) -> None:
@@ -224,12 +265,14 @@ def ray_table(task: fs.SoftmaxTask) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer seeds and settings")
-    ap.add_argument("--only", choices=("lqzo", "farsign"), default=None)
+    ap.add_argument("--only", choices=("lqzo", "lqzo-reshape", "farsign"), default=None)
     ap.add_argument("--ray", action="store_true", help="also run FAR-SIGN workers as Ray actors")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.only in (None, "lqzo"):
         lqzo_tables(args.quick)
+    if args.only == "lqzo-reshape" or (args.only is None and not args.quick):
+        lqzo_reshape_tables()
     if args.only in (None, "farsign"):
         farsign_tables(args.quick, args.ray)
     print(f"\n(total {time.perf_counter() - t0:.0f} s real)")

@@ -22,6 +22,42 @@ the two-point (SPSA / MeZO) estimate usable at low bit widths:
    ``c = (f(x + mu s⊙Z) - f(x - mu s⊙Z)) / (2 mu)`` is then the same in code units for
    every group.
 
+4. **Reshaping the groups (option ``reshape=True``; not the default, see below).** The
+   paper reshapes the quantization groups "into more isotropic structures"; its text is
+   not available here, so this is **our reading**: before the rank-``r`` draw, each
+   matrix's groups are *rearranged* into a near-square ``a x b`` layout
+   (``square_group_layout``): ordered by quantization step (groups with similar steps
+   sit together, so ``s ⊙ Z`` stays close to ``diag(s_rows) U V^T``, a rank-``r``
+   matrix in the layout), laid out row-major with every group whole in one row, and
+   ``a ≈ b``. The per-group step multiplication ``D = s ⊙ Z`` stays. Why near-square:
+   the rank constraint means something only there. A rank-``r`` draw on an elongated
+   ``m x 1`` block (a column of group scales, or the ``out x in/g`` scale matrix of an
+   LLM layer with few groups per row) is just a Gaussian column, a full-dimensional
+   MeZO direction; on ``a x b`` with ``a ≈ b`` it costs ``r (a + b) ≈ 2 r sqrt(G)``
+   random numbers and every factor entry touches ``≈ sqrt(G)`` groups, so every block,
+   whatever its shape, is covered by the same kind of perturbation. ``reshape=False``
+   (the default) is the rescale-only stand-in: the natural ``m x n`` layout, then
+   ``s ⊙ Z``. Note the second moment is ``E[Z Z^T] = I`` in every layout: the layout
+   changes the higher moments (which directions the rank-``r`` draws can reach), not
+   the marginal isotropy.
+
+   Measured (issue 40, 8 seeds, 2000 passes, 95% t-intervals of the difference paired
+   by seed; ``python benchmarks/zo_claims_lqzo_farsign.py --only lqzo-reshape``):
+   **no gain; a null result.** Reshaped minus
+   rescale-only test accuracy, groups of 4 (scale matrices ``32 x 16`` and ``10 x 8``,
+   already near-square: the reshaping only reorders by step), ``lr = 0.01``: INT4
+   +0.005 [-0.011, +0.022], INT2 -0.008 [-0.027, +0.010] (train loss +0.017
+   [-0.039, +0.073] / +0.026 [-0.034, +0.087]); at ``lr = 0.02``: -0.016 [-0.053,
+   +0.020] / -0.017 [-0.050, +0.016]. Groups of 16 (elongated ``32 x 4`` and ``10 x 2``
+   scale matrices become ``16 x 8`` and ``5 x 4``), ``lr = 0.01``: INT4 +0.009 [-0.007,
+   +0.025] (loss -0.048 [-0.113, +0.016]), INT2 -0.010 [-0.029, +0.009]. Against
+   quantized MeZO the reshaped variant still wins where the rescale-only one does
+   (groups of 4, ``lr = 0.01``: INT4 +0.020 [+0.001, +0.038], INT2 +0.007 [-0.006,
+   +0.021], loss -0.178 / -0.108, intervals below 0), so the gain is the per-group
+   step, not the layout. On this task (a ``64-32-10`` MLP, hundreds of groups) the
+   reshaping neither helps nor hurts measurably; whether it pays at LLM scale, where
+   the scale matrices are far more elongated, is not measured here.
+
 Choices this module makes where the idea leaves them open (each tested):
 
 - What is fine-tuned: the optimizer takes any parameter vector ``x`` with a
@@ -141,6 +177,7 @@ def square_group_layout(steps: Array, group_size: int) -> tuple[int, int, Array]
     per_group = steps.reshape(G, group_size).mean(axis=1)
     groups = np.argsort(per_group, kind="stable")
     order = (groups[:, None] * group_size + np.arange(group_size)[None, :]).reshape(-1)
+
     # groups per row k divides G; the most nearly square (rows a, cols b = k g) wins
     def elongation(k: int) -> tuple[Fraction, int]:  # exact ratio: ties broken by k, not ulps
         a, b = G // k, k * group_size

@@ -10,8 +10,11 @@ gain comes from the scale-isotropic perturbation, the low rank is neutral (see
 benchmarks/zo_claims_lqzo_farsign.py). Issue 40: the claim is now paired by seed over 8
 seeds with 95% t-intervals (the test's docstring has the numbers), and LQZO without its
 per-group scaling is kept as a stand-in that fails it. The paper's "reshaping groups into
-more isotropic structures" is not implemented: this module rescales each group (see the
-module docstring); the test pins what the rescaling does.
+more isotropic structures" is available as ``reshape=True`` (our reading: groups ordered
+by step into a near-square layout before the low-rank draw, see the module docstring).
+Measured, it does not beat the rescale-only default (a null result, 8 seeds, paired
+intervals straddle 0), so no test claims it does; it is tested for its structure and
+for still beating quantized MeZO.
 """
 
 from __future__ import annotations
@@ -190,6 +193,7 @@ def claim_runs(bits: int, variant: str) -> tuple[np.ndarray, np.ndarray]:
         "qzo": dict(QZO_BASELINE),
         "lqzo": {},
         "lqzo_no_group_scaling": {"isotropic": False},  # the stand-in: key part removed
+        "lqzo_reshaped": {"reshape": True},
     }[variant]
     opts = [finetune(task, 2000, seed=s, lr=0.01, **cfg) for s in CLAIM_SEEDS]
     return (
@@ -222,7 +226,8 @@ def beats_qzo(bits: int, variant: str) -> tuple[bool, str]:
 @pytest.mark.parametrize(
     ("bits", "variant", "holds"),
     [(4, "lqzo", True), (2, "lqzo", True), (4, "lqzo_no_group_scaling", False),
-     (2, "lqzo_no_group_scaling", False)],
+     (2, "lqzo_no_group_scaling", False), (4, "lqzo_reshaped", True),
+     (2, "lqzo_reshaped", True)],
 )  # fmt: skip
 def test_lqzo_beats_quantized_zo_at_equal_forward_passes(
     bits: int, variant: str, holds: bool
@@ -231,7 +236,10 @@ def test_lqzo_beats_quantized_zo_at_equal_forward_passes(
     MeZO, accuracy INT4 +0.014 [0.008, 0.020], INT2 +0.016 [0.001, 0.030]; train loss INT4
     -0.195 [-0.250, -0.139], INT2 -0.135 [-0.173, -0.096]. Without the per-group scaling
     (the stand-in) accuracy -0.007 [-0.018, 0.003] / 0.000 [-0.019, 0.019] and loss -0.046
-    [-0.120, 0.028] / -0.042 [-0.104, 0.019]: no gain shown, the test fails it."""
+    [-0.120, 0.028] / -0.042 [-0.104, 0.019]: no gain shown, the test fails it. With the
+    groups reshaped (``reshape=True``): accuracy +0.020 [0.001, 0.038] / +0.007 [-0.006,
+    0.021], loss -0.178 [-0.262, -0.093] / -0.108 [-0.189, -0.028]: it holds too (the gain
+    is the per-group step; reshaped minus rescale-only straddles 0, see the module)."""
     ok, msg = beats_qzo(bits, variant)
     print(msg)
     assert ok is holds, msg
