@@ -281,3 +281,15 @@ def test_reshaped_perturbation_is_low_rank_in_the_group_layout() -> None:
     flat = LQZO(52, seed=0, shapes=shapes, scales=scales, rank=1)
     Zf = (flat.ask()[0] - flat.recommend()) / (flat.mu * scales)
     assert np.linalg.matrix_rank(Zf[40:].reshape(3, 4)) == 1
+
+
+def test_reshape_is_a_pure_rearrangement_when_the_layout_is_already_square_and_sorted() -> None:
+    # equal steps keep the natural order (stable sort) and 8 x 6 is its own layout: the
+    # reshaped optimizer must draw exactly the rescale-only perturbations
+    kw: dict[str, Any] = {"shapes": [(8, 6)], "scales": np.full(48, 0.3), "rank": 2}
+    a, b = LQZO(48, seed=5, reshape=True, **kw), LQZO(48, seed=5, **kw)
+    for _ in range(3):
+        Xa, Xb = a.ask(), b.ask()
+        np.testing.assert_array_equal(Xa, Xb)
+        a.tell(Xa, np.array([1.0, 0.0]))
+        b.tell(Xb, np.array([1.0, 0.0]))
