@@ -43,22 +43,25 @@ the two-point (SPSA / MeZO) estimate usable at low bit widths:
 
    Measured (issue 40, 8 seeds, 2000 passes, 95% t-intervals of the difference paired
    by seed; ``python benchmarks/zo_claims_lqzo_farsign.py --only lqzo-reshape``):
-   **no gain; a null result.** Reshaped minus
-   rescale-only test accuracy, groups of 4 (scale matrices ``32 x 16`` and ``10 x 8``,
-   already near-square: the reshaping only reorders by step), ``lr = 0.01``: INT4
+   **no gain; a null result.** Reshaped minus rescale-only test accuracy, groups of
+   4 (scale matrices ``32 x 16`` and ``10 x 8``, already near-square: the reshaping
+   only reorders by step), ``lr = 0.01``: INT4
    +0.005 [-0.011, +0.022], INT2 -0.008 [-0.027, +0.010] (train loss +0.017
    [-0.039, +0.073] / +0.026 [-0.034, +0.087]); at ``lr = 0.02``: -0.016 [-0.053,
    +0.020] / -0.017 [-0.050, +0.016]. Groups of 16 (elongated ``32 x 4`` and ``10 x 2``
    scale matrices become ``16 x 8`` and ``5 x 4``), ``lr = 0.01``: INT4 +0.009 [-0.007,
    +0.025] (loss -0.048 [-0.113, +0.016]), INT2 -0.010 [-0.029, +0.009]. Against
-   quantized MeZO the reshaped variant still wins where the rescale-only one does
-   (groups of 4, ``lr = 0.01``: INT4 +0.020 [+0.001, +0.038], INT2 +0.007 [-0.006,
-   +0.021], loss -0.178 / -0.108, intervals below 0), so the gain is the per-group
-   step, not the layout. Layout without the step ordering (a one-off ablation, groups
-   of 16, ``lr = 0.01``): -0.006 [-0.037, +0.026] (INT4), -0.006 [-0.022, +0.011]
-   (INT2) against rescale-only, also null. On this task (a ``64-32-10`` MLP, hundreds of groups) the
-   reshaping neither helps nor hurts measurably; whether it pays at LLM scale, where
-   the scale matrices are far more elongated, is not measured here.
+   quantized MeZO (groups of 4, ``lr = 0.01``) the reshaped variant keeps the train
+   loss gain (INT4 -0.178 [-0.262, -0.093], INT2 -0.108 [-0.189, -0.028]) and the INT4
+   accuracy gain (+0.020 [+0.001, +0.038]) but its INT2 accuracy gain is not
+   significant (+0.007 [-0.006, +0.021]; rescale-only +0.016 [+0.001, +0.030]); at
+   ``lr = 0.02`` it loses the INT4 loss gain that rescale-only keeps (-0.037 [-0.164,
+   +0.091] vs -0.125 [-0.175, -0.075]). So the gain is the per-group step, not the
+   layout. Layout without the step ordering (a one-off ablation, groups of 16,
+   ``lr = 0.01``): -0.006 [-0.037, +0.026] (INT4), -0.006 [-0.022, +0.011] (INT2)
+   against rescale-only, also null. On this task (a ``64-32-10`` MLP, hundreds of
+   groups) the reshaping neither helps nor measurably hurts; whether it pays at LLM
+   scale, where the scale matrices are far more elongated, is not measured here.
 
 Choices this module makes where the idea leaves them open (each tested):
 
