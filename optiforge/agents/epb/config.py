@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -19,6 +21,16 @@ class EPBConfig(BaseModel):
     router_lr: float = Field(default=0.05, gt=0)
     blends: list[float] = Field(default_factory=lambda: [0.25, 0.5, -0.25])
     """Offline edit: the blamed program blended with another program at these weights."""
+    gradient: Literal["llm", "template"] = "llm"
+    """Block I with an LLM: ``llm``, the LLM reads the failure cases and writes the critique
+    (the textual gradient) the rewrite follows; ``template``, the rewrite follows the
+    agent's own summary of the numbers (the pre-issue-40 behaviour, a stand-in)."""
+    cases: int = Field(default=3, ge=1, le=12)
+    """Failure cases shown to the LLM per request (gradient and boost)."""
+    boost_proposer: Literal["llm", "offline"] = "llm"
+    """Block II with an LLM: ``llm``, the LLM writes a new program aimed at the residual
+    failures; ``offline``, the offline pool (seed heuristics and flat blends). Offline
+    runs always use the pool."""
     boost: bool = True
     """Block II: add a program aimed at the worst-fit states when it helps."""
     prune_tolerance: float = Field(default=0.005, ge=0)
