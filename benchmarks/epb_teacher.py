@@ -25,6 +25,7 @@ prints the markdown table.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import tempfile
@@ -34,7 +35,9 @@ from typing import Any
 TASKS = ("tsp20", "tsp20-heldout", "tsp50-clustered")
 
 
+@functools.cache
 def _tasks() -> list[Any]:
+    """The three tasks (cached: their references and teacher tours are computed once)."""
     from optiforge.evals.registry import resolve_task
 
     return [resolve_task(f"nco/{t}") for t in TASKS]

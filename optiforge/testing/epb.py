@@ -23,7 +23,8 @@ from optiforge.testing.scripted import FunctionLLM
 _CASE = re.compile(r"Case (\d+): step (\d+) of \d+; partial tour (\[[\d, ]*\])")
 _ROW = re.compile(
     r"city (\d+) at \([\d.]+, [\d.]+\): distance ([\d.]+) \(rank (\d+) of \d+ by distance\), its "
-    r"nearest other unvisited city ([\d.]+) away, ([\d.]+) from the start; teacher p ([\d.]+)"
+    r"nearest other unvisited city ([\d.]+) away, ([\d.]+) from the start, heading ([-+\d.]+) "
+    r"\(cosine with the last move\); teacher p ([\d.]+)"
 )
 _CHOICE = re.compile(
     r"=> the teacher chose city (\d+) \(p [\d.]+\); (?:`[^`]+` chose city (\d+); )?"
@@ -95,8 +96,15 @@ def fit_weights(cases: list[Case]) -> tuple[float, float, int]:
     return best[1], best[2], best[0]
 
 
-def reply(prompt: str, ignore_cases: bool = False) -> str:
-    """The scripted reply to one EPB prompt."""
+def reply(prompt: str, ignore_cases: bool = False, blind_boost: bool = False,
+          rewrite: bool = True) -> str:  # fmt: skip
+    """The scripted reply to one EPB prompt (``blind_boost``: only the booster ignores the
+    cases; ``rewrite=False``: it answers rewrite requests without code, so only block II
+    changes a portfolio)."""
+    if not rewrite and "Rewrite `" in prompt:
+        return "no rewrite"
+    if blind_boost and "Write a NEW" in prompt:
+        return f"```python\n{FIXED}```"
     if "Write a short critique" in prompt:
         cases = parse_cases(prompt)
         if ignore_cases or not cases:
@@ -133,10 +141,12 @@ def reply(prompt: str, ignore_cases: bool = False) -> str:
     return "no answer"
 
 
-def epb_llm(ignore_cases: bool = False) -> FunctionLLM:
-    """A ``FunctionLLM`` answering EPB's prompts with ``reply``."""
+def epb_llm(ignore_cases: bool = False, blind_boost: bool = False,
+            rewrite: bool = True) -> FunctionLLM:  # fmt: skip
+    """A ``FunctionLLM`` answering EPB's prompts with ``reply`` (its ``calls`` keep every
+    prompt)."""
 
     def fn(messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
-        return reply(str(messages[-1]["content"]), ignore_cases)
+        return reply(str(messages[-1]["content"]), ignore_cases, blind_boost, rewrite)
 
     return FunctionLLM(fn, model="scripted-epb")

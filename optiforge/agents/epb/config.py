@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class EPBConfig(BaseModel):
@@ -32,6 +32,8 @@ class EPBConfig(BaseModel):
     failures; ``offline``, the offline pool (seed heuristics and flat blends). Offline
     runs always use the pool."""
     boost: bool = True
+    block2_every: int = Field(default=4, ge=1)
+    """Block II (boost, prune) runs after every this many block I rounds."""
     """Block II: add a program aimed at the worst-fit states when it helps."""
     prune_tolerance: float = Field(default=0.005, ge=0)
     """Block II: drop a program whose removal raises the validation divergence by less than
@@ -43,4 +45,18 @@ class EPBConfig(BaseModel):
     guard_tours: int = Field(default=64, ge=4, le=1000)
     tour_tolerance: float = Field(default=0.0, ge=0)
     """The guard's slack: a mean validation tour up to this share longer still passes."""
+    seeds: list[str] | None = None
+    """The seed heuristics the portfolio starts from (names in
+    ``optiforge.solvers.nco.programs.SEED_BANK``); ``None``: all of them."""
+
+    @field_validator("seeds")
+    @classmethod
+    def _known_seeds(cls, v: list[str] | None) -> list[str] | None:
+        from optiforge.solvers.nco.programs import SEED_BANK
+
+        bad = [k for k in v or [] if k not in SEED_BANK]
+        if bad or v == []:
+            raise ValueError(f"seeds must be a non-empty subset of {sorted(SEED_BANK)}; got {v}")
+        return v
+
     max_programs: int = Field(default=8, ge=1, le=32)

@@ -65,9 +65,10 @@ def loss(data: Data, W: torch.Tensor, log_beta: torch.Tensor) -> torch.Tensor:
 
 
 def fit_router(data: Data, steps: int, lr: float, init: dict[str, Any] | None = None,
-               seed: int = 0) -> dict[str, Any]:  # fmt: skip
+               seed: int = 0, only: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
     """Fit ``W`` and ``beta`` by Adam; ``init`` (a previous fit) warm-starts the programs it
-    shares. Returns ``{"router", "beta", "loss"}``."""
+    shares; ``only``: train just these programs' rows and sharpness, the others stay as
+    ``init`` has them (a stagewise boost). Returns ``{"router", "beta", "loss"}``."""
     K, F = len(data["names"]), data["features"].shape[1]
     torch.manual_seed(seed)
     W = torch.zeros(K, F)
@@ -84,10 +85,15 @@ def fit_router(data: Data, steps: int, lr: float, init: dict[str, Any] | None = 
     W.requires_grad_(True)
     log_beta.requires_grad_(True)
     opt = torch.optim.Adam([W, log_beta], lr=lr)
+    frozen = torch.tensor([only is not None and k not in only for k in data["names"]])
     for _ in range(steps):
         opt.zero_grad()
         ls = loss(data, W, log_beta).mean()
         ls.backward()
+        if bool(frozen.any()):  # zero gradients leave Adam's moments, hence the rows, unmoved
+            assert W.grad is not None and log_beta.grad is not None
+            W.grad[frozen] = 0.0
+            log_beta.grad[frozen] = 0.0
         opt.step()
         with torch.no_grad():
             log_beta.clamp_(-3.0, 3.0)

@@ -70,7 +70,8 @@ class FailureCase:
     features: dict[str, float]
     candidates: list[dict[str, Any]]
     """Per listed city: ``city, x, y, dist, rank`` (1 = nearest unvisited), ``strand`` (its
-    nearest other unvisited city), ``home`` (distance to the start), ``teacher`` (the
+    nearest other unvisited city), ``home`` (distance to the start), ``turn`` (cosine between the last move and the move
+    to it), ``teacher`` (the
     teacher's probability), ``portfolio`` (the mixture's)."""
 
     def render(self, label: str, program_name: str | None) -> str:
@@ -81,7 +82,8 @@ class FailureCase:
         rows = [
             f"  city {c['city']} at ({c['x']:.2f}, {c['y']:.2f}): distance {c['dist']:.3f} "
             f"(rank {c['rank']} of {c['of']} by distance), its nearest other unvisited city "
-            f"{c['strand']:.3f} away, {c['home']:.3f} from the start; teacher p {c['teacher']:.2f}, "
+            f"{c['strand']:.3f} away, {c['home']:.3f} from the start, heading {c['turn']:+.2f} "
+            f"(cosine with the last move); teacher p {c['teacher']:.2f}, "
             f"portfolio p {c['portfolio']:.2f}"
             for c in self.candidates
         ]
@@ -116,13 +118,17 @@ def failure_cases(data: Data, idx: np.ndarray, q: np.ndarray, trajectories: list
         if program is not None:
             mine = int(np.argmax(np.nan_to_num(data["z"][program][s], nan=-np.inf)))
         shown = list(dict.fromkeys([teacher, *([mine] if mine is not None else []), mix, *by_dist]))
+        prev = tour[t - 1] if t > 0 else tour[0]
+        move = xy[cur] - xy[prev]
         cands = []
         for j in shown[:CANDIDATES_SHOWN]:
             others = [d[j, k] for k in left if k != j]
+            step = xy[j] - xy[cur]
+            turn = float(move @ step / (np.linalg.norm(move) * np.linalg.norm(step) + 1e-9))
             cands.append({"city": j, "x": float(xy[j][0]), "y": float(xy[j][1]),
                           "dist": float(d[cur, j]), "rank": by_dist.index(j) + 1, "of": len(left),
                           "strand": float(min(others)) if others else 0.0,
-                          "home": float(d[tour[0], j]), "teacher": float(p[j]),
+                          "home": float(d[tour[0], j]), "turn": turn, "teacher": float(p[j]),
                           "portfolio": float(q[s][j])})  # fmt: skip
         out.append(FailureCase(step=t + 1, n=n, partial_tour=tour[: t + 1], current=cur,
                                start=tour[0], teacher=teacher, teacher_prob=float(p[teacher]),
