@@ -234,3 +234,13 @@ def test_the_tour_guard_rejects_edits_that_lengthen_tours(tmp_path: Path) -> Non
     off = run_task("epb", resolve_task(TASK), RunSettings(budget=3, agent={**SMALL, "tour_guard": False}),
                    tmp_path / "off", with_baseline=False)  # fmt: skip
     assert all(h["guard_rejected"] == 0 for h in off["extra"]["history"] if h["block"] == "I")
+
+
+def test_unknown_seed_heuristics_are_refused() -> None:
+    from pydantic import ValidationError
+
+    from optiforge.agents.epb.config import EPBConfig
+
+    assert EPBConfig(seeds=["nearest"]).seeds == ["nearest"]
+    with pytest.raises(ValidationError, match="seeds must be a non-empty subset"):
+        EPBConfig(seeds=["nearest", "teleport"])
