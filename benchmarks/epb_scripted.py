@@ -1,7 +1,9 @@
-"""EPB with a scripted LLM on the nco heldout tasks: the "LLM" always rewrites the blamed
-program as one fixed, sensible heuristic (nearest neighbour that also visits cities about
-to be stranded), so the run exercises block I's LLM path (textual feedback, sandboxed
-rewrite, refit, acceptance on held-out teacher states) without a model.
+"""EPB with a scripted LLM on the nco heldout tasks: ``optiforge.testing.epb`` reads the
+failure cases EPB shows it, writes the critique (the textual gradient) and the program it
+prescribes, and boosts with a program fitted to the residual failures, so the run
+exercises the LLM path (gradient, rewrite, boost, sandboxed scoring, acceptance on
+held-out teacher states) without a model. ``REWRITE`` (one fixed, sensible rewrite) is
+kept for ``epb_transfer.py --model scripted``.
 
     .venv/bin/python benchmarks/epb_scripted.py [--budget 4] [--seed 0] [--tasks tsp20-heldout]
 
@@ -39,7 +41,7 @@ def main() -> None:
     from optiforge.config import RunSettings
     from optiforge.evals.registry import resolve_task
     from optiforge.harness.runner import run_task
-    from optiforge.testing import FunctionLLM
+    from optiforge.testing.epb import epb_llm
 
     print("| task | offline gap % | scripted-LLM gap % | LLM edits accepted |")
     print("|---|---|---|---|")
@@ -49,7 +51,7 @@ def main() -> None:
             row = []
             for label, llm in (
                 ("offline", None),
-                ("scripted", FunctionLLM(lambda m, t, s: REWRITE)),
+                ("scripted", epb_llm()),
             ):
                 s = run_task("epb", task, RunSettings(seed=args.seed, budget=args.budget, memory="none",
                              model="offline" if llm is None else "scripted"),

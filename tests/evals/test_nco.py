@@ -97,3 +97,25 @@ def test_stage_analysis_in_reports(tmp_path) -> None:  # type: ignore[no-untyped
     text = "\n".join(bench.report_sections({"suite_metrics": sm}))
     assert "| epb | late | homeward 0.70, nearest 0.30 |" in text
     assert bench.report_plots({"suite_metrics": sm}, rows, tmp_path)[0].is_file()
+
+
+def test_classic_constructions_are_tours_and_farthest_insertion_beats_nearest_neighbour() -> None:
+    """The benchmark's classic baselines: both return permutations from the start city; on
+    uniform TSP-20 farthest insertion is shorter on average (the textbook ordering)."""
+    import numpy as np
+
+    from optiforge.solvers.nco.tsp import (
+        farthest_insertion,
+        nearest_neighbour,
+        tour_length,
+        uniform_instances,
+    )
+
+    xs = uniform_instances(20, 16, 7)
+    fi = [farthest_insertion(x, start=3) for x in xs]
+    nn = [nearest_neighbour(x, start=3) for x in xs]
+    assert all(sorted(t) == list(range(20)) and t[0] == 3 for t in fi + nn)
+    ratio = np.mean(
+        [tour_length(x, a) / tour_length(x, b) for x, a, b in zip(xs, fi, nn, strict=True)]
+    )
+    assert ratio < 0.97

@@ -8,17 +8,22 @@
 - **block I** (capacity fixed), a hybrid numerical / textual descent. Numerical half: a
   few Adam steps on the router (kept when the validation divergence falls). Textual half:
   in the validation states where the mixture diverges most, the loss gradient names the
-  program carrying the most loss (``problem.blame``); it is replaced by an edit (offline:
-  blended with another program at a few weights, ``problem.blend``; with an LLM:
-  rewritten from feedback that states that signal and shows concrete states, the
-  teacher's move beside the program's) when the router refitted on the edited bank
-  diverges less on the validation states *and* the portfolio's greedy tours on fresh
-  practice instances of the teacher's distribution get no longer on average (``tour_guard``: a lower divergence alone
-  can still make worse tours).
-- **block II** (capacity adapts): boosting adds the program (a seed or a blend) that
-  alone best fits the teacher on the worst-fit fitting states, if the refitted
-  portfolio diverges less; pruning drops the program whose removal costs least, if that
-  cost is under ``prune_tolerance``; both pass the same tour guard.
+  program carrying the most loss (``problem.blame``); it is replaced by an edit. Offline:
+  blended with another program at a few weights (``problem.blend``). With an LLM: a
+  textual-gradient step (``proposers.py``): the LLM reads concrete failure cases (partial
+  tour, candidate cities, the teacher's, the program's and the portfolio's choice, the
+  router's features) and writes a critique, and the rewrite follows that critique
+  (``gradient="template"``: the agent's own summary instead, the stand-in). An edit is
+  accepted when the router refitted on the edited bank diverges less on the validation
+  states *and* the portfolio's greedy tours on fresh practice instances of the teacher's
+  distribution get no longer on average (``tour_guard``: a lower divergence alone can
+  still make worse tours).
+- **block II** (capacity adapts): boosting adds the program that alone best fits the
+  teacher on the worst-fit fitting states (offline: a seed or a flat blend; with an LLM: a
+  new program the LLM writes from those residual failures, ``boost_proposer``), if the
+  refitted portfolio diverges less; pruning drops the program whose removal costs least,
+  if that cost is under ``prune_tolerance`` (the router's useful programs stay); both pass
+  the same tour guard.
 
 Program code only ever runs in the sandbox (``task.program_scores``); the router is fitted
 here on the numbers it returned. The candidate is ``{"programs", "router", "beta"}``.
@@ -42,15 +47,20 @@ from optiforge.agents.epb.problem import (
     describe,
     divergence,
     fit_router,
+    mixture,
     router_weights,
     stack,
     subset,
 )
-from optiforge.agents.epb.proposers import feedback, llm_rewrites
+from optiforge.agents.epb.proposers import (
+    failure_cases,
+    feedback,
+    llm_boost,
+    llm_gradient,
+    llm_rewrites,
+)
 from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.spec import AgentOutcome
-
-BLOCK2_EVERY = 4
 
 
 class EPBState(TypedDict, total=False):
@@ -125,6 +135,16 @@ class _Scores:
         )
 
 
+def _cases(
+    worst: np.ndarray, q: np.ndarray, data: Data, order: np.ndarray, count: int
+) -> np.ndarray:
+    """Up to ``count`` of the ``worst`` states as failure cases: those where the portfolio's
+    choice is not the teacher's first, then by ``order`` (ascending)."""
+    idx = np.flatnonzero(worst)
+    wrong = q[idx].argmax(-1) != data["teacher"][idx].argmax(-1)
+    return idx[np.lexsort((order[idx], ~wrong))][:count]
+
+
 def _key(src: str) -> str:
     return hashlib.sha256(src.encode()).hexdigest()[:16]
 
@@ -140,11 +160,12 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
     scores = _Scores(task, config)
 
     def refit(ctx: RunContext, bank: dict[str, str], init: dict[str, Any] | None,
-              steps: int) -> tuple[dict[str, Any] | None, float, dict[str, str]]:  # fmt: skip
+              steps: int, only: list[str] | None = None,
+              ) -> tuple[dict[str, Any] | None, float, dict[str, str]]:  # fmt: skip
         tr, va, errors = scores.data(ctx, bank)
         if not tr["names"]:
             return None, float("inf"), errors
-        fit = fit_router(tr, steps, config.router_lr, init, seed=ctx.seed)
+        fit = fit_router(tr, steps, config.router_lr, init, seed=ctx.seed, only=only)
         return fit, float(divergence(va, fit).mean()), errors
 
     def tour_length_of(ctx: RunContext, bank: dict[str, str], fit: dict[str, Any]) -> float:
@@ -183,13 +204,13 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         from optiforge.solvers.nco.programs import SEED_BANK
 
         ctx: RunContext = runtime.context
-        bank = dict(SEED_BANK)
+        bank = {k: s for k, s in SEED_BANK.items() if config.seeds is None or k in config.seeds}
         fit, val, errors = refit(ctx, bank, None, config.router_steps)
         if fit is None:
             raise RuntimeError(f"the seed bank does not run: {errors}")
         tour = tour_length_of(ctx, bank, fit)
         ctx.tracer.event("epb_collect", programs=len(bank), val=round(val, 4), tour=round(tour, 4))
-        return {"atoms": dict(SEED_BANK), "coefs": {k: {k: 1.0} for k in SEED_BANK}, "bank": bank,
+        return {"atoms": dict(bank), "coefs": {k: {k: 1.0} for k in bank}, "bank": bank,
                 "fit": fit, "val": val, "tour": tour, "rounds": 0, "history": [], "errors": [],
                 "done": rounds_max == 0}  # fmt: skip
 
@@ -224,11 +245,22 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         blamed = names[max(untried, key=lambda i: share[i])]
         new_coefs: dict[str, dict[str, float]] = {}
         candidates: list[tuple[str, str, str]] = []
+        gradient_note: dict[str, Any] = {}
         if ctx.llm is not None:
-            text = feedback(
-                blamed, bank, va, blames, worst, weights, scores.trajectories(ctx.seed)[1]
-            )
-            rewrites, llm_errors = llm_rewrites(ctx, task, blamed, bank[blamed], text)
+            k = names.index(blamed)
+            q = mixture(va, fit)
+            idx = _cases(worst, q, va, -blames[:, k], config.cases)
+            cases = failure_cases(va, idx, q, scores.trajectories(ctx.seed)[1], k)
+            summary = feedback(blamed, bank, va, blames, worst, weights, cases)
+            grad = None
+            if config.gradient == "llm":
+                grad, grad_errors = llm_gradient(ctx, task, blamed, bank[blamed], summary, cases)
+                errors += grad_errors
+            gradient_note = {"gradient": "llm" if grad else "template",
+                             "gradient_text": (grad or summary)[:3000],
+                             "cases": [{"step": c.step, "teacher": c.teacher, "program": c.program,
+                                        "portfolio": c.portfolio} for c in cases]}  # fmt: skip
+            rewrites, llm_errors = llm_rewrites(ctx, task, blamed, bank[blamed], summary, grad)
             errors += llm_errors
             for i, src in enumerate(rewrites):
                 atom = f"llm{rounds}_{i}"
@@ -252,7 +284,10 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             trial = {
                 (name if k == blamed else k): (src if k == blamed else s) for k, s in bank.items()
             }
-            f2, v2, errs = refit(ctx, trial, fit, max(50, config.router_steps // 3))
+            # the rewrite inherits the blamed program's router row and sharpness
+            init = {**fit, "names": [name if k == blamed else k for k in fit["names"]],
+                    "beta": {(name if k == blamed else k): b for k, b in fit["beta"].items()}}  # fmt: skip
+            f2, v2, errs = refit(ctx, trial, init, max(50, config.router_steps // 3))
             if errs:
                 errors += [f"{what}: {e}"[:300] for e in errs.values()]
                 continue
@@ -263,7 +298,8 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         event: dict[str, Any] = {"round": rounds, "block": "I", "blamed": blamed,
                                  "router_step": router_moved, "candidates": len(candidates),
                                  "improving": len(improving), "guard_rejected": rejected,
-                                 "val_before": round(val, 5), "tour_before": round(tour, 4)}  # fmt: skip
+                                 "val_before": round(val, 5), "tour_before": round(tour, 4),
+                                 **gradient_note}  # fmt: skip
         if best is not None:
             bank, val, fit, tour = best[0], best[1], best[2], new_tour
             event |= {"accepted": best[3], "val_after": round(val, 5), "tour_after": round(tour, 4)}
@@ -274,9 +310,9 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         history.append(event)
         ctx.tracer.event("epb_round", **event)
         # ---- block II: boost and prune
-        if config.boost and rounds % BLOCK2_EVERY == 0:
+        if config.boost and rounds % config.block2_every == 0:
             bank, fit, val, coefs, tour = _block2(ctx, bank, coefs, atoms, fit, val, tour, history,
-                                                  rounds)  # fmt: skip
+                                                  rounds, errors)  # fmt: skip
         if ctx.progress:
             ctx.progress({"evaluations": rounds, "max_evaluations": rounds_max, "best": val})
         atoms = {a: src for a, src in atoms.items() if any(a in c for c in coefs.values())
@@ -288,21 +324,37 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
 
     def _block2(ctx: RunContext, bank: dict[str, str], coefs: dict[str, dict[str, float]],
                 atoms: dict[str, str], fit: dict[str, Any], val: float, tour: float,
-                history: list[dict[str, Any]], rounds: int,
+                history: list[dict[str, Any]], rounds: int, errors: list[str],
                 ) -> tuple[dict[str, str], dict[str, Any], float, dict[str, dict[str, float]], float]:  # fmt: skip
         tr, _, _ = scores.data(ctx, bank)
         per = divergence(tr, fit)
         worst = per >= np.quantile(per, 0.8)
+        q = mixture(tr, fit)
+        teacher = tr["teacher"].argmax(-1)
+        agree_before = float((q.argmax(-1) == teacher)[worst].mean())
         if len(bank) < config.max_programs:
-            pool: dict[str, dict[str, float]] = {a: {a: 1.0} for a in atoms}
-            for a in bank:
-                for b in bank:
-                    if a != b:
-                        c = blend(coefs[a], coefs[b], 0.5)
-                        pool[describe(c)] = c
+            pool: dict[str, dict[str, float]] = {}
+            proposer = "offline"
+            if ctx.llm is not None and config.boost_proposer == "llm":
+                proposer = "llm"
+                idx = _cases(worst, q, tr, -per, config.cases)
+                cases = failure_cases(tr, idx, q, scores.trajectories(ctx.seed)[0], None)
+                progs, boost_errors = llm_boost(ctx, task, bank, cases, agree_before)
+                errors += boost_errors
+                for i, src in enumerate(progs):
+                    atoms[f"boost{rounds}_{i}"] = src
+                    pool[f"boost{rounds}_{i}"] = {f"boost{rounds}_{i}": 1.0}
+            else:
+                pool = {a: {a: 1.0} for a in atoms}
+                for a in bank:
+                    for b in bank:
+                        if a != b:
+                            c = blend(coefs[a], coefs[b], 0.5)
+                            pool[describe(c)] = c
             pool = {k: c for k, c in pool.items() if k not in bank}
             srcs = {k: combo_source(c, atoms, f"boost: {k}") for k, c in pool.items()}
-            cand_tr, _, _ = scores.data(ctx, srcs)  # one sandbox batch
+            cand_tr, _, cand_errors = scores.data(ctx, srcs)  # one sandbox batch
+            errors += [f"boost {k}: {e}"[:300] for k, e in cand_errors.items()]
             alone = []
             for k in cand_tr["names"]:
                 one = subset(cand_tr, [k])
@@ -310,13 +362,35 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                 alone.append((float(divergence(one, f1)[worst].mean()), k))
             if alone:
                 _, k = min(alone)
+                # how many residual failures the new program alone gets right
+                z = np.nan_to_num(subset(cand_tr, [k])["z"][0], nan=-np.inf)
+                agree_new = float((z.argmax(-1) == teacher)[worst].mean())
                 trial = {**bank, k: srcs[k]}
-                f2, v2, _ = refit(ctx, trial, fit, max(50, config.router_steps // 3))
-                ok = f2 is not None and v2 < val * (1 - config.prune_tolerance)
+                # stagewise: only the new program's row and sharpness are fitted (refitting
+                # every row from here mostly overfits the fitting states)
+                f2, v2, _ = refit(ctx, trial, fit, max(50, config.router_steps // 3), only=[k])
+                # boosting's aim: the residual (the validation states the portfolio fits
+                # worst) falls by a tenth, at no more than prune_tolerance overall; or the
+                # whole validation divergence falls
+                _, va_now, _ = scores.data(ctx, bank)
+                per_va = divergence(va_now, fit)
+                resid = per_va >= np.quantile(per_va, 0.8)
+                r_before, r_after = float(per_va[resid].mean()), float("inf")
+                if f2 is not None:
+                    _, va_trial, _ = scores.data(ctx, trial)
+                    r_after = float(divergence(va_trial, f2)[resid].mean())
+                ok = f2 is not None and (
+                    v2 < val * (1 - config.prune_tolerance)
+                    or (r_after < 0.9 * r_before and v2 <= val * (1 + config.prune_tolerance))
+                )
                 t2 = tour_length_of(ctx, trial, f2) if ok and f2 is not None else tour
                 guard_ok = t2 <= tour * (1 + config.tour_tolerance)
                 history.append({"round": rounds, "block": "II", "boost": k, "accepted": ok and guard_ok,
-                                "guard_rejected": int(ok and not guard_ok),
+                                "proposer": proposer, "guard_rejected": int(ok and not guard_ok),
+                                "residual_agree_before": round(agree_before, 4),
+                                "residual_agree_new": round(agree_new, 4),
+                                "residual_val_before": round(r_before, 5),
+                                "residual_val_after": round(r_after, 5),
                                 "val_before": round(val, 5), "val_after": round(v2, 5)})  # fmt: skip
                 if ok and guard_ok and f2 is not None:
                     bank, fit, val, tour = trial, f2, v2, t2
@@ -355,8 +429,9 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         history = state.get("history") or []
         accepted = [h for h in history if h.get("accepted")]
         failure = None
-        if ctx.llm is not None and not any(h.get("accepted") and h.get("block") == "I" for h in history) \
-                and state.get("errors"):  # fmt: skip
+        llm_accepted = any(h.get("accepted") and (h.get("block") == "I" or h.get("proposer") == "llm")
+                           for h in history)  # fmt: skip
+        if ctx.llm is not None and not llm_accepted and state.get("errors"):
             failure = f"no LLM program edit was accepted ({state['errors'][-1]})"
         return AgentOutcome(
             best_candidate={"programs": bank, "router": fit["router"], "beta": fit["beta"]},

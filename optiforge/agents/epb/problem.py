@@ -16,6 +16,10 @@ from typing import Any
 import numpy as np
 import torch
 
+NEW_PROGRAM_OFFSET = 3.0
+"""A program new to a warm-started router fit starts with bias logit this far below the
+others' lowest (about e^-3 of a share)."""
+
 Data = dict[str, Any]
 """Stacked states: ``z`` (K x S x n, NaN where visited), ``features`` (S x F), ``teacher``
 (S x n), ``names`` (K), ``stage`` (S, 0..1 tour progress), ``where`` (S x 2: trajectory
@@ -61,9 +65,10 @@ def loss(data: Data, W: torch.Tensor, log_beta: torch.Tensor) -> torch.Tensor:
 
 
 def fit_router(data: Data, steps: int, lr: float, init: dict[str, Any] | None = None,
-               seed: int = 0) -> dict[str, Any]:  # fmt: skip
+               seed: int = 0, only: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
     """Fit ``W`` and ``beta`` by Adam; ``init`` (a previous fit) warm-starts the programs it
-    shares. Returns ``{"router", "beta", "loss"}``."""
+    shares; ``only``: train just these programs' rows and sharpness, the others stay as
+    ``init`` has them (a stagewise boost). Returns ``{"router", "beta", "loss"}``."""
     K, F = len(data["names"]), data["features"].shape[1]
     torch.manual_seed(seed)
     W = torch.zeros(K, F)
@@ -74,13 +79,21 @@ def fit_router(data: Data, steps: int, lr: float, init: dict[str, Any] | None = 
                 j = init["names"].index(k)
                 W[i] = torch.tensor(init["router"][j])
                 log_beta[i] = float(np.log(init["beta"][k]))
+            else:  # a new program starts with little router weight (feature 0 is the bias),
+                # so the warm start begins near the previous fit's loss instead of a 1/K share
+                W[i, 0] = float(np.min(np.asarray(init["router"])[:, 0])) - NEW_PROGRAM_OFFSET
     W.requires_grad_(True)
     log_beta.requires_grad_(True)
     opt = torch.optim.Adam([W, log_beta], lr=lr)
+    frozen = torch.tensor([only is not None and k not in only for k in data["names"]])
     for _ in range(steps):
         opt.zero_grad()
         ls = loss(data, W, log_beta).mean()
         ls.backward()
+        if bool(frozen.any()):  # zero gradients leave Adam's moments, hence the rows, unmoved
+            assert W.grad is not None and log_beta.grad is not None
+            W.grad[frozen] = 0.0
+            log_beta.grad[frozen] = 0.0
         opt.step()
         with torch.no_grad():
             log_beta.clamp_(-3.0, 3.0)
@@ -115,6 +128,16 @@ def blame(data: Data, fit: dict[str, Any]) -> np.ndarray:
         p = torch.tensor(data["teacher"], dtype=torch.float32)
         ratio = (p[None] * dists / q.clamp_min(1e-9)[None]).sum(-1)  # K S
         return (w.T * (1 - ratio)).T.numpy()
+
+
+def mixture(data: Data, fit: dict[str, Any]) -> np.ndarray:
+    """The portfolio's next-city distribution per state (S x n)."""
+    with torch.no_grad():
+        W = torch.tensor(fit["router"], dtype=torch.float32)
+        log_beta = torch.tensor(
+            [np.log(fit["beta"][k]) for k in data["names"]], dtype=torch.float32
+        )
+        return _mixture(data, W, log_beta)[0].numpy()
 
 
 def router_weights(data: Data, fit: dict[str, Any]) -> np.ndarray:

@@ -99,3 +99,38 @@ def local_search(coords: np.ndarray, restarts: int = 8, seed: int = 0) -> tuple[
             best, best_len = t.tolist(), length
     assert best is not None
     return [int(x) for x in best], float(best_len)
+
+
+def nearest_neighbour(coords: np.ndarray, start: int = 0) -> list[int]:
+    """The nearest-neighbour tour from ``start`` (a classic constructive baseline)."""
+    d = distances(np.asarray(coords, dtype=np.float64))
+    tour, left = [start], set(range(len(d))) - {start}
+    while left:
+        nxt = min(left, key=lambda j: d[tour[-1], j])
+        tour.append(nxt)
+        left.remove(nxt)
+    return tour
+
+
+def farthest_insertion(coords: np.ndarray, start: int = 0) -> list[int]:
+    """The farthest-insertion tour (a classic constructive baseline, Rosenkrantz et al.
+    1977): repeatedly take the unvisited city farthest from the tour and insert it where
+    it lengthens the tour least; rotated to begin at ``start``."""
+    d = distances(np.asarray(coords, dtype=np.float64))
+    n = len(d)
+    if n < 3:
+        return list(range(start, n)) + list(range(start))
+    far = int(np.argmax(d[start]))
+    tour = [start, far]
+    left = set(range(n)) - set(tour)
+    near = np.minimum(d[start], d[far])  # each city's distance to the tour
+    while left:
+        j = max(left, key=lambda k: near[k])
+        nxt = tour[1:] + tour[:1]
+        cost = [d[a, j] + d[j, b] - d[a, b] for a, b in zip(tour, nxt, strict=True)]
+        i = int(np.argmin(cost))
+        tour.insert(i + 1, j)
+        left.remove(j)
+        near = np.minimum(near, d[j])
+    k = tour.index(start)
+    return tour[k:] + tour[:k]
