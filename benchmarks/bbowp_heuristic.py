@@ -64,7 +64,10 @@ def main() -> None:
         if args.tasks:
             tasks = [t for t in tasks if t.name in args.tasks.split(",")]
         for task in tasks:
-            forms = {"heuristic": heuristic_formulation(task), "default": task.default_formulation()}
+            forms = {
+                "heuristic": heuristic_formulation(task),
+                "default": task.default_formulation(),
+            }
             forms["heuristic"].pop("rationale")
             for seed in range(args.seeds):
                 for method, form in forms.items():
@@ -94,7 +97,9 @@ def main() -> None:
             for m, lst in regs.items():
                 rs = [scaled_regret(val(t, seed, m), t, ref) for t in names]
                 lst.append(statistics.mean(r for r in rs if r is not None))
-        print(f"\n## {split} ({len(names)} instances, {args.seeds} seeds; mean ± 95% t-interval over seeds)")
+        print(
+            f"\n## {split} ({len(names)} instances, {args.seeds} seeds; mean ± 95% t-interval over seeds)"
+        )
         print("| metric | heuristic | default |\n|---|---|---|")
         wm, wh = mean_ci95(wins)
         print(f"| win rate vs default | {wm:.3f} ± {wh or 0:.3f} | - |")
@@ -106,14 +111,18 @@ def main() -> None:
         diffs = [a - b for a, b in zip(regs["heuristic"], regs["default"], strict=True)]
         dm, dh = mean_ci95(diffs)
         print(f"| paired regret difference (heuristic - default) | {dm:.3f} ± {dh or 0:.3f} | |")
-        print("\n| instance | heuristic optimizer | heuristic mean | default mean | heuristic wins |")
+        print(
+            "\n| instance | heuristic optimizer | heuristic mean | default mean | heuristic wins |"
+        )
         print("|---|---|---|---|---|")
         for t in names:
             hv = [val(t, s, "heuristic") for s in range(args.seeds)]
             dv = [val(t, s, "default") for s in range(args.seeds)]
             opt = done.get((t, 0, "heuristic"), {}).get("optimizer", "?")
             nw = sum(a < b for a, b in zip(hv, dv, strict=True))
-            print(f"| {t} | {opt} | {statistics.mean(hv):.4g} | {statistics.mean(dv):.4g} | {nw}/{args.seeds} |")
+            print(
+                f"| {t} | {opt} | {statistics.mean(hv):.4g} | {statistics.mean(dv):.4g} | {nw}/{args.seeds} |"
+            )
 
 
 if __name__ == "__main__":

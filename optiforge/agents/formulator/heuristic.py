@@ -63,7 +63,7 @@ def heuristic_formulation(task: Any) -> dict[str, Any]:
     fired, for the report; the harness reads only ``space`` and ``method``)."""
     desc: str = task.description
     knobs: dict[str, dict[str, Any]] = task.knobs
-    notes = annotations(desc, list(knobs))
+    notes = knob_notes(desc, list(knobs))
     why: list[str] = []
     variables: list[dict[str, Any]] = []
     for name, knob in knobs.items():
@@ -118,7 +118,7 @@ def choose_method(variables: list[dict[str, Any]], budget: int) -> str:
     return "tpe"
 
 
-def annotations(desc: str, names: list[str]) -> dict[str, tuple[str, str]]:
+def knob_notes(desc: str, names: list[str]) -> dict[str, tuple[str, str]]:
     """What the description says of each knob: ``(own, shared)``. ``own``: the parenthesis
     right after its name and the clause up to the next knob name or sentence end;
     ``shared``: what follows a list of knob names it belongs to ("tile_m, tile_n (16-256)":
@@ -169,7 +169,9 @@ def _stated_range(note: str) -> tuple[float, float] | None:
     return None
 
 
-def _condition(note: str, name: str, knobs: dict[str, dict[str, Any]]) -> dict[str, list[Any]] | None:
+def _condition(
+    note: str, name: str, knobs: dict[str, dict[str, Any]]
+) -> dict[str, list[Any]] | None:
     """``{parent: [choice]}`` when the annotation says "<choice> only" of another knob's choice."""
     m = re.search(r"\b(\w+)\s+only\b", note)
     if not m:

@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
-from optiforge.agents.formulator.heuristic import annotations, choose_method, heuristic_formulation
+from optiforge.agents.formulator.heuristic import (
+    choose_method,
+    heuristic_formulation,
+    knob_notes,
+)
 from optiforge.evals.registry import get_benchmark
 from optiforge.evals.suites.bbowp import space_quality
 from optiforge.solvers.blackbox import SearchSpace
@@ -70,12 +74,16 @@ def test_stated_ranges_narrow_and_wide_positive_ranges_go_log() -> None:
     )  # fmt: skip
     v = _vars(heuristic_formulation(p))
     # the parenthesis after a list of names is shared by every name in it
-    assert (v["tile_m"]["low"], v["tile_m"]["high"]) == (16, 256) == (v["tile_n"]["low"], v["tile_n"]["high"])
+    assert (
+        (v["tile_m"]["low"], v["tile_m"]["high"])
+        == (16, 256)
+        == (v["tile_n"]["low"], v["tile_n"]["high"])
+    )
     assert (v["rate"]["low"], v["rate"]["high"]) == (0.5, 2.0) and not v["rate"]["log"]
     assert not v["tile_m"]["log"]  # 1.2 decades, and its sentence says nothing of magnitudes
     assert v["span"]["log"]  # two decades only, but its sentence says orders of magnitude
     assert not v["offset"]["log"]  # a signed range
-    own, shared = annotations(p.description, list(p.knobs))["tile_m"]
+    own, shared = knob_notes(p.description, list(p.knobs))["tile_m"]
     assert own == "" and "16-256" in shared
 
 
