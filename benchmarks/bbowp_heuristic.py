@@ -16,12 +16,14 @@ the split's instances; mean and 95% t-interval over the seeds):
   as random search on the human space), clipped to [0, 5] so one blown-up instance cannot
   carry a mean; for each method.
 
-Rows are appended to ``--out`` (JSONL) and a rerun skips rows already there (resumable).
+Rows are appended to ``--out`` (JSONL) and a rerun skips rows already there with the same
+formulation (``form``: a hash of it), so it resumes and re-runs only what changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import statistics
@@ -71,10 +73,13 @@ def main() -> None:
             forms["heuristic"].pop("rationale")
             for seed in range(args.seeds):
                 for method, form in forms.items():
-                    if (task.name, seed, method) in done:
+                    digest = hashlib.sha1(json.dumps(form, sort_keys=True).encode()).hexdigest()[
+                        :12
+                    ]
+                    if done.get((task.name, seed, method), {}).get("form") == digest:
                         continue
                     s = task.evaluate(form, seed=seed)
-                    row = {"split": split, "task": task.name, "seed": seed, "method": method,
+                    row = {"split": split, "task": task.name, "seed": seed, "method": method, "form": digest,
                            "value": s.value if s.passed else None, "optimizer": form["method"],
                            "sandbox_s": s.metrics.get("sandbox_s")}  # fmt: skip
                     done[(task.name, seed, method)] = row

@@ -12,10 +12,11 @@ the system's public knob API, with rules that name no instance:
 - **narrow** a numeric range to the one the description states for the knob ("tile_m,
   tile_n (16-256)", "each between 0.001 and 1") and a few common scikit-learn
   hyperparameters to their conventional ranges (``CONVENTIONAL``), within the valid range;
-- **log scale** a positive range spanning more than two decades, or one decade when the
+- **log scale** a positive range spanning more than two decades (not in a constrained
+  design problem, where the feasible designs sit at the large end), or one decade when the
   description says such quantities span orders of magnitude;
-- **pick the optimizer** by dimension and type: TPE when a categorical is searched or at
-  least half the variables are integers (natively), GP-BO for a mostly continuous space of at most
+- **pick the optimizer** by dimension and type: TPE when at least half the variables are
+  discrete (ints and categoricals, natively), GP-BO for a mostly continuous space of at most
   ``GP_MAX_DIM`` variables with a budget of at least ``GP_MIN_EVALS_PER_DIM`` per
   dimension, TPE otherwise.
 
@@ -47,6 +48,8 @@ CONVENTIONAL: dict[str, tuple[float, float]] = {
 spaces, Feurer et al. 2015), intersected with the knob's valid range."""
 LOG_DECADES = 2.0
 """A positive range spanning more than this many decades is searched on a log scale."""
+CONSTRAINED = re.compile(r"\bsubject to\b|\bconstraints?\b|\blimits?\b|\bpenali[sz]ed\b", re.I)
+"""Words that make a description a constrained design problem."""
 ORDERS = re.compile(r"orders? of magnitude|several decades", re.I)
 GP_MAX_DIM = 8
 """GP-BO's RBF-ARD model is fit from a few dozen points; above this many variables TPE."""
@@ -64,6 +67,7 @@ def heuristic_formulation(task: Any) -> dict[str, Any]:
     desc: str = task.description
     knobs: dict[str, dict[str, Any]] = task.knobs
     notes = knob_notes(desc, list(knobs))
+    constrained = bool(CONSTRAINED.search(desc))
     why: list[str] = []
     variables: list[dict[str, Any]] = []
     for name, knob in knobs.items():
@@ -91,7 +95,10 @@ def heuristic_formulation(task: Any) -> dict[str, Any]:
                 low, high = float(round(low)), float(round(high))
             decades = _decades(low, high)
             said = bool(ORDERS.search(_sentence(desc, name)))
-            wide = decades > LOG_DECADES or (decades >= 1 and said)
+            # under constraints a wide design dimension stays linear unless the description
+            # says it spans magnitudes: a log scale spends most samples on the small
+            # designs, where the feasible region of a weight or cost problem rarely lies
+            wide = (decades > LOG_DECADES and not constrained) or (decades >= 1 and said)
             var.update(low=int(low) if knob["kind"] == "int" else low,
                        high=int(high) if knob["kind"] == "int" else high, log=wide)  # fmt: skip
             if wide:
@@ -110,10 +117,8 @@ def heuristic_formulation(task: Any) -> dict[str, Any]:
 def choose_method(variables: list[dict[str, Any]], budget: int) -> str:
     """The optimizer for a space: see the module doc."""
     d = len(variables)
-    categorical = any(v["kind"] == "categorical" for v in variables)
-    ints = sum(v["kind"] == "int" for v in variables)
-    mostly_continuous = not categorical and ints < d / 2
-    if mostly_continuous and d <= GP_MAX_DIM and budget >= GP_MIN_EVALS_PER_DIM * d:
+    discrete = sum(v["kind"] != "float" for v in variables)
+    if discrete < d / 2 and d <= GP_MAX_DIM and budget >= GP_MIN_EVALS_PER_DIM * d:
         return "gp"
     return "tpe"
 

@@ -90,8 +90,9 @@ def test_stated_ranges_narrow_and_wide_positive_ranges_go_log() -> None:
 def test_the_optimizer_follows_dimension_and_type() -> None:
     cont = [{"name": f"x{i}", "kind": "float"} for i in range(4)]
     assert choose_method(cont, 40) == "gp"
-    assert choose_method([*cont, {"name": "k", "kind": "categorical"}], 40) == "tpe"
-    assert choose_method([*cont, {"name": "n", "kind": "int"}], 40) == "gp"  # mostly continuous
+    assert choose_method([*cont, {"name": "k", "kind": "categorical"}], 40) == "gp"  # mostly
+    cat2 = [{"name": "k", "kind": "categorical"}, {"name": "n", "kind": "int"}]
+    assert choose_method([*cont[:2], *cat2], 40) == "tpe"  # half discrete
     assert choose_method([{"name": f"n{i}", "kind": "int"} for i in range(4)], 40) == "tpe"
     assert choose_method([{"name": f"x{i}", "kind": "float"} for i in range(12)], 400) == "tpe"
     assert choose_method(cont, 8) == "tpe"  # too few evaluations per dimension for a GP
