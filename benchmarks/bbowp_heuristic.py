@@ -44,6 +44,26 @@ def scaled_regret(value: float, task: str, ref: dict[str, Any]) -> float | None:
     return min(5.0, max(0.0, (value - best) / (rnd - best)))
 
 
+def _run_pair(
+    task: Any, split: str, seed: int, done: dict[Any, Any], out: Path, heuristic: Any
+) -> None:
+    """Both formulations of ``task`` at ``seed`` (skipping rows ``done`` with the same form)."""
+    forms = {"heuristic": heuristic(task), "default": task.default_formulation()}
+    forms["heuristic"].pop("rationale")
+    for method, form in forms.items():
+        digest = hashlib.sha1(json.dumps(form, sort_keys=True).encode()).hexdigest()[:12]
+        if done.get((task.name, seed, method), {}).get("form") == digest:
+            continue
+        s = task.evaluate(form, seed=seed)
+        row = {"split": split, "task": task.name, "seed": seed, "method": method, "form": digest,
+               "value": s.value if s.passed else None, "optimizer": form["method"],
+               "sandbox_s": s.metrics.get("sandbox_s")}  # fmt: skip
+        done[(task.name, seed, method)] = row
+        with out.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(json.dumps(row), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--splits", default="dev,heldout")
@@ -61,31 +81,16 @@ def main() -> None:
     out = Path(args.out)
     done = {(r["task"], r["seed"], r["method"]): r for r in
             (json.loads(x) for x in out.read_text().splitlines() if x.strip())} if out.exists() else {}  # fmt: skip
-    for split in args.splits.split(","):
-        tasks = bench.tasks(split)
-        if args.tasks:
-            tasks = [t for t in tasks if t.name in args.tasks.split(",")]
-        for task in tasks:
-            forms = {
-                "heuristic": heuristic_formulation(task),
-                "default": task.default_formulation(),
-            }
-            forms["heuristic"].pop("rationale")
-            for seed in range(args.seeds):
-                for method, form in forms.items():
-                    digest = hashlib.sha1(json.dumps(form, sort_keys=True).encode()).hexdigest()[
-                        :12
-                    ]
-                    if done.get((task.name, seed, method), {}).get("form") == digest:
-                        continue
-                    s = task.evaluate(form, seed=seed)
-                    row = {"split": split, "task": task.name, "seed": seed, "method": method, "form": digest,
-                           "value": s.value if s.passed else None, "optimizer": form["method"],
-                           "sandbox_s": s.metrics.get("sandbox_s")}  # fmt: skip
-                    done[(task.name, seed, method)] = row
-                    with out.open("a") as fh:
-                        fh.write(json.dumps(row) + "\n")
-                    print(json.dumps(row), flush=True)
+    splits = {
+        split: [t for t in bench.tasks(split) if not args.tasks or t.name in args.tasks.split(",")]
+        for split in args.splits.split(",")
+    }
+    # seed-major: a run cut short still has every instance at the seeds it finished
+    for seed in range(args.seeds):
+        for split, tasks in splits.items():
+            for task in tasks:
+                _run_pair(task, split, seed, done, out, heuristic_formulation)
+    for split, tasks in splits.items():
 
         def val(t: str, seed: int, m: str) -> float:
             v = done.get((t, seed, m), {}).get("value")
