@@ -1,7 +1,7 @@
 """The offline heuristic formulator against the fixed default formulation on bbowp.
 
     flock /work/wt/heavy.lock .venv/bin/python benchmarks/bbowp_heuristic.py \
-        [--splits dev,heldout] [--seeds 5] [--tasks a,b] [--out results.jsonl]
+        [--splits dev,heldout] [--seeds 5] [--tasks a,b] [--workers 2] [--out results.jsonl]
 
 For every instance and seed both formulations (``formulator.heuristic`` and
 ``BBOWPTask.default_formulation``: every knob, full ranges, linear scales, GP-BO) are run
@@ -26,6 +26,7 @@ import argparse
 import hashlib
 import json
 import math
+import multiprocessing
 import statistics
 from pathlib import Path
 from typing import Any
@@ -44,24 +45,28 @@ def scaled_regret(value: float, task: str, ref: dict[str, Any]) -> float | None:
     return min(5.0, max(0.0, (value - best) / (rnd - best)))
 
 
-def _run_pair(
-    task: Any, split: str, seed: int, done: dict[Any, Any], out: Path, heuristic: Any
-) -> None:
-    """Both formulations of ``task`` at ``seed`` (skipping rows ``done`` with the same form)."""
-    forms = {"heuristic": heuristic(task), "default": task.default_formulation()}
-    forms["heuristic"].pop("rationale")
-    for method, form in forms.items():
-        digest = hashlib.sha1(json.dumps(form, sort_keys=True).encode()).hexdigest()[:12]
-        if done.get((task.name, seed, method), {}).get("form") == digest:
-            continue
-        s = task.evaluate(form, seed=seed)
-        row = {"split": split, "task": task.name, "seed": seed, "method": method, "form": digest,
-               "value": s.value if s.passed else None, "optimizer": form["method"],
-               "sandbox_s": s.metrics.get("sandbox_s")}  # fmt: skip
-        done[(task.name, seed, method)] = row
-        with out.open("a") as fh:
-            fh.write(json.dumps(row) + "\n")
-        print(json.dumps(row), flush=True)
+def _forms(task: Any) -> dict[str, dict[str, Any]]:
+    from optiforge.agents.formulator.heuristic import heuristic_formulation
+
+    heuristic = heuristic_formulation(task)
+    heuristic.pop("rationale")
+    return {"heuristic": heuristic, "default": task.default_formulation()}
+
+
+def _digest(form: dict[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(form, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _run_one(job: tuple[str, str, int, str, dict[str, Any]]) -> dict[str, Any]:
+    """One formulation of one instance at one seed, run by ``Task.evaluate`` (sandboxed)."""
+    from optiforge.evals.registry import get_benchmark
+
+    name, split, seed, method, form = job
+    task = next(t for t in get_benchmark("bbowp").tasks(split) if t.name == name)
+    s = task.evaluate(form, seed=seed)
+    return {"split": split, "task": name, "seed": seed, "method": method, "form": _digest(form),
+            "value": s.value if s.passed else None, "optimizer": form["method"],
+            "sandbox_s": s.metrics.get("sandbox_s")}  # fmt: skip
 
 
 def main() -> None:
@@ -70,9 +75,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--tasks", default="")
     ap.add_argument("--out", default="bbowp_heuristic.jsonl")
+    ap.add_argument("--workers", type=int, default=2, help="runs in parallel (processes)")
     args = ap.parse_args()
 
-    from optiforge.agents.formulator.heuristic import heuristic_formulation
     from optiforge.evals.registry import get_benchmark
     from optiforge.evals.stats import mean_ci95
     from optiforge.evals.suites.bbowp import reference
@@ -86,10 +91,17 @@ def main() -> None:
         for split in args.splits.split(",")
     }
     # seed-major: a run cut short still has every instance at the seeds it finished
-    for seed in range(args.seeds):
-        for split, tasks in splits.items():
-            for task in tasks:
-                _run_pair(task, split, seed, done, out, heuristic_formulation)
+    jobs = [(task, split, seed) for seed in range(args.seeds) for split, tasks in splits.items()
+            for task in tasks]  # fmt: skip
+    todo = [(t, sp, seed, m, f) for t, sp, seed in jobs for m, f in _forms(t).items()
+            if done.get((t.name, seed, m), {}).get("form") != _digest(f)]  # fmt: skip
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(args.workers) as pool:
+        for row in pool.imap(_run_one, [(t.name, sp, seed, m, f) for t, sp, seed, m, f in todo]):
+            done[(row["task"], row["seed"], row["method"])] = row
+            with out.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
     for split, tasks in splits.items():
 
         def val(t: str, seed: int, m: str) -> float:
