@@ -14,8 +14,9 @@ CLI = [sys.executable, "-m", "optiforge.cli"]
 
 
 def optiforge(
-    *args: str, timeout: float = 300, cwd: Path | None = None
+    *args: str, timeout: float = 1200, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """Run the CLI; ``timeout`` is a hang guard, generous for a loaded machine."""
     env = {**os.environ, "COLUMNS": "200"}
     return subprocess.run(
         [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env

@@ -24,8 +24,9 @@ GOOD = "```python\ndef f(x):\n    return x * x\n```"
 
 
 def optiforge(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+    *args: str, env: dict[str, str] | None = None, timeout: float = 1200
 ) -> subprocess.CompletedProcess[str]:
+    """Run the CLI; ``timeout`` is a hang guard, generous for a loaded machine."""
     full = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}  # no key unless given
     full.update({"COLUMNS": "200", **(env or {})})
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=full)

@@ -226,7 +226,7 @@ def test_kill_mid_pipeline_and_resume_identically(tmp_path: Path) -> None:
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "optiforge.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+                          capture_output=True, text=True, timeout=1500)  # fmt: skip
 
 
 def test_cli_runs_lists_and_resumes_a_pipeline(tmp_path: Path) -> None:
