@@ -130,9 +130,24 @@ def _default(task: Any) -> dict[str, Any]:
     return task.default_formulation()  # type: ignore[no-any-return]
 
 
+def _no_pruning(task: Any) -> dict[str, Any]:
+    """The heuristic with its pruning rules removed (every knob kept)."""
+    import re
+
+    from optiforge.agents.formulator import heuristic as h
+
+    never = re.compile(r"(?!)")
+    saved = h.NUISANCE, h.NUISANCE_WORDS
+    h.NUISANCE, h.NUISANCE_WORDS = never, never
+    try:
+        return h.heuristic_formulation(task)
+    finally:
+        h.NUISANCE, h.NUISANCE_WORDS = saved
+
+
 @pytest.mark.parametrize(
-    ("writer", "holds"), [(heuristic_formulation, True), (_default, False)],
-    ids=["heuristic", "default-stand-in"],
+    ("writer", "holds"), [(heuristic_formulation, True), (_default, False), (_no_pruning, False)],
+    ids=["heuristic", "default-stand-in", "no-pruning-stand-in"],
 )  # fmt: skip
 def test_claim_the_heuristic_prunes_only_nuisances_and_logs_wide_knobs(
     writer: Callable[[Any], dict[str, Any]], holds: bool
