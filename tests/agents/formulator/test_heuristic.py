@@ -3,6 +3,8 @@ formulation-quality claim on every bbowp instance (which the fixed default fails
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,3 +163,52 @@ def test_claim_the_heuristic_prunes_only_nuisances_and_logs_wide_knobs(
     claim = (q["min_recall"] == 1.0 and q["precision"] >= base["precision"] + 0.05
              and q["log_agreement"] >= 0.9)  # fmt: skip
     assert claim is holds, q
+
+
+@functools.cache
+def _best(task_ref: str, form_json: str, seed: int) -> float:
+    """The best value of a formulation's optimization (in-process: ``Task.evaluate``'s
+    sandboxed runner makes this very ``optimize`` call with the same seed)."""
+    import math
+    import warnings
+
+    from optiforge.evals.registry import resolve_task
+    from optiforge.solvers.blackbox import optimize
+    from optiforge.solvers.blackbox.problems import BLACK_BOXES
+
+    task, form = resolve_task(task_ref), json.loads(form_json)
+    space = SearchSpace.model_validate(form["space"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = optimize(
+            BLACK_BOXES[task.black_box], space, task.budget, method=form["method"], seed=seed
+        )
+    finite = [v for v in res.values if math.isfinite(v)]
+    return min(finite) if finite else math.inf
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("writer", "holds"), [(heuristic_formulation, True), (_default, False)],
+    ids=["heuristic", "default-stand-in"],
+)  # fmt: skip
+def test_claim_on_svm_tumours_the_heuristic_halves_the_defaults_error(
+    writer: Callable[[Any], dict[str, Any]], holds: bool
+) -> None:
+    """svm-tumours (dev), GP-BO on both sides, seeds 0 and 1: the heuristic's space (C and
+    gamma on log scales in their conventional ranges, degree only for the poly kernel,
+    shrinking and tol pruned) reaches a cross-validated error below 0.75x the fixed
+    default's on each seed. Measured (``benchmarks/bbowp_heuristic.py``, 5 seeds): 0.0228-
+    0.0246 against 0.0474-0.0492, ratio 0.46-0.52, so 0.75 leaves room both ways. One
+    instance, picked for its large effect against its seed spread: the suite-wide
+    comparison is the benchmark's. The default (the stand-in) gives ratio 1 and fails."""
+    from optiforge.evals.registry import resolve_task
+
+    ref = "bbowp/svm-tumours@dev"
+    task = resolve_task(ref)
+    form = {k: v for k, v in writer(task).items() if k != "rationale"}
+    for seed in (0, 1):
+        mine = _best(ref, json.dumps(form, sort_keys=True), seed)
+        base = _best(ref, json.dumps(task.default_formulation(), sort_keys=True), seed)
+        if (mine < 0.75 * base) is not holds:
+            pytest.fail(f"seed {seed}: {mine:.4f} against the default's {base:.4f}")
