@@ -1,7 +1,8 @@
 """The formulator on bbowp with scripted LLMs: a good formulation (the instance's human
 one, as the model's JSON reply) and a misleading one (the knobs that do not matter at
 their full ranges, the ones that do pinned to the bottom tenth of their valid range,
-random search), against the offline fixed default, one seed per instance.
+random search), against the fixed default (``agent.offline=default``), one seed per
+instance.
 
     .venv/bin/python benchmarks/bbowp_scripted.py [--split dev] [--seed 0] [--tasks a,b]
 
@@ -74,7 +75,8 @@ def main() -> None:
                 llm = None if reply is None else FunctionLLM(lambda m, t, s, r=reply: json.dumps(r))
                 t0 = time.perf_counter()
                 s = run_task("formulator", task, RunSettings(seed=args.seed, memory="none",
-                             model="offline" if llm is None else "scripted"),
+                             model="offline" if llm is None else "scripted",
+                             agent={"offline": "default"} if llm is None else {}),
                              Path(tmp) / f"{task.name}-{label}", llm=llm, with_baseline=False)  # fmt: skip
                 row[label] = s.get("best_score")
                 row[f"{label}_s"] = time.perf_counter() - t0

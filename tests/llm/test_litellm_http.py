@@ -179,9 +179,10 @@ def test_slow_reply_times_out(openai_server: OpenAICompatServer) -> None:
     llm = make(openai_server, timeout_s=0.3, max_retries=0)
     llm._prepare()  # the one-off set-up (importing litellm) is not the call's time
     t0 = time.monotonic()
-    with pytest.raises(LLMTimeout):
+    with pytest.raises(LLMTimeout):  # the reply would have come at 1.5 s: no timeout, no raise
         llm.complete(USER)
-    assert time.monotonic() - t0 < 1.4
+    # under the reply's delay plus slack for a loaded machine (the raise is the measure)
+    assert time.monotonic() - t0 < 15.0
     assert openai_server.count == 1
 
 
@@ -403,7 +404,7 @@ llm = LiteLLM('openai/x', api_base='http://127.0.0.1:9/v1', in_process={in_proce
 assert 'litellm' not in sys.modules
 t0 = time.monotonic()
 llm.prewarm()
-assert time.monotonic() - t0 < 0.5, "prewarm waited for the import"
+assert time.monotonic() - t0 < 1.5, "prewarm waited for the import"  # import: 2 s idle, more loaded
 deadline = time.monotonic() + 120
 if {in_process}:
     while 'litellm' not in sys.modules or not hasattr(sys.modules['litellm'], 'completion'):

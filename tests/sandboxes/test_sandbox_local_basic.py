@@ -145,7 +145,9 @@ def test_peak_rss_agrees_with_child_self_report(sb: LocalSandbox) -> None:
 
 def test_duration_is_wall_time(sb: LocalSandbox) -> None:
     r = sb.run("sleep 0.3")
-    assert 0.3 <= r.duration_s < 2.0
+    # at least the sleep (wall, not CPU); the upper bound only catches a runaway clock: a
+    # loaded machine takes seconds to start a sandbox
+    assert 0.3 <= r.duration_s < 30.0
 
 
 def test_cpu_time_limit() -> None:
@@ -153,7 +155,8 @@ def test_cpu_time_limit() -> None:
     r = sb.run([PY, "-c", "while True: pass"], timeout_s=20)
     assert not r.timed_out and r.killed_by == "cpu"
     assert r.returncode == -24  # SIGXCPU at the soft limit names the cause
-    assert r.duration_s < 6.0
+    # no wall bound: on a loaded machine 1 s of CPU takes many seconds of wall; not
+    # timed_out already says the CPU limit, not the 20 s timeout, ended it
     assert r.protections.rlimit_cpu
 
 
@@ -161,8 +164,7 @@ def test_cpu_time_limit_holds_when_sigxcpu_is_ignored() -> None:
     sb = LocalSandbox(cpu_time_s=1)
     code = "import signal; signal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True: pass"
     r = sb.run([PY, "-c", code], timeout_s=20)
-    assert not r.timed_out and r.returncode == -9 and r.killed_by == "cpu"
-    assert r.duration_s < 8.0
+    assert not r.timed_out and r.returncode == -9 and r.killed_by == "cpu"  # before 20 s
 
 
 def test_file_size_limit() -> None:

@@ -62,7 +62,8 @@ def test_warm_script_files_exit_codes_and_tracebacks(wsb: LocalSandbox) -> None:
 @needs_warm
 def test_warm_limits_apply_per_run(wsb: LocalSandbox, token: str, assert_no_leftovers) -> None:
     r = wsb.run([PY, "-c", f"while True: pass  # {token}"], timeout_s=0.8)
-    assert r.timed_out and r.killed_by == "timeout" and r.duration_s < 4
+    # the loop never ends by itself: the bound is generous for a loaded machine
+    assert r.timed_out and r.killed_by == "timeout" and r.duration_s < 15
     r = wsb.run([PY, "-c", "b = bytearray(4 * 1024**3)"], memory_mb=512)
     assert r.killed_by == "memory" and "MemoryError" in r.stderr
     r = wsb.run([PY, "-c", "import os; print(os.getuid())"])

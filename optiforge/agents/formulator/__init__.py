@@ -1,8 +1,10 @@
 """``formulator``: from a natural-language black-box problem to a formulation (a search
 space and an optimizer); the harness's re-measurement runs that optimization.
 
-Offline it writes the fixed default (every knob, full ranges, GP-BO), the paper's
-comparison point; with an LLM it reads the description and writes a space and an
+Offline the heuristic formulator reads the description and the typed knob list (prunes
+nuisance knobs, narrows ranges, picks log scales and the optimizer by dimension and
+type); the fixed default (every knob, full ranges, GP-BO), the paper's comparison point,
+is the ``default`` baseline (and ``agent.offline=default``). With an LLM it reads the description and writes a space and an
 optimizer choice (enums of the system's knobs and the portfolio; re-asked when invalid).
 """
 
@@ -14,14 +16,13 @@ from optiforge.agents.spec import AgentSpec
 
 SPEC = AgentSpec(
     name="formulator",
-    description="Black-box word problems: write the search space and pick the optimizer (offline: the "
-    "fixed default)",
+    description="Black-box word problems: write the search space and pick the optimizer (offline: a "
+    "heuristic reading of the description; baseline: the fixed default)",
     config_model=FormulatorConfig,
     build=build,
     default_benchmark="bbowp",
     baselines={"default": default_baseline, "human": human_baseline},
     default_budget=1,
-    offline_equivalent="default",
     summary_notes=summary_notes,
     artifact="formulation",
 )

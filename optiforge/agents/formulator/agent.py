@@ -1,5 +1,5 @@
-"""The formulator's graph: ``formulate`` (the LLM's formulation, or the fixed default
-offline) -> ``revise`` (with an LLM and ``revise_after`` > 0: a pilot run of the
+"""The formulator's graph: ``formulate`` (the LLM's formulation; offline the heuristic
+formulator's reading of the description, or the fixed default with ``offline: default``) -> ``revise`` (with an LLM and ``revise_after`` > 0: a pilot run of the
 formulation, made by the harness in the sandbox, then the LLM's revision for the rest of
 the budget) -> end. Its candidate is the formulation; the harness's re-measurement is the
 optimization run itself (``Task.evaluate`` runs it in the sandbox; a revised formulation
@@ -15,6 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
 from optiforge.agents.formulator.config import FormulatorConfig
+from optiforge.agents.formulator.heuristic import heuristic_formulation
 from optiforge.agents.formulator.proposers import llm_formulation, revision_prompt
 from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.spec import AgentOutcome
@@ -36,7 +37,11 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
     def formulate(state: FormulatorState, runtime: Any) -> dict[str, Any]:
         ctx: RunContext = runtime.context
         if ctx.llm is None:
-            return {"formulation": task.default_formulation(), "by": "default", "reasks": 0}
+            if config.offline == "default":
+                return {"formulation": task.default_formulation(), "by": "default", "reasks": 0}
+            form = heuristic_formulation(task)
+            ctx.tracer.event("heuristic_formulation", rationale=form.pop("rationale"))
+            return {"formulation": form, "by": "heuristic", "reasks": 0}
         try:
             form, reasks = llm_formulation(task, ctx, config.max_reasks, config.max_variables)
         except (ValueError, LLMError, BudgetExceeded) as e:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -10,6 +12,11 @@ class FormulatorConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    offline: Literal["heuristic", "default"] = "heuristic"
+    """Without an LLM: ``heuristic`` reads the description and the knob list (prunes
+    nuisance knobs, narrows ranges, picks log scales and the optimizer:
+    ``formulator.heuristic``); ``default`` writes the fixed default (every knob, full
+    ranges, GP-BO; also the ``default`` baseline)."""
     max_reasks: int = Field(default=2, ge=0, le=5)
     """Re-asks when the LLM's formulation is not a valid space of the system's knobs."""
     max_variables: int = Field(default=12, ge=1, le=50)

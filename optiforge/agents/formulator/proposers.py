@@ -1,5 +1,5 @@
-"""The formulator's two writers: the LLM (reads the description, writes a search space and
-picks an optimizer, re-asked on an invalid one) and the fixed default (offline)."""
+"""The formulator's LLM writer: reads the description, writes a search space and picks an
+optimizer, re-asked on an invalid one (the offline writer: ``formulator.heuristic``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The formulator: offline the fixed default; with a scripted LLM a good and a misleading
+"""The formulator: offline the heuristic (the fixed default as baseline); with a scripted LLM a good and a misleading
 formulation (and an invalid one re-asked); the harness runs the formulated optimization."""
 
 from __future__ import annotations
@@ -35,14 +35,22 @@ def _run(tmp_path: Path, replies: list[dict[str, Any]]) -> tuple[dict[str, Any],
     return summary, prompts
 
 
-def test_offline_is_the_fixed_default(tmp_path: Path) -> None:
+def test_offline_is_the_heuristic_and_the_default_stays_available(tmp_path: Path) -> None:
+    from optiforge.agents.formulator.heuristic import heuristic_formulation
+
     task = resolve_task(TASK)
     s = run_task(
         "formulator", task, RunSettings(memory="none"), tmp_path / "r", with_baseline=False
     )
-    assert s["extra"]["formulation"] == task.default_formulation()  # no seed: the harness's
-    assert s["extra"]["by"] == "default"
+    expected = heuristic_formulation(task)
+    expected.pop("rationale")
+    assert s["extra"]["formulation"] == expected and s["extra"]["by"] == "heuristic"
     assert s["status"] == "finished" and len(s["trace"]) == task.budget  # the harness ran it
+    assert any(e["kind"] == "heuristic_formulation" for e in iter_events(tmp_path / "r"))
+    d = run_task("formulator", task, RunSettings(memory="none", agent={"offline": "default"}),
+                 tmp_path / "d", with_baseline=False)  # fmt: skip
+    assert d["extra"]["formulation"] == task.default_formulation()  # no seed: the harness's
+    assert d["extra"]["by"] == "default"
 
 
 def test_a_good_formulation_beats_a_misleading_one(tmp_path: Path) -> None:

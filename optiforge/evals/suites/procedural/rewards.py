@@ -106,7 +106,11 @@ def run_calls(
     batches: list[dict[str, Any]], sandbox: Any | None, timeout_s: float = 120.0
 ) -> list[list[dict[str, Any]]]:
     """Run ``[{"code", "name", "calls"}]`` in one sandbox process: per tool, per call, the
-    records of ``optiforge.solvers.tools``. A crashed or timed-out batch fails every call."""
+    records of ``optiforge.solvers.tools``. A crashed or timed-out batch fails every call.
+
+    ``timeout_s``: the batch's wall limit, raised to what its calls may take under their own
+    cuts (``WALL_S`` each, plus start-up): a safety net above them, so neither a loaded
+    machine nor one tool that sleeps to its cut fails the other calls of the batch."""
     import secrets
 
     from optiforge.sandboxes import get_sandbox
@@ -116,6 +120,8 @@ def run_calls(
     if not batches:
         return []
     sandbox = sandbox or get_sandbox("local")
+    n_calls = sum(len(b.get("calls") or []) for b in batches)
+    timeout_s = max(timeout_s, n_calls * (WALL_S + 1.0) + 60.0)
     key = secrets.token_bytes(32)
     files: dict[str, str | bytes] = dict(package_files("optiforge.solvers.tools"))
     files["request.json"] = json.dumps({"tools": batches, "hard_s": HARD_S, "wall_s": WALL_S})
