@@ -113,7 +113,9 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         outs = score(ctx, [root, *seeds])
         if outs[0]["errors"]:
             raise RuntimeError(f"the initial strategy fails: {outs[0]['errors']}")
-        nodes.append(_node(0, None, root, outs[0], "initial expert heuristics", None, "root", {}, []))
+        nodes.append(
+            _node(0, None, root, outs[0], "initial expert heuristics", None, "root", {}, [])
+        )
         nodes[0]["block_ids"] = remember(ctx, task, nodes[0], list(root["blocks"]), None)
         for k, (r, s, out) in enumerate(zip(found, seeds, outs[1:], strict=True)):
             if out["errors"]:
@@ -175,7 +177,9 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             if config.mode == "llm-evolution":
                 tests += _evolve(ctx, nodes, measured, expansions, rng, errors, llm_counts)
             else:
-                tests += _expand(ctx, nodes, nodes[nid], measured, sel, chk, rng, errors, llm_counts)
+                tests += _expand(
+                    ctx, nodes, nodes[nid], measured, sel, chk, rng, errors, llm_counts
+                )
             expansions += 1
         if ctx.progress:
             best_rho = max((n["rho"] for n in nodes if n["rho"] is not None), default=None)

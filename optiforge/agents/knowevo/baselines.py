@@ -30,7 +30,9 @@ _SHARED = ("picks_per_rollout", "expand_every", "tests_per_expansion", "margin",
 
 def _variant(name: str, with_llm: bool = False, **settings: Any) -> Baseline:
     def run(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
-        shared = {k: getattr(config, k) for k in _SHARED} if isinstance(config, KnowEvoConfig) else {}
+        shared = (
+            {k: getattr(config, k) for k in _SHARED} if isinstance(config, KnowEvoConfig) else {}
+        )
         cfg = KnowEvoConfig(**(shared | settings | {"recall_blocks": 0}))
         agent_run = build(task, cfg, budget)
         # beside the agent in the same run dir: not checkpointed, no tree file of its own

@@ -79,6 +79,6 @@ def recall_blocks(ctx: RunContext, task: Any, root: dict[str, Any], k: int) -> l
                       "effect": effect, "trusted": rec.provenance in TRUSTED})  # fmt: skip
     found.sort(key=lambda r: (-r["effect"], r["id"]))
     found = found[:k]
-    ctx.tracer.event("memory_recall", ids=[r["id"] for r in found], kind="block",
+    ctx.tracer.event("memory_recall", ids=[r["id"] for r in found], record_kind="block",
                      effects=[r["effect"] for r in found])  # fmt: skip
     return found
