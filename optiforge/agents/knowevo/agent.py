@@ -42,7 +42,7 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
 from optiforge.agents.kit import AgentRun, RunContext
-from optiforge.agents.knowevo.blocks import initial_strategy
+from optiforge.agents.knowevo.blocks import ALTERNATIVES, initial_strategy
 from optiforge.agents.knowevo.config import KnowEvoConfig
 from optiforge.agents.knowevo.evolution import evolution_proposals, island_members
 from optiforge.agents.knowevo.library import recall_blocks, remember
@@ -69,6 +69,8 @@ class KnowEvoState(TypedDict, total=False):
     """LLM replies asked for (turns), edits that ran (valid), and that became children."""
     recalled: list[str]
     """Memory block ids seeded into the tree."""
+    library_z: dict[str, list[float]]
+    """The library's alternative blocks' z-scored outputs on the held-in pool (evidence)."""
     done: bool
 
 
@@ -101,18 +103,26 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
     def score(ctx: RunContext, strategies: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return task.score_strategies(strategies, ctx.sandbox) if strategies else []
 
-    def start(ctx: RunContext, nodes: list[Node], errors: list[str]) -> tuple[int, list[str]]:
-        """The root and the blocks recalled from memory; ``(tests, recalled ids)``."""
+    def start(
+        ctx: RunContext, nodes: list[Node], errors: list[str]
+    ) -> tuple[int, list[str], dict[str, list[float]]]:
+        """The root and the blocks recalled from memory: ``(tests, recalled ids, library
+        outputs)``. The root's test also runs the library's alternative blocks at weight 0
+        (the same ranking; their outputs are evidence for the backward phase), in every
+        mode, so every method spends the same tests."""
         root = initial_strategy()
+        probe = {"blocks": {**root["blocks"], **ALTERNATIVES},
+                 "weights": {**root["weights"], **{a: 0.0 for a in ALTERNATIVES}}}  # fmt: skip
         found = recall_blocks(ctx, task, root, config.recall_blocks)
         seeds = []
         for r in found:
             s = {"blocks": {**root["blocks"], r["title"]: r["content"]},
                  "weights": {**root["weights"], r["title"]: r["weight"]}}  # fmt: skip
             seeds.append(s)
-        outs = score(ctx, [root, *seeds])
+        outs = score(ctx, [probe, *seeds])
         if outs[0]["errors"]:
             raise RuntimeError(f"the initial strategy fails: {outs[0]['errors']}")
+        library = {a: outs[0]["blocks"].pop(a) for a in ALTERNATIVES if a in outs[0]["blocks"]}
         nodes.append(
             _node(0, None, root, outs[0], "initial expert heuristics", None, "root", {}, [])
         )
@@ -129,7 +139,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             nodes.append(node)
             ctx.tracer.event("tree_child", node=node["id"], parent=0, edit=node["edit"],
                              by="memory", rho=None)  # fmt: skip
-        return 1 + len(seeds), [r["id"] for r in found]
+        return 1 + len(seeds), [r["id"] for r in found], library
 
     def step(state: KnowEvoState, runtime: Any) -> dict[str, Any]:
         ctx: RunContext = runtime.context
@@ -142,11 +152,13 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         expansions = int(state.get("expansions", 0))
         tests = int(state.get("tests", 0))
         recalled = list(state.get("recalled", []))
+        library = dict(state.get("library_z") or {})
         if not nodes:
-            tests, recalled = start(ctx, nodes, errors)
+            tests, recalled, library = start(ctx, nodes, errors)
         left = total - len(measured)
         if left <= 0:
-            return {"nodes": nodes, "done": True, "tests": tests, "recalled": recalled}
+            return {"nodes": nodes, "done": True, "tests": tests, "recalled": recalled,
+                    "library_z": library}  # fmt: skip
         # ---- forward: one rollout
         if config.mode == "tree":
             nid = choose(nodes, config.allocation, config.ucb_c)
@@ -178,7 +190,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                 tests += _evolve(ctx, nodes, measured, expansions, rng, errors, llm_counts)
             else:
                 tests += _expand(
-                    ctx, nodes, nodes[nid], measured, sel, chk, rng, errors, llm_counts
+                    ctx, nodes, nodes[nid], measured, sel, chk, rng, errors, llm_counts, library
                 )
             expansions += 1
         if ctx.progress:
@@ -186,7 +198,8 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             ctx.progress({"evaluations": len(measured), "max_evaluations": total, "best": best_rho})
         return {"nodes": nodes, "measured": measured, "rollouts": rollouts, "errors": errors[-20:],
                 "best_found": best_found, "llm": llm_counts, "done": len(measured) >= total,
-                "expansions": expansions, "tests": tests, "recalled": recalled}  # fmt: skip
+                "expansions": expansions, "tests": tests, "recalled": recalled,
+                "library_z": library}  # fmt: skip
 
     def _add(ctx: RunContext, nodes: list[Node], parent: Node, edit: Edit, out: dict[str, Any],
              by: str, measured: dict[str, float], effect: float) -> Node:  # fmt: skip
@@ -206,7 +219,8 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
 
     def _expand(ctx: RunContext, nodes: list[Node], target: Node, measured: dict[str, float],
                 sel: dict[str, float], chk: dict[str, float], rng: np.random.Generator,
-                errors: list[str], llm_counts: dict[str, int]) -> int:  # fmt: skip
+                errors: list[str], llm_counts: dict[str, int],
+                library: dict[str, list[float]]) -> int:  # fmt: skip
         """One expansion of the tree (backward phase, random mutation or monolithic);
         returns the candidate tests spent."""
         n = config.tests_per_expansion
@@ -222,7 +236,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             edits = [random_edit(target["strategy"], rng) for _ in range(n)]
             tested, by = list(zip(edits, score(ctx, [e[0] for e in edits]), strict=True)), "random"
         elif ctx.llm is not None:
-            ev = evidence(target, sel, task.heldin) | {"base_rho": base_sel}
+            ev = evidence(target, sel, task.heldin, library) | {"base_rho": base_sel}
 
             def test(strategy: dict[str, Any]) -> tuple[dict[str, Any], float]:
                 out = score(ctx, [strategy])[0]
@@ -233,7 +247,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             llm_counts["asked"] += turns
             by = "llm"
         else:
-            edits = guided_edits(target["strategy"], evidence(target, sel, task.heldin), n)
+            edits = guided_edits(target["strategy"], evidence(target, sel, task.heldin, library), n)
             tested, by = list(zip(edits, score(ctx, [e[0] for e in edits]), strict=True)), "guided"
         base_chk = spearman(target["scores"], chk) or 0.0
         ranked = []

@@ -35,9 +35,15 @@ def target_block(node: Node, block_rho: dict[str, float | None]) -> str:
 
 
 def evidence(
-    node: Node, measured: dict[str, float], heldin: list[dict[str, Any]]
+    node: Node,
+    measured: dict[str, float],
+    heldin: list[dict[str, Any]],
+    library_z: dict[str, list[float]] | None = None,
 ) -> dict[str, Any]:
-    """What the rollouts in ``measured`` say about ``node``'s strategy (see the module doc)."""
+    """What the rollouts in ``measured`` say about ``node``'s strategy (see the module doc).
+
+    ``library_z``: the library's alternative blocks' z-scored outputs on the held-in pool
+    (computed with the root's test): their correlations join the evidence."""
     ids = sorted(int(i) for i in measured)
     scores = node["scores"]
     by_score = sorted(ids, key=lambda i: (-scores[i], i))
@@ -56,16 +62,19 @@ def evidence(
                 "rank": f"{rank[i]}/{len(ids)}",
                 "blamed_output": None if out_of is None else round(float(out_of[i]), 2)}  # fmt: skip
 
-    return {"block_rho": block_rho, "blamed": blamed, "n": len(ids),
+    library_rho = {b: spearman(z, measured) for b, z in (library_z or {}).items()
+                   if b not in node["strategy"]["blocks"]}  # fmt: skip
+    return {"block_rho": block_rho, "blamed": blamed, "n": len(ids), "library_rho": library_rho,
             "false_positives": [show(i) for i in fp],
             "false_negatives": [show(i) for i in fn]}  # fmt: skip
 
 
 def guided_edits(strategy: dict[str, Any], ev: dict[str, Any], n: int) -> list[Edit]:
-    """The first ``n`` localized rule edits in the evidence's order: blocks from the most
-    blamed, each block's edits with its reweights ordered by its correlation with the
-    measured fitness, interleaved round robin with the alternative mechanisms to swap in
-    (so a small test budget still reaches every block)."""
+    """The first ``n`` localized rule edits in the evidence's order, round robin over:
+    the blamed block's edits, the alternative mechanisms to swap in (most correlated with
+    the measured fitness first, signed by it), then the other blocks from the most
+    blamed; each block's reweights ordered by its correlation with the measured fitness
+    (so a small test budget reaches the blamed block, the best addition and every block)."""
 
     def blame(b: str) -> float:
         w = float(strategy["weights"].get(b, 1.0))
@@ -76,7 +85,8 @@ def guided_edits(strategy: dict[str, Any], ev: dict[str, Any], n: int) -> list[E
         rho = ev["block_rho"].get(block) or 0.0
         w = float(strategy["weights"].get(block, 1.0))
         queues.append(edits_of_block(strategy, block, sign=rho * (1 if w >= 0 else -1)))
-    queues.append(additions(strategy))
+        if len(queues) == 1:
+            queues.append(additions(strategy, ev.get("library_rho") or {}))
     out: list[Edit] = []
     while len(out) < n and any(queues):
         for q in queues:
@@ -99,10 +109,13 @@ def edit_prompt(task: Any, node: Node, ev: dict[str, Any]) -> str:
     strategy, block = node["strategy"], ev["blamed"]
     weights = ", ".join(f"{b} {w:g}" for b, w in strategy["weights"].items())
     rhos = ", ".join(f"{b} {'-' if r is None else f'{r:+.2f}'}" for b, r in ev["block_rho"].items())
+    lib = ", ".join(f"{b} {'-' if r is None else f'{r:+.2f}'}"
+                    for b, r in (ev.get("library_rho") or {}).items())  # fmt: skip
+    lib = f" Mechanisms of the library not in the strategy, same measure: {lib}." if lib else ""
     return (
         f"{task.description}\n\nA ranking strategy sums z-normalized block scores with weights "
         f"({weights}). Each block's Spearman correlation with the fitness measured so far "
-        f"({ev['n']} variants): {rhos}.\nThe evidence blames `{block}`. Its output (z-score) on "
+        f"({ev['n']} variants): {rhos}.{lib}\nThe evidence blames `{block}`. Its output (z-score) on "
         f"the mis-ranked variants:\nRanked high but measured poorly: {ev['false_positives']}\n"
         f"Ranked low but measured well: {ev['false_negatives']}\n\n"
         f"Rewrite the block `{block}` (code, not only a constant) so the strategy ranks these "
