@@ -20,7 +20,7 @@ from optiforge.agents.spec import AgentSpec
 
 SPEC = AgentSpec(
     name="knowevo",
-    description="Expertise blocks evolved in strategy mutation trees: bandit rollouts, evidence-guided block edits tested in the sandbox, blocks reused across runs",
+    description="Expertise blocks evolved in strategy mutation trees: bandit rollouts, evidence-guided block edits",
     config_model=KnowEvoConfig,
     build=build,
     default_benchmark="protein",
