@@ -44,6 +44,11 @@ command; test-pool Spearman, mean ± 95% t-interval over seeds):
   (paired -0.012 ± 0.233 vs monolithic, +0.044 ± 0.264 vs llm-evolution, +0.010 ± 0.189
   vs random mutation, +0.191 ± 0.152 vs initial); solubility-c, scripted: knowevo 0.536 ±
   0.268, llm-evolution 0.441 ± 0.133.
+- thermostability-c, local SmolLM2-135M (budget 36, 2 tests per expansion, one
+  expansion): not one of its 17 block edits or 19 whole programs defined a runnable
+  block, so knowevo and llm-evolution stay at the initial strategy (0.333 ± 0.129; tests
+  spent 1-3 of 3: a reply without code costs a call, not a test); monolithic 0.363 ±
+  0.069, random mutation 0.365 ± 0.180.
 - block reuse (thermostability-a run first, then thermostability-c): on 0.553 ± 0.108,
   off 0.597 ± 0.144, on - off -0.045 ± 0.090: no gain measured.
 """
