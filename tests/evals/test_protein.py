@@ -17,7 +17,9 @@ from optiforge.evals.suites.protein.metrics import (
     ndcg_at_k,
     pass_at_k,
     ranking_metrics,
+    recall_at_k,
     relevant,
+    spearman_of,
 )
 
 CORE = '''
@@ -41,6 +43,25 @@ def test_metric_definitions_on_a_hand_made_ranking() -> None:
     assert ndcg_at_k(ideal[::-1], fitness) < ndcg_at_k(ranking, fitness) < 1.0
     # MAP over two relevant items at ranks 1 and 4: (1/1 + 2/4) / 2
     assert average_precision([5, 0, 1, 6], {5, 6}) == pytest.approx(0.75)
+
+
+def test_the_unsaturated_metrics_see_the_whole_ranking() -> None:
+    """recall@k and Spearman move when the order below the first hit changes (pass@5 and
+    MRR do not)."""
+    fitness = [float(i) for i in range(100)]  # top decile: 90..99
+    rel = relevant(fitness)
+    best_first = list(range(99, -1, -1))
+    # one relevant variant first, then the rest of the top decile far down
+    one_hit = [99, *range(0, 90), *range(90, 99)]
+    assert recall_at_k(best_first, rel, 10) == 1.0
+    assert recall_at_k(one_hit, rel, 10) == pytest.approx(0.1)
+    assert pass_at_k(one_hit, rel, 5) == pass_at_k(best_first, rel, 5) == 1.0
+    assert mrr(one_hit, rel) == mrr(best_first, rel) == 1.0
+    assert spearman_of(fitness, fitness) == pytest.approx(1.0)
+    assert spearman_of([-f for f in fitness], fitness) == pytest.approx(-1.0)
+    assert spearman_of([1.0] * 100, fitness) == 0.0
+    m = ranking_metrics(one_hit, fitness)
+    assert m["spearman"] < 0.5 < ranking_metrics(best_first, fitness)["spearman"]
 
 
 def test_landscapes_are_seeded_and_epistasis_is_tunable() -> None:

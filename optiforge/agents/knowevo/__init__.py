@@ -5,8 +5,11 @@ blocks (``blocks.py``: small programs, each stating the mechanism it encodes), e
 localized to one block (``problem.py``), and the strategies form a mutation tree
 (``tree.py``). A forward phase allocates measurements across the tree by a bandit; a
 backward phase turns rollout evidence into a tested localized edit (``agent.py``,
-``proposers.py``). Baselines: the initial heuristics, monolithic evolution and random
-mutation (``baselines.py``). Suite: ``protein``.
+``proposers.py``: offline rule edits, or the LLM's edit loop in the sandbox). Blocks go
+to memory with lineage and measured effect, and later runs seed their trees with them
+(``library.py``). Baselines at equal measurement and candidate-test budgets: the initial
+heuristics, monolithic evolution, LLM evolution (OpenEvolve-style, ``evolution.py``) and
+random mutation (``baselines.py``). Suite: ``protein``.
 """
 
 from optiforge.agents.knowevo.agent import build

@@ -1,6 +1,8 @@
 """KnowEvo's graph: ``step`` repeated until the measurement budget is spent.
 
-One ``step`` is a forward rollout and, every ``expand_every`` rollouts, an expansion:
+One ``step`` is a forward rollout and, every ``expand_every`` rollouts, an expansion that
+spends ``tests_per_expansion`` candidate tests (one test: one strategy run in the sandbox
+on the held-in pool and correlated with the measurements) in every mode:
 
 - **forward**: the allocation (UCB1 over the tree's strategies, or round robin) picks a
   strategy; its top unmeasured held-in variants are measured (``task.measure``: the
@@ -8,21 +10,25 @@ One ``step`` is a forward rollout and, every ``expand_every`` rollouts, an expan
   as z-scores of everything measured so far. Every strategy's Spearman correlation with
   the measured fitness (``rho``) is updated (its ranking of the held-in pool was computed
   once, in the sandbox, when it joined the tree).
-- **backward** (``backward=True``): the strategy the allocation just rolled out (so
-  revisions follow the bandit's credit and the tree branches) is revised from the rollout
-  evidence (``proposers.evidence``): offline, every localized rule edit
-  (``problem``: reweight, threshold shift, scale swap, an alternative mechanism swapped in),
-  with an LLM, rewrites of the block the evidence blames; all are run in the sandbox on
-  the held-in pool in one batch and tested on the measured variants: the best on a
-  selection split becomes a child only if it beats its parent by ``margin`` there and at
-  all on the check split. Accepted blocks are stored in memory as ``KnowledgeBlock``
-  records with their parent block as lineage.
-- without backward, an expansion is a random localized edit of the allocated strategy,
-  untested (random mutation); ``mode="monolithic"`` instead rewrites the whole current
-  best strategy at once and keeps it only if it correlates better.
+- **backward** (``backward=True``): the measurements are split (selection 2/3, check
+  1/3); the strategy the allocation just rolled out is revised from the evidence of the
+  selection split (``proposers.evidence``: block correlations, the mis-ranked variants,
+  the blamed block's outputs on them). Offline the edits are evidence-guided rule edits
+  of one block (``proposers.guided_edits``); with an LLM it is an agentic loop: the LLM
+  reads the evidence, writes a new version of the blamed block, which is run in the
+  sandbox on the held-in pool and tested, and the result goes back for a revision
+  (``proposers.agentic_edits``). The best tested edit on the selection split becomes a
+  child only if it beats its parent by ``margin`` there and at all on the check split.
+  Accepted blocks are stored in memory (``library.remember``: lineage, measured effect).
+- without backward: the same tests and rule spent on random localized edits (random
+  mutation); ``mode="monolithic"``: on rule-based whole-strategy rewrites of the best
+  strategy; ``mode="llm-evolution"``: on whole-program rewrites by the LLM over a
+  population on islands (``evolution.py``), every valid child kept.
 
-The candidate is the strategy with the best ``rho`` at the end; the harness scores it on
-the hidden test pool (``Task.evaluate``). The agent never sees a test variant's fitness.
+At the start, blocks that earlier runs stored (``library.recall_blocks``) are seeded into
+the tree as children of the root (their tests count too). The candidate is the strategy
+with the best ``rho`` at the end; the harness scores it on the hidden test pool
+(``Task.evaluate``). The agent never sees a test variant's fitness.
 """
 
 from __future__ import annotations
@@ -36,10 +42,12 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
 from optiforge.agents.kit import AgentRun, RunContext
-from optiforge.agents.knowevo.blocks import initial_strategy
+from optiforge.agents.knowevo.blocks import ALTERNATIVES, initial_strategy
 from optiforge.agents.knowevo.config import KnowEvoConfig
+from optiforge.agents.knowevo.evolution import evolution_proposals, island_members
+from optiforge.agents.knowevo.library import recall_blocks, remember
 from optiforge.agents.knowevo.problem import Edit, monolithic_rewrite, random_edit
-from optiforge.agents.knowevo.proposers import evidence, guided_edits, llm_edits
+from optiforge.agents.knowevo.proposers import Tested, agentic_edits, evidence, guided_edits
 from optiforge.agents.knowevo.tree import Node, choose, render, spearman
 from optiforge.agents.spec import AgentOutcome
 
@@ -51,39 +59,40 @@ class KnowEvoState(TypedDict, total=False):
     measured: dict[str, float]
     """Held-in variant id -> measured fitness."""
     rollouts: int
+    expansions: int
+    tests: int
+    """Candidate tests spent (strategies run on the held-in pool and tested)."""
     best_found: list[float]
     """Best measured fitness after each measurement."""
     errors: list[str]
     llm: dict[str, int]
-    """LLM rewrites asked for, that ran (valid), and that became children."""
+    """LLM replies asked for (turns), edits that ran (valid), and that became children."""
+    recalled: list[str]
+    """Memory block ids seeded into the tree."""
+    library_z: dict[str, list[float]]
+    """The library's alternative blocks' z-scored outputs on the held-in pool (evidence)."""
     done: bool
 
 
 def _node(nid: int, parent: int | None, strategy: dict[str, Any], out: dict[str, Any],
-          edit: str, block: str | None, by: str, block_ids: dict[str, str]) -> Node:  # fmt: skip
+          edit: str, block: str | None, by: str, block_ids: dict[str, str],
+          untrusted: list[str]) -> Node:  # fmt: skip
     return {"id": nid, "parent": parent, "strategy": strategy, "edit": edit, "block": block,
             "by": by, "scores": out["scores"], "block_z": out["blocks"], "pulls": 0,
-            "reward": 0.0, "rho": None, "block_ids": block_ids}  # fmt: skip
+            "reward": 0.0, "rho": None, "block_ids": block_ids, "untrusted": untrusted,
+            "islands": []}  # fmt: skip
 
 
-def _remember(
-    ctx: RunContext, task: Any, node: Node, blocks: list[str], parent: Node | None
-) -> dict[str, str]:
-    """Store ``blocks`` of ``node`` as memory ``KnowledgeBlock`` records (lineage: the same
-    block of the parent); the node's block-name -> record-id map."""
-    ids = dict(parent["block_ids"]) if parent else {}
-    if ctx.memory is None:
-        return ids
-    from optiforge.memory.records import KnowledgeBlock
+def _best(nodes: list[Node]) -> Node:
+    return max(nodes, key=lambda n: (n["rho"] if n["rho"] is not None else -2, -n["id"]))
 
-    for b in blocks:
-        parents = [ids[b]] if b in ids else []
-        kb = KnowledgeBlock(agent="knowevo", title=b, content=node["strategy"]["blocks"][b],
-                            description=node["edit"], parent_ids=parents,
-                            metrics={"weight": float(node["strategy"]["weights"].get(b, 1.0))},
-                            tags=[task.suite, task.name, str(getattr(task.landscape, "property", ""))])  # fmt: skip
-        ids[b] = ctx.memory.add_block(kb, parents)
-    return ids
+
+def _split(measured: dict[str, float], rng: np.random.Generator) -> tuple[dict[str, float], ...]:
+    """Selection (2/3) and check (1/3) splits of the measurements."""
+    ids = sorted(measured, key=int)
+    rng.shuffle(ids)
+    cut = (2 * len(ids)) // 3
+    return {i: measured[i] for i in ids[:cut]}, {i: measured[i] for i in ids[cut:]}
 
 
 def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
@@ -92,7 +101,45 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
     rollouts_max = total // config.picks_per_rollout + 2
 
     def score(ctx: RunContext, strategies: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return task.score_strategies(strategies, ctx.sandbox)
+        return task.score_strategies(strategies, ctx.sandbox) if strategies else []
+
+    def start(
+        ctx: RunContext, nodes: list[Node], errors: list[str]
+    ) -> tuple[int, list[str], dict[str, list[float]]]:
+        """The root and the blocks recalled from memory: ``(tests, recalled ids, library
+        outputs)``. The root's test also runs the library's alternative blocks at weight 0
+        (the same ranking; their outputs are evidence for the backward phase), in every
+        mode, so every method spends the same tests."""
+        root = initial_strategy()
+        probe = {"blocks": {**root["blocks"], **ALTERNATIVES},
+                 "weights": {**root["weights"], **{a: 0.0 for a in ALTERNATIVES}}}  # fmt: skip
+        found = recall_blocks(ctx, task, root, config.recall_blocks)
+        seeds = []
+        for r in found:
+            s = {"blocks": {**root["blocks"], r["title"]: r["content"]},
+                 "weights": {**root["weights"], r["title"]: r["weight"]}}  # fmt: skip
+            seeds.append(s)
+        outs = score(ctx, [probe, *seeds])
+        if outs[0]["errors"]:
+            raise RuntimeError(f"the initial strategy fails: {outs[0]['errors']}")
+        library = {a: outs[0]["blocks"].pop(a) for a in ALTERNATIVES if a in outs[0]["blocks"]}
+        nodes.append(
+            _node(0, None, root, outs[0], "initial expert heuristics", None, "root", {}, [])
+        )
+        nodes[0]["block_ids"] = remember(ctx, task, nodes[0], list(root["blocks"]), None)
+        for k, (r, s, out) in enumerate(zip(found, seeds, outs[1:], strict=True)):
+            if out["errors"]:
+                errors.append(f"recalled {r['title']}: {next(iter(out['errors'].values()))}"[:300])
+                continue
+            node = _node(len(nodes), 0, s, out, f"recall {r['title']} from memory "
+                         f"(effect {r['effect']:+.3f}, {r['id']})", r["title"], "memory",
+                         {**nodes[0]["block_ids"], r["title"]: r["id"]},
+                         [] if r["trusted"] else [r["title"]])  # fmt: skip
+            node["islands"] = [k % config.islands]
+            nodes.append(node)
+            ctx.tracer.event("tree_child", node=node["id"], parent=0, edit=node["edit"],
+                             by="memory", rho=None)  # fmt: skip
+        return 1 + len(seeds), [r["id"] for r in found], library
 
     def step(state: KnowEvoState, runtime: Any) -> dict[str, Any]:
         ctx: RunContext = runtime.context
@@ -102,23 +149,21 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         llm_counts = dict(state.get("llm") or {"asked": 0, "valid": 0, "accepted": 0})
         best_found = list(state.get("best_found", []))
         rollouts = int(state.get("rollouts", 0))
+        expansions = int(state.get("expansions", 0))
+        tests = int(state.get("tests", 0))
+        recalled = list(state.get("recalled", []))
+        library = dict(state.get("library_z") or {})
         if not nodes:
-            root = initial_strategy()
-            out = score(ctx, [root])[0]
-            if out["errors"]:
-                raise RuntimeError(f"the initial strategy fails: {out['errors']}")
-            nodes.append(_node(0, None, root, out, "initial expert heuristics", None, "root", {}))
-            nodes[0]["block_ids"] = _remember(ctx, task, nodes[0], list(root["blocks"]), None)
+            tests, recalled, library = start(ctx, nodes, errors)
         left = total - len(measured)
         if left <= 0:
-            return {"nodes": nodes, "done": True}
+            return {"nodes": nodes, "done": True, "tests": tests, "recalled": recalled,
+                    "library_z": library}  # fmt: skip
         # ---- forward: one rollout
-        if config.mode == "monolithic":
-            nid = max(nodes, key=lambda n: (n["rho"] if n["rho"] is not None else -2, -n["id"]))[
-                "id"
-            ]
-        else:
+        if config.mode == "tree":
             nid = choose(nodes, config.allocation, config.ucb_c)
+        else:
+            nid = _best(nodes)["id"]
         scores = nodes[nid]["scores"]
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         picks = [i for i in order if str(i) not in measured][: min(config.picks_per_rollout, left)]
@@ -136,94 +181,129 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         rollouts += 1
         ctx.tracer.event("rollout", node=nid, picks=picks, reward=round(reward, 4),
                          measured=len(measured))  # fmt: skip
-        # ---- expansion
-        if rollouts % config.expand_every == 0 and len(measured) < total:
+        # ---- expansion: tests_per_expansion candidate tests, whatever the mode
+        if (rollouts % config.expand_every == 0 and len(measured) < total
+                and len(measured) >= config.min_measured):  # fmt: skip
             rng = ctx.rng("expand", rollouts)
-            if config.mode == "monolithic":
-                _monolithic(ctx, nodes, measured, rng, errors)
-            elif config.backward:
-                if len(measured) >= config.min_measured:
-                    _backward(ctx, task, nodes, nodes[nid], measured, rng, errors, llm_counts)
+            sel, chk = _split(measured, rng)
+            if config.mode == "llm-evolution":
+                tests += _evolve(ctx, nodes, measured, expansions, rng, errors, llm_counts)
             else:
-                parent = nodes[choose(nodes, config.allocation, config.ucb_c)]
-                new, block, what = random_edit(parent["strategy"], rng)
-                out = score(ctx, [new])[0]
-                if out["errors"]:
-                    errors.append(f"{what}: {out['errors']}")
-                else:
-                    _add(ctx, task, nodes, parent, (new, block, what), out, "random", measured)
+                tests += _expand(
+                    ctx, nodes, nodes[nid], measured, sel, chk, rng, errors, llm_counts, library
+                )
+            expansions += 1
         if ctx.progress:
             best_rho = max((n["rho"] for n in nodes if n["rho"] is not None), default=None)
             ctx.progress({"evaluations": len(measured), "max_evaluations": total, "best": best_rho})
         return {"nodes": nodes, "measured": measured, "rollouts": rollouts, "errors": errors[-20:],
-                "best_found": best_found, "llm": llm_counts, "done": len(measured) >= total}  # fmt: skip
+                "best_found": best_found, "llm": llm_counts, "done": len(measured) >= total,
+                "expansions": expansions, "tests": tests, "recalled": recalled,
+                "library_z": library}  # fmt: skip
 
-    def _add(ctx: RunContext, task: Any, nodes: list[Node], parent: Node, edit: Edit,
-             out: dict[str, Any], by: str, measured: dict[str, float]) -> Node:  # fmt: skip
+    def _add(ctx: RunContext, nodes: list[Node], parent: Node, edit: Edit, out: dict[str, Any],
+             by: str, measured: dict[str, float], effect: float) -> Node:  # fmt: skip
         strategy, block, what = edit
-        node = _node(len(nodes), parent["id"], strategy, out, what, block, by, {})
+        untrusted = [b for b in parent.get("untrusted") or [] if b != block]
+        if by == "llm":
+            untrusted.append(block)
+        node = _node(len(nodes), parent["id"], strategy, out, what, block, by, {}, untrusted)
         node["rho"] = spearman(node["scores"], measured)
-        node["block_ids"] = _remember(
-            ctx, task, node, [block] if block in strategy["blocks"] else [], parent
+        node["block_ids"] = remember(
+            ctx, task, node, [block] if block in strategy["blocks"] else [], parent, effect
         )
         nodes.append(node)
         ctx.tracer.event("tree_child", node=node["id"], parent=parent["id"], edit=what, by=by,
                          rho=node["rho"])  # fmt: skip
         return node
 
-    def _backward(ctx: RunContext, task: Any, nodes: list[Node], target: Node,
-                  measured: dict[str, float], rng: np.random.Generator, errors: list[str],
-                  llm_counts: dict[str, int]) -> None:  # fmt: skip
-        ev = evidence(target, measured, task.heldin)
-        if ctx.llm is not None:
-            edits, errs = llm_edits(target["strategy"], ev, ctx, task, config.llm_edits)
+    def _expand(ctx: RunContext, nodes: list[Node], target: Node, measured: dict[str, float],
+                sel: dict[str, float], chk: dict[str, float], rng: np.random.Generator,
+                errors: list[str], llm_counts: dict[str, int],
+                library: dict[str, list[float]]) -> int:  # fmt: skip
+        """One expansion of the tree (backward phase, random mutation or monolithic);
+        returns the candidate tests spent."""
+        n = config.tests_per_expansion
+        base_sel = spearman(target["scores"], sel) or 0.0
+        tested: list[Tested]
+        if config.mode == "monolithic":
+            target = _best(nodes)
+            base_sel = spearman(target["scores"], sel) or 0.0
+            edits = [(monolithic_rewrite(target["strategy"], rng), "*",
+                      "rewrite the whole strategy") for _ in range(n)]  # fmt: skip
+            tested, by = list(zip(edits, score(ctx, [e[0] for e in edits]), strict=True)), "rewrite"
+        elif not config.backward:
+            edits = [random_edit(target["strategy"], rng) for _ in range(n)]
+            tested, by = list(zip(edits, score(ctx, [e[0] for e in edits]), strict=True)), "random"
+        elif ctx.llm is not None:
+            ev = evidence(target, sel, task.heldin, library) | {"base_rho": base_sel}
+
+            def test(strategy: dict[str, Any]) -> tuple[dict[str, Any], float]:
+                out = score(ctx, [strategy])[0]
+                return out, (spearman(out["scores"], sel) or 0.0) if not out["errors"] else 0.0
+
+            tested, errs, turns = agentic_edits(ctx, task, target, ev, test, n)
             errors += errs
-            llm_counts["asked"] += len(edits) + len(errs)
+            llm_counts["asked"] += turns
             by = "llm"
         else:
-            edits, by = guided_edits(target["strategy"], ev), "guided"
-        if not edits:
-            return
-        outs = score(ctx, [e[0] for e in edits])
-        ids = sorted(measured)
-        rng.shuffle(ids)
-        cut = (2 * len(ids)) // 3
-        sel = {i: measured[i] for i in ids[:cut]}
-        chk = {i: measured[i] for i in ids[cut:]}
-        base_sel = spearman(target["scores"], sel) or 0.0
+            edits = guided_edits(target["strategy"], evidence(target, sel, task.heldin, library), n)
+            tested, by = list(zip(edits, score(ctx, [e[0] for e in edits]), strict=True)), "guided"
         base_chk = spearman(target["scores"], chk) or 0.0
         ranked = []
-        for edit, out in zip(edits, outs, strict=True):
+        for edit, out in tested:
             if out["errors"]:
                 errors.append(f"{edit[2]}: {next(iter(out['errors'].values()))}"[:300])
                 continue
             ranked.append(((spearman(out["scores"], sel) or 0.0), edit, out))
             llm_counts["valid"] += by == "llm"
-        if not ranked:
-            return
-        ranked.sort(key=lambda r: -r[0])
-        best_sel, edit, out = ranked[0]
-        best_chk = spearman(out["scores"], chk) or 0.0
-        accepted = best_sel >= base_sel + config.margin and best_chk > base_chk
-        ctx.tracer.event("backward", target=target["id"], candidates=len(edits), best=edit[2],
-                         sel=round(best_sel, 4), parent_sel=round(base_sel, 4),
-                         chk=round(best_chk, 4), parent_chk=round(base_chk, 4), accepted=accepted)  # fmt: skip
-        if accepted:
-            _add(ctx, task, nodes, target, edit, out, by, measured)
-            llm_counts["accepted"] += by == "llm"
+        if ranked:
+            ranked.sort(key=lambda r: -r[0])
+            best_sel, edit, out = ranked[0]
+            best_chk = spearman(out["scores"], chk) or 0.0
+            accepted = best_sel >= base_sel + config.margin and best_chk > base_chk
+            ctx.tracer.event("backward", target=target["id"], candidates=len(tested), best=edit[2],
+                             sel=round(best_sel, 4), parent_sel=round(base_sel, 4), by=by,
+                             chk=round(best_chk, 4), parent_chk=round(base_chk, 4), accepted=accepted)  # fmt: skip
+            if accepted:
+                _add(ctx, nodes, target, edit, out, by, measured, best_sel - base_sel)
+                llm_counts["accepted"] += by == "llm"
+        return len(tested)
 
-    def _monolithic(ctx: RunContext, nodes: list[Node], measured: dict[str, float],
-                    rng: np.random.Generator, errors: list[str]) -> None:  # fmt: skip
-        best = max(nodes, key=lambda n: (n["rho"] if n["rho"] is not None else -2, -n["id"]))
-        new = monolithic_rewrite(best["strategy"], rng)
-        out = score(ctx, [new])[0]
-        if out["errors"]:
-            errors.append(f"rewrite: {out['errors']}")
-            return
-        rho = spearman(out["scores"], measured)
-        if rho is not None and rho > (best["rho"] or -2):
-            _add(ctx, task, nodes, best, (new, "*", "rewrite the whole strategy"), out,
-                 "rewrite", measured)  # fmt: skip
+    def _evolve(ctx: RunContext, nodes: list[Node], measured: dict[str, float], expansion: int,
+                rng: np.random.Generator, errors: list[str], llm_counts: dict[str, int]) -> int:  # fmt: skip
+        """One generation of the LLM-evolution baseline; returns the tests spent."""
+        if expansion and expansion % config.migrate_every == 0:
+            for island in range(config.islands):  # each island's best also joins the next
+                best = island_members(nodes, island)[0]
+                nxt = (island + 1) % config.islands
+                if best["id"] != 0 and nxt not in best["islands"]:
+                    best["islands"] = [*best["islands"], nxt]
+        props, errs = evolution_proposals(ctx, task, nodes, expansion, config.tests_per_expansion,
+                                          config.islands, len(measured), rng)  # fmt: skip
+        errors += errs
+        if ctx.llm is not None:
+            llm_counts["asked"] += len(props) + len(errs)
+        outs = score(ctx, [p[0] for p in props])
+        for (strategy, pid, island), out in zip(props, outs, strict=True):
+            if out["errors"]:
+                errors.append(f"program: {next(iter(out['errors'].values()))}"[:300])
+                continue
+            by = "llm" if ctx.llm is not None else "rewrite"
+            llm_counts["valid"] += by == "llm"
+            parent = nodes[pid]
+            node = _node(len(nodes), pid, strategy, out, "rewrite the whole program", "*", by,
+                         {}, list(strategy["blocks"]) if by == "llm" else [])  # fmt: skip
+            node["rho"], node["islands"] = spearman(node["scores"], measured), [island]
+            rho_p = parent["rho"] if parent["rho"] is not None else 0.0
+            if node["rho"] is not None and node["rho"] > rho_p:  # the improved blocks are kept
+                changed = [b for b in strategy["blocks"]
+                           if parent["strategy"]["blocks"].get(b) != strategy["blocks"][b]]  # fmt: skip
+                node["block_ids"] = remember(ctx, task, node, changed, parent, node["rho"] - rho_p)
+            nodes.append(node)
+            ctx.tracer.event("tree_child", node=node["id"], parent=pid, edit=node["edit"], by=by,
+                             rho=node["rho"], island=island)  # fmt: skip
+        return len(props)
 
     g: StateGraph[Any, Any, Any, Any] = StateGraph(KnowEvoState, context_schema=RunContext)
     g.add_node("step", step)  # type: ignore[call-overload]
@@ -234,7 +314,7 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         nodes = [dict(n) for n in state.get("nodes", [])]
         if not nodes:
             return AgentOutcome(stop_reason="no strategy", failure="the run made no strategy")
-        final = max(nodes, key=lambda n: (n["rho"] if n["rho"] is not None else -2, -n["id"]))
+        final = _best(nodes)
         final["final"] = True
         nodes[final["id"]] = final
         path, cur = [], final
@@ -257,6 +337,8 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             extra={"mode": config.mode, "allocation": config.allocation, "backward": config.backward,
                    "nodes": len(nodes), "final_node": final["id"], "final_rho": final["rho"],
                    "final_path": path[::-1], "rollouts": state.get("rollouts", 0),
+                   "expansions": state.get("expansions", 0), "candidate_tests": state.get("tests", 0),
+                   "recalled_blocks": state.get("recalled", []),
                    "best_measured": (state.get("best_found") or [None])[-1],
                    "errors": (state.get("errors") or [])[-5:], "tree": TREE, "llm": counts},
             failure=failure,

@@ -1,7 +1,10 @@
-"""KnowEvo's baselines: the initial expert heuristics (no evolution), monolithic program
-evolution (the whole strategy rewritten at once, kept when it tests better, as
-OpenEvolve-style evolution would), and random mutation (random localized edits,
-round-robin rollouts, no backward phase). Each spends the same measurement budget."""
+"""KnowEvo's baselines: the initial expert heuristics (no evolution), monolithic evolution
+(the whole strategy rewritten at once by rule, kept when it tests better), LLM evolution
+(OpenEvolve-style: the LLM rewrites the whole strategy program, a population on islands;
+offline its rewrites are the rule-based ones) and random mutation (random localized
+edits, round-robin rollouts, no evidence). Each spends the same measurement budget and
+the same number of candidate tests (``tests_per_expansion`` per expansion, the same
+expansions) as the agent with the same settings."""
 
 from __future__ import annotations
 
@@ -21,13 +24,21 @@ def initial_baseline(
     return AgentOutcome(best_candidate=initial_strategy(), stop_reason="baseline")
 
 
-def _variant(name: str, **settings: Any) -> Baseline:
+_SHARED = ("picks_per_rollout", "expand_every", "tests_per_expansion", "margin", "min_measured")
+"""Settings a baseline takes from the agent's config: the budgets and the acceptance rule."""
+
+
+def _variant(name: str, with_llm: bool = False, **settings: Any) -> Baseline:
     def run(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
-        cfg = KnowEvoConfig(**settings)
+        shared = (
+            {k: getattr(config, k) for k in _SHARED} if isinstance(config, KnowEvoConfig) else {}
+        )
+        cfg = KnowEvoConfig(**(shared | settings | {"recall_blocks": 0}))
         agent_run = build(task, cfg, budget)
         # beside the agent in the same run dir: not checkpointed, no tree file of its own
-        quiet = RunContext(llm=None, sandbox=ctx.sandbox, memory=None, budget=ctx.budget,
-                           tracer=ctx.tracer, seed=ctx.seed, run_dir=None, agent=name)  # fmt: skip
+        quiet = RunContext(llm=ctx.llm if with_llm else None, sandbox=ctx.sandbox, memory=None,
+                           budget=ctx.budget, tracer=ctx.tracer, seed=ctx.seed, run_dir=None,
+                           agent=name)  # fmt: skip
         from dataclasses import replace
 
         return replace(agent_run, durable=False).execute(quiet)
@@ -39,5 +50,6 @@ def _variant(name: str, **settings: Any) -> Baseline:
 BASELINES: dict[str, Baseline] = {
     "initial": initial_baseline,
     "monolithic": _variant("monolithic", mode="monolithic"),
+    "llm-evolution": _variant("llm-evolution", with_llm=True, mode="llm-evolution"),
     "random-mutation": _variant("random-mutation", allocation="uniform", backward=False),
 }

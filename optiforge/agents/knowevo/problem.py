@@ -90,15 +90,22 @@ def edits_of_block(strategy: dict[str, Any], block: str, sign: float = 0.0) -> l
     return out
 
 
-def additions(strategy: dict[str, Any]) -> list[Edit]:
-    """Swap in each alternative mechanism the strategy does not have (weight 0.5)."""
-    out: list[Edit] = []
-    for name, src in ALTERNATIVES.items():
+def additions(strategy: dict[str, Any], rho: dict[str, float | None] | None = None) -> list[Edit]:
+    """Swap in each alternative mechanism the strategy does not have (weight 0.5).
+
+    ``rho``: each alternative's correlation with the measured fitness (the evidence):
+    then the additions come most correlated first, and one that correlates negatively is
+    added at weight -0.5 (its mechanism runs the other way on this landscape)."""
+    out: list[tuple[float, Edit]] = []
+    for k, (name, src) in enumerate(ALTERNATIVES.items()):
         if name not in strategy["blocks"]:
+            r = (rho or {}).get(name)
+            w = -0.5 if r is not None and r < 0 else 0.5
             s = copy.deepcopy(strategy)
-            s["blocks"][name], s["weights"][name] = src, 0.5
-            out.append((s, name, f"add {name} (weight 0.5)"))
-    return out
+            s["blocks"][name], s["weights"][name] = src, w
+            order = -abs(r) if rho is not None and r is not None else float(k)
+            out.append((order, (s, name, f"add {name} (weight {w:g})")))
+    return [e for _, e in sorted(out, key=lambda x: x[0])]
 
 
 def random_edit(strategy: dict[str, Any], rng: np.random.Generator) -> Edit:

@@ -7,7 +7,8 @@ fitness an agent may *measure* (``measure``, within its budget of measurements: 
 rollouts), and a test pool it never sees. A candidate is a strategy of expertise blocks
 (``optiforge.solvers.protein.strategy``); ``evaluate`` runs it in the sandbox on the test
 pool, ranks the pool and scores the ranking against the hidden fitness with the metrics
-of ``metrics.py`` (pass@5, MRR, MAP, NDCG@5; NDCG@5 is the task's value). Reports add
+of ``metrics.py`` (pass@5, MRR, MAP, NDCG@5, NDCG@30, recall@30, Spearman; NDCG@5 is
+the task's value). Reports add
 each metric's mean and 95% interval over seeds per method, and, separately, the
 physicochemical proxies (instability index, GRAVY; Biopython) of each strategy's top 5
 against the wild type's.
@@ -41,8 +42,9 @@ from optiforge.evals.suites.protein.landscape import Landscape
 from optiforge.evals.suites.protein.metrics import ranking_metrics
 
 _RUNNER = "from optiforge.solvers.protein.strategy import run_request\nrun_request()\n"
-CHUNK = 6
-"""Strategies scored per sandbox run (its output is capped at 1 MiB)."""
+CHUNK = 24
+"""Strategies scored per sandbox run (its output is capped at 1 MiB: one strategy's
+scores on 300 variants are about 20 kB)."""
 POOL = 600
 """Variants per landscape: the first half held in (measurable), the second the test pool."""
 
@@ -140,7 +142,7 @@ class ProteinTask:
         truth = [self.landscape.fitness(v["sequence"]) for v in test]
         scores = out["scores"]
         ranking = sorted(range(len(test)), key=lambda i: (-scores[i], i))
-        metrics = ranking_metrics(ranking, truth)
+        metrics = ranking_metrics(ranking, truth, scores=scores)
         metrics |= _proxies([test[i]["sequence"] for i in ranking[:5]], self.landscape.wt)
         details: dict[str, Any] = {"top5": [test[i]["mutations"] for i in ranking[:5]]}
         if self.draw is not None:  # evaluation is over: the draw may be recorded now
@@ -231,7 +233,7 @@ class ProteinBenchmark(SuiteHooks):
         sm = summary.get("suite_metrics") or {}
         if not sm:
             return []
-        keys = ["pass@5", "mrr", "map", "ndcg@5"]
+        keys = ["pass@5", "mrr", "map", "ndcg@5", "ndcg@30", "recall@30", "spearman"]
         lines = ["## Ranking metrics", "",
                  "Mean over tasks, ± the 95% t-interval over seeds (metrics: the suite docs).", "",
                  "| method | " + " | ".join(keys) + " | top-5 instability Δ | top-5 GRAVY Δ |",
