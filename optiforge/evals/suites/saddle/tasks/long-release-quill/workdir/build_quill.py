@@ -1,0 +1,20 @@
+"""Builds the release manifest: checks that every version agrees, writes dist/manifest.txt."""
+import hashlib
+import os
+import re
+import sys
+
+PKG = "quill"
+version = open("VERSION").read().strip()
+init = re.search(r'__version__ = "([^"]+)"', open(PKG + "/" + PKG + "_version.py").read()).group(1)
+cfg = re.search(r"^version = (.+)$", open("setup.cfg").read(), re.M).group(1).strip()
+top = open("CHANGELOG.md").read().splitlines()[0]
+if len({version, init, cfg}) != 1:
+    sys.exit(f"build failed: versions disagree: VERSION {version}, module {init}, setup.cfg {cfg}")
+if top != "## " + version:
+    sys.exit(f"build failed: CHANGELOG.md must start with '## {version}', not {top!r}")
+os.makedirs("dist", exist_ok=True)
+digest = hashlib.sha256((version + PKG).encode()).hexdigest()[:12]
+with open("dist/manifest.txt", "w") as f:
+    f.write(f"{PKG} {version} {digest}\n")
+print(f"build ok {PKG} {version} {digest}")
