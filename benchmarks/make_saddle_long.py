@@ -286,11 +286,14 @@ def notes(i: int) -> None:
     name = f"long-notes-{tag}"
     work = {f"inbox/{k}.txt": f"Title: {t}\nOwner: {tag}\n\nSome text about {t.lower()}.\n" for k, t in items}
     slug = {k: t.lower().replace(" ", "-") for k, t in items}
-    sol = ["ls inbox", "grep -H '^Title:' inbox/*.txt", "mkdir -p notes"]
-    sol += [f"mv inbox/{k}.txt notes/{slug[k]}.txt" for k, _ in items]
+    # one command a file move: empty folders do not cross between steps, so `mkdir` goes
+    # with each `mv` (an emptied inbox/ is gone after the step that empties it)
+    first = items[0][0]
+    sol = ["ls inbox", "grep -H '^Title:' inbox/*.txt", f"head -n 2 inbox/{first}.txt"]
+    sol += [f"mkdir -p notes && mv inbox/{k}.txt notes/{slug[k]}.txt" for k, _ in items]
     sol += ["ls notes", "printf '# Index\\n' > notes/INDEX.md",
             "for f in notes/*.txt; do sed -n 's/^Title: //p' \"$f\"; done | sort | sed 's/^/- /' >> notes/INDEX.md",
-            "cat notes/INDEX.md", "rmdir inbox"]  # fmt: skip
+            "cat notes/INDEX.md", "wc -l notes/INDEX.md"]  # fmt: skip
     index = "# Index\n" + "".join(f"- {t}\n" for t in sorted(t for _, t in items))
     body = f'''import os
 
@@ -308,7 +311,7 @@ def check():
             return False
     return read_text("notes/INDEX.md") == INDEX
 '''
-    instr = ("Every file in inbox/ starts with a `Title: ...` line. Move each one to notes/<slug>.txt, "
+    instr = (f"The {tag} notes are in inbox/; every file there starts with a `Title: ...` line. Move each one to notes/<slug>.txt, "
              "where <slug> is its title in lower case with spaces replaced by '-', leaving inbox/ empty "
              "or removed. Then write notes/INDEX.md: a first line `# Index`, then one line `- <title>` "
              "per note, sorted by title.")  # fmt: skip
