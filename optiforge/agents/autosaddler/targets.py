@@ -143,8 +143,17 @@ TERMINAL_LIBRARY: dict[str, list[Maker]] = {
         _advice(CHECK_ADVICE, "failed commands went unnoticed"),
     ],
     # doubling (not x1.5): a long task that needs 12 turns gains nothing from 6 -> 9, so the
-    # gate would refuse the first step and the rule could never reach 12
-    "step_limit": [_scale("max_steps", 2.0, 60, "it was still working when the turns ran out")],
+    # gate would refuse the first step and the rule could never reach 12;
+    # and x4 when x2 was refused (a task that needs 13 turns gains nothing from 6 -> 12 either)
+    "step_limit": [
+        _scale("max_steps", 2.0, 60, "it was still working when the turns ran out"),
+        _scale(
+            "max_steps",
+            4.0,
+            60,
+            "it was still working when the turns ran out, and twice the turns were not enough",
+        ),
+    ],  # fmt: skip
     "lost_instruction": [
         _hook("reread_instruction", "requirements were lost once older turns were summarized"),
         _scale("keep_turns", 2.0, 40, "requirements were lost once older turns were summarized"),
