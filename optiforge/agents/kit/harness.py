@@ -180,7 +180,14 @@ class Harness(BaseModel):
             data[patch.target] = [v for v in cur if v != patch.value]
         try:
             return Harness(**data)
-        except (ValidationError, ValueError) as e:
+        except ValidationError as e:
+            err = e.errors()[0]  # the first problem, located (a code hook's names its construct)
+            where = ".".join(str(x) for x in err["loc"])
+            raise ConfigError(
+                f"patch to {patch.target} gives an invalid harness: "
+                f"{where + ': ' if where else ''}{err['msg']}"
+            ) from e
+        except ValueError as e:
             raise ConfigError(
                 f"patch to {patch.target} gives an invalid harness: {str(e).splitlines()[-1]}"
             ) from e
