@@ -119,7 +119,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--models", default="unmatched,matched")
-    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--arms", default=",".join(ARMS), help="arms for the unmatched model")
+    ap.add_argument("--matched-arms", default="rules,scripted",
+                    help="arms for the rule-matched sanity model")  # fmt: skip
     ap.add_argument("--measure-runs", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path("runs/saddle-long"))
     args = ap.parse_args()
@@ -145,7 +147,7 @@ def main() -> None:
             }
         )
         print(f"{model} base: {mb['pass@1']:.3f} {mb['stops']}", flush=True)
-        for arm in args.arms.split(","):
+        for arm in (args.arms if model == "unmatched" else args.matched_arms).split(","):
             for seed in range(args.seeds):
                 t0 = time.process_time()
                 tuned, tgt, extra = tune_arm(model, arm, seed, sb)
