@@ -226,15 +226,14 @@ class UnmatchedShellModel(SimulatedShellModel):
         for m in messages[2:]:
             if m["role"] == "assistant":
                 verbatim += 1
-                if '"command"' in str(m["content"]):
-                    n_cmds += 1
+                n_cmds += _ran_command(str(m["content"]))
         p = self.plan(instruction)
         # a repair starts when a message named the slipped command (a code hook's note)
         slipped = next(
             (c for c in p["first"] if c not in p["repair"] and c.split()[0].endswith("_")), None
         )
         named = slipped is not None and any(
-            m["role"] == "user" and f"`{slipped}`" in str(m["content"]) for m in messages[1:]
+            m["role"] == "user" and f"`{slipped}` failed" in str(m["content"]) for m in messages[1:]
         )
         explore = 0 if FILES_HEAD in first_user else 1
         n = n_cmds - explore
@@ -250,7 +249,8 @@ class UnmatchedShellModel(SimulatedShellModel):
             forgets = (p["drift"] and SUMMARY_HEAD in first_user and not both
                        and nxt == p["last_required"])  # fmt: skip
             action = {"submit": True} if forgets else {"command": nxt}
-        elif named and n - len(p["first"]) < len(p["repair"]):
+        elif (named or n > len(p["first"])) and n - len(p["first"]) < len(p["repair"]):
+            # once started (named by a message), the repair goes on to its end
             action = {"command": p["repair"][n - len(p["first"])]}
         else:
             action = {"submit": True}
@@ -271,6 +271,15 @@ class UnmatchedShellModel(SimulatedShellModel):
                 return f"Next I will run:\n```bash\n{body}"
             return f"I'll do this next:\n```bash\n{body}\n```"
         return json.dumps(action)
+
+
+def _ran_command(reply: str) -> bool:
+    """Was this reply a command (not a submit: under a schema both have a "command" key)?"""
+    try:
+        obj = json.loads(reply)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and bool(str(obj.get("command") or "").strip())
 
 
 def unmatched_llm(seed: int = 0, **rates: float) -> Any:
