@@ -1,6 +1,7 @@
 """Writes the saddle suite's long-horizon tasks (splits ``long-dev`` / ``long-heldout``).
 
     python benchmarks/make_saddle_long.py      # rewrites optiforge/evals/suites/saddle/tasks/long-*
+    ruff format optiforge/evals/suites/saddle/tasks   # the project formats the work dirs' .py
 
 Four task families, three variants each (different files, values and names; variants 0-1
 go to ``long-dev``, variant 2 to ``long-heldout``). Every reference solution is 10-14 shell
@@ -18,7 +19,7 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "optiforge/evals/suites/saddle/tasks"
-HEAD = '''#!/bin/sh
+HEAD = """#!/bin/sh
 # Hidden test of {name}: runs in the final work dir, writes 1 or 0 to reward.txt.
 exec python3 -I - "${{0%/*}}" <<'PY'
 import sys
@@ -26,7 +27,7 @@ import sys
 sys.path.append(sys.argv[1])
 from checklib import close, files, lines, read_bytes, read_csv, read_json, read_text, run, verdict
 
-'''
+"""
 TAIL = "\nverdict(check)\nPY\n"
 
 
@@ -59,12 +60,13 @@ import hashlib
 import os
 import re
 import sys
+from pathlib import Path
 
 PKG = "{pkg}"
-version = open("VERSION").read().strip()
-init = re.search(r'__version__ = "([^"]+)"', open(PKG + "/" + PKG + "_version.py").read()).group(1)
-cfg = re.search(r"^version = (.+)$", open("setup.cfg").read(), re.M).group(1).strip()
-top = open("CHANGELOG.md").read().splitlines()[0]
+version = Path("VERSION").read_text().strip()
+init = re.search(r'__version__ = "([^"]+)"', Path(PKG + "/" + PKG + "_version.py").read_text()).group(1)
+cfg = re.search(r"^version = (.+)$", Path("setup.cfg").read_text(), re.M).group(1).strip()
+top = Path("CHANGELOG.md").read_text().splitlines()[0]
 if len({{version, init, cfg}}) != 1:
     sys.exit(f"build failed: versions disagree: VERSION {{version}}, module {{init}}, setup.cfg {{cfg}}")
 if top != "## " + version:
@@ -99,7 +101,7 @@ def release(i: int) -> None:
     import hashlib
 
     digest = hashlib.sha256((new + pkg).encode()).hexdigest()[:12]
-    body = f'''import re
+    body = f"""import re
 
 PKG, NEW, OLD = {pkg!r}, {new!r}, {old!r}
 LINE = {f"{pkg} {new} {digest}"!r}
@@ -121,7 +123,7 @@ def check():
     man = read_text("dist/manifest.txt")
     built = read_text("build.log")
     return man is not None and man.strip() == LINE and built is not None and built.strip() == "build ok " + LINE
-'''
+"""
     instr = (f"Release the next patch version of the `{pkg}` package: add one to the last number of "
              f"the version in VERSION, and write the new version into VERSION, {pkg}/{pkg}_version.py and "
              f"setup.cfg. Add a line `## <new version>` as the first line of CHANGELOG.md (keep the "
@@ -139,22 +141,24 @@ PORTS = [
 ]
 RENDER = '''"""Renders gateway.conf from gateway.tmpl with each service's PORT from deploy/<service>.env."""
 import re
+from pathlib import Path
 
 env = {}
 for svc in ("api", "web", "auth", "metrics"):
-    text = open(f"deploy/{svc}.env").read()
+    text = Path(f"deploy/{svc}.env").read_text()
     env[svc] = int(re.search(r"^PORT=(\\d+)$", text, re.M).group(1))
-out = open("gateway.tmpl").read()
+out = Path("gateway.tmpl").read_text()
 for svc, port in env.items():
     out = out.replace("{{" + svc + "}}", str(port))
-open("gateway.conf", "w").write(out)
+Path("gateway.conf").write_text(out)
 print("rendered", len(env), "services")
 '''
 CHECK = '''"""Checks gateway.conf: every upstream port must be set (non-zero) and unique."""
 import re
 import sys
+from pathlib import Path
 
-ports = [int(p) for p in re.findall(r"server 127.0.0.1:(\\d+);", open("gateway.conf").read())]
+ports = [int(p) for p in re.findall(r"server 127.0.0.1:(\\d+);", Path("gateway.conf").read_text())]
 if len(ports) != 4 or 0 in ports or len(set(ports)) != 4:
     sys.exit("check failed: ports " + str(ports))
 print("check ok", sum(ports))
@@ -177,7 +181,7 @@ def ports(i: int) -> None:
     sol += [f"python3 render_{hosts}.py", "cat gateway.conf", f"python3 check_{hosts}.py > check.txt",
             "cat check.txt"]  # fmt: skip
     conf = "".join(f"upstream {s} {{ server 127.0.0.1:{port}; }}\n" for s, port in p.items())
-    body = f'''PORTS = {p!r}
+    body = f"""PORTS = {p!r}
 CONF = {conf!r}
 
 
@@ -188,7 +192,7 @@ def check():
             return False
     c = read_text("check.txt")
     return read_text("gateway.conf") == CONF and c is not None and c.strip() == "check ok " + str(sum(PORTS.values()))
-'''
+"""
     instr = (f"Each service in deploy/ has PORT=0 in its .env file. Set PORT in every deploy/*.env file "
              f"to the port inventory.txt lists for that service (change nothing else), then run "
              f"`python3 render_{hosts}.py` to write gateway.conf, then run `python3 check_{hosts}.py` and save "
@@ -213,25 +217,26 @@ import csv
 import glob
 import os
 import sys
+from pathlib import Path
 
 stage = sys.argv[1]
 os.makedirs("work", exist_ok=True)
 if stage == "clean":
     rows = []
     for path in sorted(glob.glob("raw/*.csv")):
-        for r in csv.DictReader(open(path)):
+        for r in csv.DictReader(Path(path).read_text().splitlines()):
             rows.append((r["item"], int(r["units"])))
     with open("work/clean.csv", "w") as f:
         f.write("item,units\\n" + "".join(f"{i},{u}\\n" for i, u in rows))
 elif stage == "aggregate":
     tot = {}
-    for r in csv.DictReader(open("work/clean.csv")):
+    for r in csv.DictReader(Path("work/clean.csv").read_text().splitlines()):
         tot[r["item"]] = tot.get(r["item"], 0) + int(r["units"])
     with open("work/totals.csv", "w") as f:
         f.write("item,total\\n" + "".join(f"{i},{t}\\n" for i, t in sorted(tot.items())))
 elif stage == "report":
     lim = int(sys.argv[sys.argv.index("--min") + 1])
-    for r in csv.DictReader(open("work/totals.csv")):
+    for r in csv.DictReader(Path("work/totals.csv").read_text().splitlines()):
         if int(r["total"]) >= lim:
             print(f"{r['item']},{r['total']}")
 '''
@@ -245,7 +250,9 @@ def pipeline(i: int) -> None:
             "README.txt": "Run the stages in order: clean, aggregate, report.\n"}  # fmt: skip
     tot: dict[str, int] = {}
     for m, rows in months:
-        work[f"raw/{m}.csv"] = "item,units\n" + "".join(f"{it},{'' if u is None else u}\n" for it, u in rows)
+        work[f"raw/{m}.csv"] = "item,units\n" + "".join(
+            f"{it},{'' if u is None else u}\n" for it, u in rows
+        )
         for it, u in rows:
             tot[it] = tot.get(it, 0) + (u or 0)
     want = [f"{k},{v}" for k, v in sorted(tot.items()) if v >= lim]
@@ -255,7 +262,7 @@ def pipeline(i: int) -> None:
            f"sed -i 's/rows.append((r\\[\"item\"\\], int(r\\[\"units\"\\])))/rows.append((r[\"item\"], int(r[\"units\"] or 0)))/' pipeline_{tag}.py",
            f"python3 pipeline_{tag}.py clean", "wc -l work/clean.csv", f"python3 pipeline_{tag}.py aggregate",
            "cat work/totals.csv", f"python3 pipeline_{tag}.py report --min {lim} > report.txt", "cat report.txt"]  # fmt: skip
-    body = f'''WANT = {want!r}
+    body = f"""WANT = {want!r}
 TOTALS = {sorted(tot.items())!r}
 
 
@@ -265,7 +272,7 @@ def check():
     if rep is None or tot is None:
         return False
     return [ln for ln in rep if ln] == WANT and [tuple([r[0], int(r[1])]) for r in tot[1:]] == [tuple(t) for t in TOTALS]
-'''
+"""
     instr = (f"pipeline_{tag}.py has three stages (clean, aggregate, report). Its clean stage crashes on "
              "rows whose units field is empty: fix it so an empty units field counts as 0. Then run the "
              "stages in order (clean, aggregate, then report with `--min N`, where N is the min_units "
@@ -284,7 +291,10 @@ def notes(i: int) -> None:
     items = NOTES[i]
     tag = ["ops", "team", "launch"][i]
     name = f"long-notes-{tag}"
-    work = {f"inbox/{k}.txt": f"Title: {t}\nOwner: {tag}\n\nSome text about {t.lower()}.\n" for k, t in items}
+    work = {
+        f"inbox/{k}.txt": f"Title: {t}\nOwner: {tag}\n\nSome text about {t.lower()}.\n"
+        for k, t in items
+    }
     slug = {k: t.lower().replace(" ", "-") for k, t in items}
     # one command a file move: empty folders do not cross between steps, so `mkdir` goes
     # with each `mv` (an emptied inbox/ is gone after the step that empties it)
@@ -295,7 +305,7 @@ def notes(i: int) -> None:
             "for f in notes/*.txt; do sed -n 's/^Title: //p' \"$f\"; done | sort | sed 's/^/- /' >> notes/INDEX.md",
             "cat notes/INDEX.md", "wc -l notes/INDEX.md"]  # fmt: skip
     index = "# Index\n" + "".join(f"- {t}\n" for t in sorted(t for _, t in items))
-    body = f'''import os
+    body = f"""import os
 
 SLUG = {slug!r}
 TITLES = {dict(items)!r}
@@ -310,7 +320,7 @@ def check():
         if text is None or not text.startswith("Title: " + TITLES[k] + "\\n"):
             return False
     return read_text("notes/INDEX.md") == INDEX
-'''
+"""
     instr = (f"The {tag} notes are in inbox/; every file there starts with a `Title: ...` line. Move each one to notes/<slug>.txt, "
              "where <slug> is its title in lower case with spaces replaced by '-', leaving inbox/ empty "
              "or removed. Then write notes/INDEX.md: a first line `# Index`, then one line `- <title>` "

@@ -1,14 +1,18 @@
 """Builds the release manifest: checks that every version agrees, writes dist/manifest.txt."""
+
 import hashlib
 import os
 import re
 import sys
+from pathlib import Path
 
 PKG = "tally"
-version = open("VERSION").read().strip()
-init = re.search(r'__version__ = "([^"]+)"', open(PKG + "/" + PKG + "_version.py").read()).group(1)
-cfg = re.search(r"^version = (.+)$", open("setup.cfg").read(), re.M).group(1).strip()
-top = open("CHANGELOG.md").read().splitlines()[0]
+version = Path("VERSION").read_text().strip()
+init = re.search(
+    r'__version__ = "([^"]+)"', Path(PKG + "/" + PKG + "_version.py").read_text()
+).group(1)
+cfg = re.search(r"^version = (.+)$", Path("setup.cfg").read_text(), re.M).group(1).strip()
+top = Path("CHANGELOG.md").read_text().splitlines()[0]
 if len({version, init, cfg}) != 1:
     sys.exit(f"build failed: versions disagree: VERSION {version}, module {init}, setup.cfg {cfg}")
 if top != "## " + version:
