@@ -64,8 +64,8 @@ from pathlib import Path
 
 PKG = "{pkg}"
 version = Path("VERSION").read_text().strip()
-init = re.search(r'__version__ = "([^"]+)"', Path(PKG + "/" + PKG + "_version.py").read_text()).group(1)
-cfg = re.search(r"^version = (.+)$", Path("setup.cfg").read_text(), re.M).group(1).strip()
+init = re.findall(r'__version__ = "([^"]+)"', Path(PKG + "/" + PKG + "_version.py").read_text())[0]
+cfg = re.findall(r"^version = (.+)$", Path("setup.cfg").read_text(), re.M)[0].strip()
 top = Path("CHANGELOG.md").read_text().splitlines()[0]
 if len({{version, init, cfg}}) != 1:
     sys.exit(f"build failed: versions disagree: VERSION {{version}}, module {{init}}, setup.cfg {{cfg}}")
@@ -146,7 +146,7 @@ from pathlib import Path
 env = {}
 for svc in ("api", "web", "auth", "metrics"):
     text = Path(f"deploy/{svc}.env").read_text()
-    env[svc] = int(re.search(r"^PORT=(\\d+)$", text, re.M).group(1))
+    env[svc] = int(re.findall(r"^PORT=(\\d+)$", text, re.M)[0])
 out = Path("gateway.tmpl").read_text()
 for svc, port in env.items():
     out = out.replace("{{" + svc + "}}", str(port))
@@ -229,7 +229,7 @@ if stage == "clean":
     with open("work/clean.csv", "w") as f:
         f.write("item,units\\n" + "".join(f"{i},{u}\\n" for i, u in rows))
 elif stage == "aggregate":
-    tot = {}
+    tot: dict[str, int] = {}
     for r in csv.DictReader(Path("work/clean.csv").read_text().splitlines()):
         tot[r["item"]] = tot.get(r["item"], 0) + int(r["units"])
     with open("work/totals.csv", "w") as f:

@@ -15,6 +15,7 @@ import sys
 
 def main() -> None:
     mark = os.environ.get("HOOK_MARK", "@@hook@@")
+    report: dict[str, object]
     try:
         names = json.loads(sys.argv[1])
         with open("hook_input.json") as f:

@@ -17,7 +17,7 @@ if stage == "clean":
     with open("work/clean.csv", "w") as f:
         f.write("item,units\n" + "".join(f"{i},{u}\n" for i, u in rows))
 elif stage == "aggregate":
-    tot = {}
+    tot: dict[str, int] = {}
     for r in csv.DictReader(Path("work/clean.csv").read_text().splitlines()):
         tot[r["item"]] = tot.get(r["item"], 0) + int(r["units"])
     with open("work/totals.csv", "w") as f:

@@ -6,7 +6,7 @@ from pathlib import Path
 env = {}
 for svc in ("api", "web", "auth", "metrics"):
     text = Path(f"deploy/{svc}.env").read_text()
-    env[svc] = int(re.search(r"^PORT=(\d+)$", text, re.M).group(1))
+    env[svc] = int(re.findall(r"^PORT=(\d+)$", text, re.M)[0])
 out = Path("gateway.tmpl").read_text()
 for svc, port in env.items():
     out = out.replace("{{" + svc + "}}", str(port))

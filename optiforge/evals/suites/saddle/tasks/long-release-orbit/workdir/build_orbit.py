@@ -8,10 +8,8 @@ from pathlib import Path
 
 PKG = "orbit"
 version = Path("VERSION").read_text().strip()
-init = re.search(
-    r'__version__ = "([^"]+)"', Path(PKG + "/" + PKG + "_version.py").read_text()
-).group(1)
-cfg = re.search(r"^version = (.+)$", Path("setup.cfg").read_text(), re.M).group(1).strip()
+init = re.findall(r'__version__ = "([^"]+)"', Path(PKG + "/" + PKG + "_version.py").read_text())[0]
+cfg = re.findall(r"^version = (.+)$", Path("setup.cfg").read_text(), re.M)[0].strip()
 top = Path("CHANGELOG.md").read_text().splitlines()[0]
 if len({version, init, cfg}) != 1:
     sys.exit(f"build failed: versions disagree: VERSION {version}, module {init}, setup.cfg {cfg}")
