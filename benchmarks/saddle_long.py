@@ -71,6 +71,7 @@ def accept_all(before: dict[str, bool], after: dict[str, bool], margin_sd: float
 
 
 saddler_agent_gate = saddler_agent.validation_gate
+_MEMO: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
 
 
 def tune_arm(
@@ -78,6 +79,9 @@ def tune_arm(
 ) -> tuple[Any, TerminalTarget, dict[str, Any]]:
     library = {"switches": SWITCH_LIBRARY, "random-patch": random_library(seed)}.get(arm)
     target = TerminalTarget(MODELS[model], sb, long=True, memo=True, library=library)
+    # one step/score memo per agent model across arms and seeds (same files + command, same result)
+    shared = _MEMO.setdefault(model, ({}, {}))
+    target._steps, target._scores = shared  # noqa: SLF001
     cfg = SaddlerConfig(**CONFIG, proposer="llm" if arm == "scripted" else "rules")  # type: ignore[arg-type]
     llm = scripted_proposer() if arm == "scripted" else None
     saddler_agent.validation_gate = accept_all if arm == "accept-all" else saddler_agent_gate  # type: ignore[assignment]
@@ -122,7 +126,7 @@ def main() -> None:
     ap.add_argument("--arms", default=",".join(ARMS), help="arms for the unmatched model")
     ap.add_argument("--matched-arms", default="rules,scripted",
                     help="arms for the rule-matched sanity model")  # fmt: skip
-    ap.add_argument("--measure-runs", type=int, default=5)
+    ap.add_argument("--measure-runs", type=int, default=4)
     ap.add_argument("--out", type=Path, default=Path("runs/saddle-long"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -136,6 +140,7 @@ def main() -> None:
 
     for model in args.models.split(","):
         target = TerminalTarget(MODELS[model], sb, long=True, memo=True)
+        target._steps, target._scores = _MEMO.setdefault(model, ({}, {}))  # noqa: SLF001
         mb = measure(target, target.base(), "heldout", runs=args.measure_runs)
         emit(
             {
