@@ -80,7 +80,11 @@ def test_rules_pick_one_part_for_the_top_cause_or_every_part_at_once() -> None:
     from optiforge.agents.autosaddler.proposers import patch_key
 
     nxt = choose_rules(cats, h, TERMINAL_LIBRARY, {patch_key(one[0])}, "one_part")
-    assert nxt[0].target == "system_prompt"  # the next rule for the same cause
+    assert nxt[0].target == "code_hooks"  # the next rule for the same cause: control logic as code
+    after = choose_rules(
+        cats, h, TERMINAL_LIBRARY, {patch_key(one[0]), patch_key(nxt[0])}, "one_part"
+    )
+    assert after[0].target == "system_prompt"  # then prose advice
 
 
 def test_llm_proposals_are_parsed_into_patches_and_bad_ones_are_refused() -> None:
