@@ -315,6 +315,14 @@ def scripted_proposer_reply(prompt: str, whole: bool) -> dict[str, Any]:
     if re.search(r"-> exit [1-9]", failures) and "verify_before_submit" not in hooks:
         found.append(("unverified_error", "a failed command was never fixed",
                       {"target": "hooks", "op": "append", "value": "verify_before_submit"}))  # fmt: skip
+    elif re.search(r"-> exit [1-9]", failures) and not h.get("code_hooks"):
+        # the switch is in and failed commands still go unfixed: write the check as code
+        from optiforge.agents.autosaddler.targets import VERIFY_FAILED_HOOK
+
+        found.append(("unverified_error", "failed commands go unfixed despite the check request",
+                      {"target": "code_hooks", "op": "append",
+                       "value": {"name": "verify_failed_commands", "point": "before_submit",
+                                 "source": VERIFY_FAILED_HOOK}}))  # fmt: skip
     if "Ended: step limit" in failures:
         found.append(("step_limit", "the turns ran out",
                       {"target": "max_steps", "op": "set", "value": 2 * int(h.get("max_steps", 6))}))  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,32 @@ def test_the_rule_library_writes_a_code_hook_after_the_switch() -> None:
     assert code.value["point"] == "before_submit" and code.value["source"] == VERIFY_FAILED_HOOK
     h2 = h.apply(code)
     assert makers[1](h2) is None  # installed once
+
+
+def test_an_llm_proposal_can_carry_a_code_hook_and_a_bad_one_is_refused() -> None:
+    from optiforge.agents.autosaddler import diagnosis
+    from optiforge.agents.autosaddler.proposers import llm_propose, proposal_prompt
+    from optiforge.agents.autosaddler.targets import TERMINAL_PARTS
+    from optiforge.testing import FunctionLLM
+    from optiforge.testing.saddle import scripted_proposer
+
+    h = base_harness().apply(Patch(target="hooks", op="append", value="verify_before_submit",
+                                   why="x"))  # fmt: skip
+    ep = {"task": "t", "instruction": "x", "stop": "submitted", "llm_calls": 2, "turns": [
+        {"kind": "command", "command": "sed_ x", "returncode": 127, "timed_out": False,
+         "stdout_tail": "", "stderr_tail": "not found"}]}  # fmt: skip
+    prompt = proposal_prompt(h, TERMINAL_PARTS, diagnosis.CATEGORIES, [diagnosis.render(ep)], [],
+                             mode="trace", scope="one_part")  # fmt: skip
+    assert "code_hooks (list" in prompt and "def hook(obs):" in prompt
+    _, patches, err = llm_propose(scripted_proposer(), h, prompt, scope="one_part")
+    assert err == "" and [(p.target, p.op) for p in patches] == [("code_hooks", "append")]
+    assert h.apply(patches[0]).code_hooks[0].source == VERIFY_FAILED_HOOK
+
+    def evil(messages: Any, tools: Any, schema: Any) -> str:
+        return json.dumps({"root_cause": "r", "category": "unknown", "evidence": "e", "patch": {
+            "target": "code_hooks", "op": "append", "why": "w", "value": {
+                "name": "x", "point": "before_action",
+                "source": "def hook(obs):\n    return open('/etc/shadow').read()"}}})  # fmt: skip
+
+    _, patches, err = llm_propose(FunctionLLM(evil), h, prompt, scope="one_part")
+    assert patches == [] and "may not use" in err
