@@ -3,6 +3,7 @@ defects are NOT each matched to a library rule (``UnmatchedShellModel``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,3 +91,15 @@ def test_the_gate_keeps_the_code_hook_and_refuses_the_switch_that_does_nothing(g
     ok = code["accepted"] and not switch["accepted"]
     assert code["wins"] - code["losses"] >= 2, code  # the code hook repairs slips here
     assert ok == (gate == "paired"), (code, switch)
+
+
+def test_cli_measures_a_harness_with_a_code_hook_on_the_long_split(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from optiforge.cli.saddle import app
+
+    folder = _h(CODE).save(tmp_path / "h")
+    res = CliRunner().invoke(app, ["measure", "--harness", str(folder), "--long", "--runs", "1",
+                                   "--agent-model", "unmatched"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "long-release-tally" in res.output and "pass@1" in res.output
