@@ -14,7 +14,11 @@ Arms (proposer / gate), each tuned once per seed (the seed shuffles long-dev int
 validation and training tasks and seeds the mini-batches):
 
 - ``rules``: the offline rule library (switches, limits, prompt text AND code hooks),
-  paired validation gate;
+  paired validation gate with the root-cause tie-break (``SaddlerConfig.cause_gate``: a
+  patch that gains no pass but loses none is kept when it removes the failure category it
+  was proposed for on the validation items);
+- ``rules-pass-gate``: the same with the gate on passes alone (every long task fails under
+  the base harness for several reasons at once, so no single patch gains a pass: it stalls);
 - ``switches``: the rule library without code hooks (``SWITCH_LIBRARY``): what code adds;
 - ``scripted``: the LLM-proposer path with a scripted LLM (``testing.saddle.scripted_proposer``);
 - ``random-patch`` (stand-in): a random library patch each round, whatever the diagnosis,
@@ -47,8 +51,16 @@ from optiforge.sandboxes import get_sandbox
 from optiforge.testing.saddle import scripted_proposer, simulated_llm, unmatched_llm
 
 MODELS = {"unmatched": unmatched_llm, "matched": simulated_llm}
-ARMS = ("rules", "switches", "scripted", "random-patch", "accept-all")
-CONFIG = {"iterations": 14, "batch": 4, "runs": 1, "val_tasks": 4, "val_runs": 3, "workers": 2}
+ARMS = ("rules", "rules-pass-gate", "switches", "scripted", "random-patch", "accept-all")
+CONFIG = {
+    "iterations": 14,
+    "batch": 4,
+    "runs": 1,
+    "val_tasks": 4,
+    "val_runs": 3,
+    "workers": 2,
+    "cause_gate": True,
+}
 """Long tasks need several accepted patches (turns, format, checks, history) and early rounds
 are spent on format patches while every episode still hits the turn limit: 14 rounds."""
 
@@ -82,7 +94,10 @@ def tune_arm(
     # one step/score memo per agent model across arms and seeds (same files + command, same result)
     shared = _MEMO.setdefault(model, ({}, {}))
     target._steps, target._scores = shared  # noqa: SLF001
-    cfg = SaddlerConfig(**CONFIG, proposer="llm" if arm == "scripted" else "rules")  # type: ignore[arg-type]
+    cfg = SaddlerConfig(
+        **{**CONFIG, "cause_gate": arm != "rules-pass-gate"},  # type: ignore[arg-type]
+        proposer="llm" if arm == "scripted" else "rules",
+    )
     llm = scripted_proposer() if arm == "scripted" else None
     saddler_agent.validation_gate = accept_all if arm == "accept-all" else saddler_agent_gate  # type: ignore[assignment]
     try:
