@@ -88,7 +88,9 @@ def test_the_long_splits_need_ten_commands_or_more_and_carry_state() -> None:
         # instruction), so an agent has to read it early and keep it
         late = " ".join(sol[len(sol) // 3 :]).replace("\\", "")
         init = "\n".join(f"{k}\n{d.decode()}" for k, d in t.initial_files().items())
-        carried = [w for w in re.findall(r"[\w.-]{3,}", late) if w in init and w not in t.instruction]
+        carried = [
+            w for w in re.findall(r"[\w.-]{3,}", late) if w in init and w not in t.instruction
+        ]
         assert carried, t.name
 
 
