@@ -20,7 +20,9 @@ app = typer.Typer(help="AutoSaddler: tune the terminal agent's harness on the sa
 
 AGENT_MODEL_HELP = (
     "The terminal agent's model: `simulated` (a labelled oracle with harness-sensitive "
-    "defects, optiforge.testing.saddle: exercises the machinery, measures no model), "
+    "defects, each matched to a library rule, optiforge.testing.saddle: exercises the "
+    "machinery, measures no model), `unmatched` (a labelled oracle whose defects are not "
+    "matched to rules: stochastic, two-patch, uncurable, code-hook-only), "
     "`local` (the embedded SmolLM2), or a LiteLLM model name."
 )
 
@@ -30,6 +32,10 @@ def _agent_llm(name: str, api_base: str | None) -> Any:
         from optiforge.testing.saddle import simulated_llm
 
         return simulated_llm
+    if name == "unmatched":
+        from optiforge.testing.saddle import unmatched_llm
+
+        return unmatched_llm
     from optiforge.llm.offline import make_llm
 
     kw = {"api_base": api_base} if api_base else {}
@@ -41,11 +47,14 @@ def _agent_llm(name: str, api_base: str | None) -> Any:
     return lambda seed: llm
 
 
-def _target(agent_model: str, api_base: str | None, sandbox: str) -> Any:
+LONG_HELP = "Use the long-horizon tasks (saddle long-dev / long-heldout, 10+ commands each)."
+
+
+def _target(agent_model: str, api_base: str | None, sandbox: str, long: bool = False) -> Any:
     from optiforge.agents.autosaddler import TerminalTarget
     from optiforge.sandboxes import get_sandbox
 
-    return TerminalTarget(_agent_llm(agent_model, api_base), get_sandbox(sandbox))
+    return TerminalTarget(_agent_llm(agent_model, api_base), get_sandbox(sandbox), long=long)
 
 
 @app.command("tune")
@@ -82,6 +91,7 @@ def tune_cmd(
     ] = 3,
     sandbox: Annotated[str, typer.Option(help="Sandbox back end.")] = "local",
     resume: Annotated[bool, typer.Option(help="Continue the run checkpointed in OUT.")] = False,
+    long: Annotated[bool, typer.Option("--long", help=LONG_HELP)] = False,
 ) -> None:
     """Tune the terminal agent's harness on saddle/dev (one line per round), then measure the
     base and the tuned harness on saddle/heldout."""
@@ -102,7 +112,7 @@ def tune_cmd(
             f"{err['msg']} (got {err['input']!r})", param_hint=f"--{name}"
         ) from None
     out.mkdir(parents=True, exist_ok=True)
-    target = _target(agent_model, api_base, sandbox)
+    target = _target(agent_model, api_base, sandbox, long)
     proposer = None
     if model != "offline":
         from optiforge.llm.offline import make_llm
@@ -129,20 +139,23 @@ def tune_cmd(
     base.save(out / "base")
     tuned.save(out / "harness")
     hist = result.extra["history"]
-    lines = [f"# AutoSaddler on saddle/dev: {len(hist)} rounds, {result.extra['accepted']} patches accepted",
+    pre = "long-" if long else ""
+    lines = [f"# AutoSaddler on saddle/{pre}dev: {len(hist)} rounds, {result.extra['accepted']} patches accepted",
              "", f"agent model: {agent_model}; proposer: {model if proposer else 'rules (offline)'}; "
              f"diagnosis {diagnosis}, scope {scope}, gate {gate}; validation tasks: {', '.join(result.extra['val'])}",
              "", *[f"- {round_line(r)}" for r in hist], "", "```diff", base.diff(tuned) or "(no change)", "```"]  # fmt: skip
     typer.echo(f"tuned harness {tuned.version} (base {base.version}): {out / 'harness'}")
     if measure_runs:
-        typer.echo(f"measuring base and tuned on saddle/heldout ({measure_runs} runs per task) ...")
+        typer.echo(
+            f"measuring base and tuned on saddle/{pre}heldout ({measure_runs} runs per task) ..."
+        )
         rows = [
             metrics_row(n, measure(target, h, "heldout", runs=measure_runs))
             for n, h in (("base", base), ("tuned", tuned))
         ]
         table = metrics_head(measure_runs) + "\n" + "\n".join(rows)
         typer.echo(table)
-        lines += ["", f"## saddle/heldout ({measure_runs} runs per task)", "", table]
+        lines += ["", f"## saddle/{pre}heldout ({measure_runs} runs per task)", "", table]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     llm_rounds = [r for r in hist if r.get("proposer") == "llm"]
     if llm_rounds and all(r.get("proposal_errors") and not r.get("patches") for r in llm_rounds):
@@ -159,13 +172,14 @@ def measure_cmd(
     agent_model: Annotated[str, typer.Option(help=AGENT_MODEL_HELP)] = "simulated",
     api_base: Annotated[str | None, typer.Option()] = None,
     sandbox: Annotated[str, typer.Option(help="Sandbox back end.")] = "local",
+    long: Annotated[bool, typer.Option("--long", help=LONG_HELP)] = False,
 ) -> None:
     """pass@1, pass^k, turns, LLM calls and tokens per task of a harness on a saddle split."""
     from optiforge.agents.autosaddler import measure
     from optiforge.agents.autosaddler.report import metrics_head, metrics_row
     from optiforge.agents.kit.harness import Harness
 
-    target = _target(agent_model, api_base, sandbox)
+    target = _target(agent_model, api_base, sandbox, long)
     h = target.base() if harness == "base" else Harness.load(harness)
     m = measure(target, h, split, runs=runs)
     typer.echo(metrics_head(runs) + "\n" + metrics_row(harness, m))

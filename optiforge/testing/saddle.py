@@ -1,4 +1,14 @@
-"""A simulated shell model for the ``terminal`` agent, and a scripted AutoSaddler proposer.
+"""Simulated shell models for the ``terminal`` agent, and a scripted AutoSaddler proposer.
+
+Two simulated models, labelled in every result:
+
+- ``SimulatedShellModel`` (**rule-matched**, the sanity check): four planted defects, each
+  cured by exactly one patch of the rule library, so tuning's gain is true by construction;
+  it checks that the machinery finds and keeps the cures.
+- ``UnmatchedShellModel`` (**not rule-matched**): stochastic defects that no single patch
+  removes, a defect that only two patches together cure, a defect no patch cures (so the
+  ceiling is below 100%), and a defect whose cure is control logic the switches do not
+  offer (a code hook). See its docstring.
 
 ``SimulatedShellModel`` is NOT a model of anything real: it is an oracle that knows every
 ``saddle`` task's reference solution and follows it, with four defects whose rates are
@@ -144,6 +154,139 @@ class SimulatedShellModel:
         return json.dumps(action)
 
 
+class UnmatchedShellModel(SimulatedShellModel):
+    """A simulated shell model whose defects are NOT each matched to a library rule
+    (an oracle like ``SimulatedShellModel``, labelled so; it measures AutoSaddler, not a model).
+
+    It follows each task's reference solution, with these defects (draws depend on the
+    seed, the instruction and the turn, so runs are reproducible):
+
+    - **stochastic format slips**: each reply is a fenced block instead of a JSON action
+      with probability ``p_format`` (halved when the system message shows usage
+      examples); half of those blocks are cut off (no closing fence: no parser reads
+      them); a re-ask is answered well only with probability ``p_reask``; under an action
+      schema the reply is empty (neither command nor submit) with probability
+      ``p_empty``. Examples, re-asks, code blocks and schemas each remove part of it, none
+      all of it.
+    - **a slip only a code hook cures**: as the rule-matched model, one work command may
+      run with a typo (``p_slip``), noticed at once with probability ``p_notice``. It
+      repairs it (re-runs the solution from the slip) only when a message NAMES the
+      failed command (e.g. ``Not submitted ... `cmd` failed``): the generic
+      ``verify_before_submit`` request and prose advice do not move it. The library's
+      ``verify_failed_commands`` code hook (``before_submit``) names it; no switch does.
+    - **a defect two patches cure together**: with probability ``p_drift``, once older
+      turns are summarized, it submits before the last work command, unless the last
+      message restates the task (``reread_instruction``) AND at least 8 turns are kept
+      verbatim (``keep_turns >= 8``, it sees 8 verbatim turns): either alone changes
+      nothing; or unless nothing was summarized at all.
+    - **a defect nothing cures**: on a fixed fraction ``p_unknown`` of tasks (by the
+      instruction's hash), and on ``p_unknown_run`` of other runs, it does not know the
+      last work command and leaves it out; every check request is answered with a submit.
+      So pass@1 stays below 1 under any harness.
+    - exploration: unless the work dir's files are listed first, its first command is
+      ``ls -la`` (it costs a turn).
+    """
+
+    def __init__(self, seed: int = 0, *, p_format: float = 0.25, p_reask: float = 0.6,
+                 p_empty: float = 0.1, p_slip: float = 0.5, p_notice: float = 0.2,
+                 p_drift: float = 0.6, p_unknown: float = 0.15,
+                 p_unknown_run: float = 0.08) -> None:  # fmt: skip
+        super().__init__(seed, p_format=p_format, p_slip=p_slip, p_notice=p_notice, p_drift=p_drift)
+        self.p_reask, self.p_empty = p_reask, p_empty
+        self.p_unknown, self.p_unknown_run = p_unknown, p_unknown_run
+
+    def llm(self) -> Any:
+        from optiforge.testing.scripted import FunctionLLM
+
+        return FunctionLLM(self, model=f"unmatched-shell-s{self.seed}")
+
+    def plan(self, instruction: str) -> dict[str, Any]:
+        p = super().plan(instruction)
+        sol = list(_solutions().get(instruction, ()))
+        work = [i for i, c in enumerate(sol) if not c.lstrip().startswith(DISPLAY)]
+        r = _rng("unknown", self.seed, instruction)
+        unknown = (_rng("unknown-task", instruction).random() < self.p_unknown
+                   or r.random() < self.p_unknown_run)  # fmt: skip
+        if unknown and work:
+            last = sol[work[-1]]
+            p["first"] = [c for c in p["first"] if c != last]
+            p["repair"] = [c for c in p["repair"] if c != last]
+        p["unknown"] = unknown
+        return p
+
+    def __call__(self, messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
+        first_user = str(messages[1]["content"]) if len(messages) > 1 else ""
+        instruction = next((i for i in _solutions() if i in first_user), None)
+        if instruction is None:
+            return json.dumps({"submit": True})
+        last = str(messages[-1]["content"])
+        summary = first_user.split(SUMMARY_HEAD, 1)[1] if SUMMARY_HEAD in first_user else ""
+        n_cmds = sum(1 for ln in summary.splitlines() if _SUMMARY_CMD.match(ln))
+        verbatim = 0
+        for m in messages[2:]:
+            if m["role"] == "assistant":
+                verbatim += 1
+                n_cmds += _ran_command(str(m["content"]))
+        p = self.plan(instruction)
+        # a repair starts when a message named the slipped command (a code hook's note)
+        slipped = next(
+            (c for c in p["first"] if c not in p["repair"] and c.split()[0].endswith("_")), None
+        )
+        named = slipped is not None and any(
+            m["role"] == "user" and f"`{slipped}` failed" in str(m["content"]) for m in messages[1:]
+        )
+        explore = 0 if FILES_HEAD in first_user else 1
+        n = n_cmds - explore
+        # the episode's turn index: summarized turns count too (a draw keyed on the verbatim
+        # window alone would repeat forever once the window is full)
+        turn = verbatim + sum(1 for ln in summary.splitlines() if re.match(r"^\d+\. ", ln))
+        reasked = last.startswith("No usable action")
+        if n < 0:
+            action: dict[str, Any] = {"command": "ls -la"}
+        elif n < len(p["first"]):
+            nxt = p["first"][n]
+            both = REMINDER_HEAD in last and verbatim >= 8
+            forgets = (p["drift"] and SUMMARY_HEAD in first_user and not both
+                       and nxt == p["last_required"])  # fmt: skip
+            action = {"submit": True} if forgets else {"command": nxt}
+        elif (named or n > len(p["first"])) and n - len(p["first"]) < len(p["repair"]):
+            # once started (named by a message), the repair goes on to its end
+            action = {"command": p["repair"][n - len(p["first"])]}
+        else:
+            action = {"submit": True}
+        draw = _rng("format", self.seed, instruction, turn).random()
+        if schema is not None:
+            if draw < self.p_empty:
+                return json.dumps({"command": "", "submit": False})
+            return json.dumps({"command": action.get("command", ""), "submit": "submit" in action})
+        has_examples = "\nExamples:\n" in str(messages[0]["content"])
+        rate = self.p_format / (2 if has_examples else 1)
+        if reasked:
+            slip = _rng("reask", self.seed, instruction, turn).random() >= self.p_reask
+        else:
+            slip = draw < rate
+        if slip:
+            body = action.get("command", "submit")
+            if _rng("cut", self.seed, instruction, turn).random() < 0.5:
+                return f"Next I will run:\n```bash\n{body}"
+            return f"I'll do this next:\n```bash\n{body}\n```"
+        return json.dumps(action)
+
+
+def _ran_command(reply: str) -> bool:
+    """Was this reply a command (not a submit: under a schema both have a "command" key)?"""
+    try:
+        obj = json.loads(reply)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and bool(str(obj.get("command") or "").strip())
+
+
+def unmatched_llm(seed: int = 0, **rates: float) -> Any:
+    """A ``FunctionLLM`` answering as ``UnmatchedShellModel(seed, **rates)``."""
+    return UnmatchedShellModel(seed, **rates).llm()
+
+
 def simulated_llm(seed: int = 0, **rates: float) -> Any:
     """A ``FunctionLLM`` answering as ``SimulatedShellModel(seed, **rates)``."""
     return SimulatedShellModel(seed, **rates).llm()
@@ -172,6 +315,14 @@ def scripted_proposer_reply(prompt: str, whole: bool) -> dict[str, Any]:
     if re.search(r"-> exit [1-9]", failures) and "verify_before_submit" not in hooks:
         found.append(("unverified_error", "a failed command was never fixed",
                       {"target": "hooks", "op": "append", "value": "verify_before_submit"}))  # fmt: skip
+    elif re.search(r"-> exit [1-9]", failures) and not h.get("code_hooks"):
+        # the switch is in and failed commands still go unfixed: write the check as code
+        from optiforge.agents.autosaddler.targets import VERIFY_FAILED_HOOK
+
+        found.append(("unverified_error", "failed commands go unfixed despite the check request",
+                      {"target": "code_hooks", "op": "append",
+                       "value": {"name": "verify_failed_commands", "point": "before_submit",
+                                 "source": VERIFY_FAILED_HOOK}}))  # fmt: skip
     if "Ended: step limit" in failures:
         found.append(("step_limit", "the turns ran out",
                       {"target": "max_steps", "op": "set", "value": 2 * int(h.get("max_steps", 6))}))  # fmt: skip
@@ -269,6 +420,8 @@ def simulated_reformulator(seed: int = 0, **rates: float) -> Any:
 __all__ = [
     "SimulatedReformulator",
     "SimulatedShellModel",
+    "UnmatchedShellModel",
+    "unmatched_llm",
     "scripted_proposer",
     "simulated_llm",
     "simulated_reformulator",

@@ -68,12 +68,30 @@ def test_reference_scores_one_and_noop_zero(task: SaddleTask) -> None:
 def test_the_suite_has_24_tasks_14_dev_10_heldout() -> None:
     assert len(BENCH.tasks("dev")) == 14
     assert len(BENCH.tasks("heldout")) == 10
-    assert len(BY_NAME) == 24
-    for split in BENCH.splits:
+    assert len([t for t in TASKS if not t.split.startswith("long-")]) == 24
+    for split in ("dev", "heldout"):
         cats = {t.category for t in BENCH.tasks(split)}
         assert len(cats) >= 10, (split, cats)
     # a similar mix: every heldout category also occurs in dev
     assert {t.category for t in BENCH.tasks("heldout")} <= {t.category for t in BENCH.tasks("dev")}
+
+
+def test_the_long_splits_need_ten_commands_or_more_and_carry_state() -> None:
+    dev, held = BENCH.tasks("long-dev"), BENCH.tasks("long-heldout")
+    assert len(dev) == 8 and len(held) == 4
+    # each heldout task is a family seen in dev, with other files and values
+    assert {t.category for t in held} == {t.category for t in dev}
+    for t in dev + held:
+        sol = t.solution()
+        assert len(sol) >= 10 and t.steps_hint == len(sol)
+        # state carried: a value the solution writes late was only in the files (never the
+        # instruction), so an agent has to read it early and keep it
+        late = " ".join(sol[len(sol) // 3 :]).replace("\\", "")
+        init = "\n".join(f"{k}\n{d.decode()}" for k, d in t.initial_files().items())
+        carried = [
+            w for w in re.findall(r"[\w.-]{3,}", late) if w in init and w not in t.instruction
+        ]
+        assert carried, t.name
 
 
 def test_an_unknown_split_is_a_config_error() -> None:
@@ -97,7 +115,8 @@ def test_task_layout(task: SaddleTask) -> None:
     assert isinstance(meta["timeout_s"], int) and 10 <= meta["timeout_s"] <= 300
     assert meta["difficulty"] in (1, 2, 3)
     assert task.steps_hint >= 2
-    assert 2 <= len(task.solution()) <= 8
+    lo, hi = (10, 16) if task.split.startswith("long-") else (2, 8)
+    assert lo <= len(task.solution()) <= hi
     # the hidden test is one shell script (a .py there would clash in `mypy optiforge`)
     assert sorted(p.name for p in (folder / "tests").iterdir()) == ["test.sh"]
     assert task.suite == "saddle" and task.metric == "reward" and task.higher_is_better

@@ -24,7 +24,7 @@ from typing import Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from optiforge.agents.autosaddler.config import SaddlerConfig
-from optiforge.agents.autosaddler.gate import repair_gate, validation_gate
+from optiforge.agents.autosaddler.gate import cause_gate, repair_gate, validation_gate
 from optiforge.agents.autosaddler.problem import item_key, run_items
 from optiforge.agents.autosaddler.proposers import (
     choose_rules,
@@ -51,6 +51,8 @@ class SaddlerState(TypedDict, total=False):
     cursor: int
     history: list[dict[str, Any]]
     val_cache: dict[str, dict[str, bool]]
+    val_causes: dict[str, dict[str, str]]
+    """Per harness version: each validation item's ``"pass"`` or diagnosed failure category."""
     tried: list[str]
     """Patches tried on the current harness (emptied when a patch is accepted: a patch
     refused on one harness may help once another part has changed, e.g. a check turn
@@ -61,6 +63,25 @@ def _brief(ep: dict[str, Any]) -> dict[str, Any]:
     return {
         k: ep.get(k) for k in ("task", "seed", "passed", "stop", "steps", "llm_calls", "tokens")
     }
+
+
+def _causes(
+    target: Any, eps: list[dict[str, Any]], dev: dict[str, Any], mode: str
+) -> dict[str, str]:
+    return {item_key(dev[e["task"]], e["seed"]): "pass" if e["passed"] else
+            str(target.diagnose(e, mode)["category"]) for e in eps}  # fmt: skip
+
+
+def _targeted(patches: list[Any], h: Any, library: dict[str, list[Any]]) -> set[str]:
+    """The failure categories whose library rules propose these patches on ``h``."""
+    keys = {patch_key(p) for p in patches}
+    out = set()
+    for cat, makers in library.items():
+        for make in makers:
+            p = make(h)
+            if p is not None and patch_key(p) in keys:
+                out.add(cat)
+    return out
 
 
 def build_tuning(
@@ -85,14 +106,17 @@ def build_tuning(
         val, train = sorted(names[: config.val_tasks]), names[config.val_tasks :]
         base = target.base()
         cache: dict[str, dict[str, bool]] = {}
+        causes: dict[str, dict[str, str]] = {}
         if config.gate == "validation":
             eps = run_items(target, base, val_items(val), config.workers)
             cache[base.version] = {item_key(dev[e["task"]], e["seed"]): e["passed"] for e in eps}
+            causes[base.version] = _causes(target, eps, dev, config.diagnosis)
         ctx.tracer.event(
             "saddler_start", target=target.name, train=train, val=val, base=base.version
         )
         return {"files": base.files(), "base_files": base.files(), "train": train, "val": val,
-                "iteration": 0, "cursor": 0, "history": [], "val_cache": cache, "tried": []}  # fmt: skip
+                "iteration": 0, "cursor": 0, "history": [], "val_cache": cache, "tried": [],
+                "val_causes": causes}  # fmt: skip
 
     def iterate(state: SaddlerState, runtime: Any) -> dict[str, Any]:
         ctx: RunContext = runtime.context
@@ -110,6 +134,7 @@ def build_tuning(
                                "accepted": False, "patches": [], "result": ""}  # fmt: skip
         tried = list(state["tried"])
         cache = dict(state["val_cache"])
+        causes = dict(state.get("val_causes") or {})
         files = state["files"]
         if not failed:
             rec["result"] = "no failures in the mini-batch"
@@ -131,6 +156,7 @@ def build_tuning(
                 diag, patches, err = llm_propose(ctx.llm, h, prompt, scope=config.scope)
                 rec["proposer"] = "llm"
                 rec["llm_diagnosis"] = diag
+                targeted = {str(diag.get("category", ""))} - {""}
                 if err:
                     rec["proposal_errors"] = err
                 patches = [p for p in patches if patch_key(p) not in tried]
@@ -139,6 +165,7 @@ def build_tuning(
                 patches = choose_rules(
                     [d["category"] for d in diags], h, target.library, set(tried), config.scope
                 )
+                targeted = _targeted(patches, h, target.library)
             if not patches:
                 rec["result"] = "no new patch proposed" + (
                     f" ({rec.get('proposal_errors')})" if rec.get("proposal_errors") else ""
@@ -150,18 +177,27 @@ def build_tuning(
                 tried += [patch_key(p) for p in patches]
                 rec["patches"] = [p.model_dump() for p in patches]
                 if config.gate == "validation":
-                    if h.version not in cache:
+                    if h.version not in cache or h.version not in causes:
                         eps0 = run_items(target, h, val_items(state["val"]), config.workers)
                         cache[h.version] = {
                             item_key(dev[e["task"]], e["seed"]): e["passed"] for e in eps0
                         }
+                        causes[h.version] = _causes(target, eps0, dev, config.diagnosis)
                     eps1 = run_items(target, new, val_items(state["val"]), config.workers)
                     after = {item_key(dev[e["task"]], e["seed"]): e["passed"] for e in eps1}
                     verdict = validation_gate(cache[h.version], after, config.margin_sd)
                     rec["result"] = (f"validation {verdict['before']}/{verdict['n']} -> {verdict['after']}/{verdict['n']} "
                                      f"(wins {verdict['wins']}, losses {verdict['losses']}, lead needed {verdict['need']})")  # fmt: skip
+                    after_causes = _causes(target, eps1, dev, config.diagnosis)
+                    if (not verdict["accepted"] and config.cause_gate
+                            and verdict["wins"] >= verdict["losses"]):  # fmt: skip
+                        cv = cause_gate(causes[h.version], after_causes, targeted, config.margin_sd)
+                        verdict = {**verdict, "cause": cv, "accepted": cv["accepted"]}
+                        rec["result"] += (f"; root cause {'/'.join(cv['targeted']) or '?'}: removed on "
+                                          f"{cv['fixed']}, new on {cv['new']}, lead needed {cv['need']}")  # fmt: skip
                     if verdict["accepted"]:
                         cache[new.version] = after
+                        causes[new.version] = after_causes
                 else:
                     again = run_items(
                         target, new, [(dev[e["task"]], e["seed"]) for e in failed], config.workers
@@ -191,7 +227,8 @@ def build_tuning(
         if on_round is not None:
             on_round(rec)
         return {"files": files, "iteration": it + 1, "cursor": (state["cursor"] + len(names)) % len(train),
-                "history": [*state["history"], rec], "val_cache": cache, "tried": tried}  # fmt: skip
+                "history": [*state["history"], rec], "val_cache": cache, "tried": tried,
+                "val_causes": causes}  # fmt: skip
 
     g: StateGraph[Any, Any, Any, Any] = StateGraph(SaddlerState, context_schema=RunContext)
     g.add_node("start", start)  # type: ignore[call-overload]

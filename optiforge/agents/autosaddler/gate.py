@@ -49,6 +49,25 @@ def validation_gate(
     }
 
 
+def cause_gate(
+    before: dict[str, str], after: dict[str, str], targeted: set[str], margin_sd: float
+) -> dict[str, Any]:
+    """The root-cause tie-break (``SaddlerConfig.cause_gate``): on the same paired
+    validation items (each ``"pass"`` or its failure's diagnosed category), did the patch
+    remove the root cause it was proposed for? ``fixed``: items that failed with a
+    targeted cause before and do not after; ``new``: the reverse. Accept when ``fixed -
+    new`` reaches the same sign margin as the pass gate. Used only when the pass gate
+    refused with no net loss of passes: on long tasks that all fail under the base harness
+    (several defects each enough to fail a task), no single cure turns a failure into a
+    pass, so a gate on passes alone cannot start climbing."""
+    keys = set(before) & set(after)
+    fixed = sum(1 for k in keys if before[k] in targeted and after[k] not in targeted)
+    new = sum(1 for k in keys if before[k] not in targeted and after[k] in targeted)
+    need = needed(fixed, new, margin_sd)
+    return {"targeted": sorted(targeted), "fixed": fixed, "new": new, "need": need,
+            "accepted": bool(targeted) and fixed - new >= need}  # fmt: skip
+
+
 def repair_gate(after_on_failed: dict[str, bool]) -> dict[str, Any]:
     """Accept when the patch fixes any of the failed trajectories it came from."""
     fixed = sum(after_on_failed.values())

@@ -14,7 +14,10 @@ meta-use target (another optiforge agent's config as its harness).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +64,40 @@ def _structured(h: Harness) -> Patch | None:
                  why="replies were not in the action format: ask for it with a JSON schema")  # fmt: skip
 
 
+VERIFY_FAILED_HOOK = r'''def hook(obs):
+    """Refuse a submit (twice at most) while a command that failed was never re-run
+    successfully, naming each such command."""
+    if obs["submits"] > 2:
+        return None
+    turns = [t for t in obs["turns"] if t["kind"] == "command"]
+    bad = []
+    for i, t in enumerate(turns):
+        if t["returncode"] == 0 and not t["timed_out"]:
+            continue
+        args = t["command"].split(" ", 1)[-1]
+        fixed = [u for u in turns[i + 1 :] if u["returncode"] == 0
+                 and (u["command"] == t["command"] or u["command"].split(" ", 1)[-1] == args)]
+        if not fixed:
+            bad.append(t["command"])
+    if not bad:
+        return None
+    lines = [f"- `{c}` failed and was never re-run successfully" for c in bad]
+    return "Not submitted. Fix and re-run these commands first:\n" + "\n".join(lines)'''
+"""A verify-before-submit check written as code (the rule library's code hook): unlike the
+``verify_before_submit`` switch (one generic request), it looks at the trajectory and names
+each failed command that was never repaired."""
+
+
+def _code_hook(name: str, point: str, source: str, why: str) -> Maker:
+    def make(h: Harness) -> Patch | None:
+        if any(c.name == name for c in h.code_hooks):
+            return None
+        return Patch(target="code_hooks", op="append",
+                     value={"name": name, "point": point, "source": source}, why=why)  # fmt: skip
+
+    return make
+
+
 def _hook(name: str, why: str) -> Maker:
     def make(h: Harness) -> Patch | None:
         return None if name in h.hooks else Patch(target="hooks", op="append", value=name, why=why)
@@ -96,9 +133,27 @@ TERMINAL_LIBRARY: dict[str, list[Maker]] = {
             "verify_before_submit",
             "it submitted with a failed command never re-run: ask it to check first",
         ),
+        _code_hook(
+            "verify_failed_commands",
+            "before_submit",
+            VERIFY_FAILED_HOOK,
+            "it submitted with a failed command never re-run, and a generic check request did "
+            "not help: name the failed commands at submit time",
+        ),  # fmt: skip
         _advice(CHECK_ADVICE, "failed commands went unnoticed"),
     ],
-    "step_limit": [_scale("max_steps", 1.5, 60, "it was still working when the turns ran out")],
+    # doubling (not x1.5): a long task that needs 12 turns gains nothing from 6 -> 9, so the
+    # gate would refuse the first step and the rule could never reach 12;
+    # and x4 when x2 was refused (a task that needs 13 turns gains nothing from 6 -> 12 either)
+    "step_limit": [
+        _scale("max_steps", 2.0, 60, "it was still working when the turns ran out"),
+        _scale(
+            "max_steps",
+            4.0,
+            60,
+            "it was still working when the turns ran out, and twice the turns were not enough",
+        ),
+    ],  # fmt: skip
     "lost_instruction": [
         _hook("reread_instruction", "requirements were lost once older turns were summarized"),
         _scale("keep_turns", 2.0, 40, "requirements were lost once older turns were summarized"),
@@ -121,7 +176,49 @@ TERMINAL_PARTS = """\
 - keep_turns (int 1-200; set): turns kept verbatim; older ones shrink to one line
 - structured_actions (bool; set): ask for each action with a JSON schema (constrained decoding)
 - parse_codeblocks (bool; set): also read a fenced shell block as a command
-- hooks (list; append/remove): list_files_first, verify_before_submit, reread_instruction"""
+- hooks (list; append/remove): list_files_first, verify_before_submit, reread_instruction
+- code_hooks (list; append {"name", "point", "source"} / remove NAME): new control logic as
+  code, `def hook(obs):` run at point before_action (a returned str is a note the model
+  reads before it acts), after_observation (a note appended to a command's output) or
+  before_submit (a returned str refuses the submit and is shown instead). obs is a dict:
+  instruction, step, max_steps, submits, turns (each: kind, command, returncode,
+  timed_out, stdout, stderr). No imports, no I/O, no attributes but str/dict read methods,
+  no while/try/class/lambda; builtins: len any all min max sum sorted str int bool
+  enumerate range list reversed abs zip dict set tuple isinstance"""
+
+
+SWITCH_LIBRARY: dict[str, list[Maker]] = {
+    cat: [m for m in makers if m.__qualname__.split(".")[0] != "_code_hook"]
+    for cat, makers in TERMINAL_LIBRARY.items()
+}
+"""The rule library without its code hooks (only switches, limits and prompt text): the
+ablation that shows what writing control logic as code adds."""
+
+
+class _MemoSteps:
+    """A task whose ``step`` reuses the result of the same (files, command) (``memo``)."""
+
+    def __init__(self, task: Any, owner: TerminalTarget) -> None:
+        self._task, self._owner = task, owner
+        self.name, self.instruction = task.name, task.instruction
+
+    def initial_files(self) -> dict[str, bytes]:
+        return dict(self._task.initial_files())
+
+    def step(self, files: dict[str, bytes], command: str, sandbox: Any, timeout_s: float) -> Any:
+        h = hashlib.sha256(self.name.encode() + b"\0" + command.encode())
+        for rel in sorted(files):
+            h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+        key = h.hexdigest()
+        with self._owner._lock:
+            hit = self._owner._steps.get(key)
+        if hit is not None:
+            return dict(hit[0]), dict(hit[1])
+        out = self._task.step(files, command, sandbox, timeout_s)
+        with self._owner._lock:
+            if len(self._owner._steps) < 200_000:
+                self._owner._steps[key] = out
+        return dict(out[0]), dict(out[1])
 
 
 class TerminalTarget:
@@ -133,11 +230,28 @@ class TerminalTarget:
     parts_doc = TERMINAL_PARTS
 
     def __init__(self, agent_llm: Callable[[int], Any], sandbox: Any, *,
-                 temperature: float = 0.7, step_timeout_s: float = 30.0) -> None:  # fmt: skip
+                 temperature: float = 0.7, step_timeout_s: float = 30.0, long: bool = False,
+                 library: dict[str, list[Maker]] | None = None, memo: bool = False) -> None:  # fmt: skip
+        """``long``: tune on ``long-dev`` and measure on ``long-heldout`` (the long-horizon
+        tasks) instead of ``dev``/``heldout``. ``library``: the rule patches (default
+        ``TERMINAL_LIBRARY``; ``SWITCH_LIBRARY`` is the ablation without code hooks).
+        ``memo``: reuse a step's result for the same (task, files, command) and a score
+        for the same (task, commands): sound where commands are deterministic functions of
+        the files (the saddle reference commands are; ``ls -la`` times are not, and a
+        simulated model never reads them). For the simulated-model benchmarks only: a real
+        model reads the outputs, so leave it off there."""
         self.agent_llm = agent_llm
         self.sandbox = sandbox
         self.temperature = temperature
         self.step_timeout_s = step_timeout_s
+        self.long = long
+        self.library = TERMINAL_LIBRARY if library is None else library
+        if long:
+            self.name = "terminal-long"
+        self.memo = memo
+        self._steps: dict[str, Any] = {}
+        self._scores: dict[str, Any] = {}
+        self._lock = threading.Lock()
 
     def base(self) -> Harness:
         return base_harness()
@@ -148,18 +262,31 @@ class TerminalTarget:
     def tasks(self, split: str) -> list[Any]:
         from optiforge.evals.registry import get_benchmark
 
-        return list(get_benchmark("saddle").tasks(split))
+        return list(get_benchmark("saddle").tasks(f"long-{split}" if self.long else split))
 
     def run(self, harness: Harness, task: Any, seed: int) -> dict[str, Any]:
         try:
-            ep = run_episode(task, harness, self.agent_llm(seed), self.sandbox,
-                             temperature=self.temperature, step_timeout_s=self.step_timeout_s)  # fmt: skip
-            score = task.evaluate({"commands": ep["commands"]}, self.sandbox)
+            ep = run_episode(_MemoSteps(task, self) if self.memo else task, harness,
+                             self.agent_llm(seed), self.sandbox, temperature=self.temperature,
+                             step_timeout_s=self.step_timeout_s)  # fmt: skip
+            score = self._score(task, ep["commands"])
         except SandboxError as e:
             return failed_episode(task, seed, f"sandbox error: {e}", turns=[])
         ep.update(seed=seed, passed=bool(score.passed and score.value >= 1.0),
                   verdict=score.details.get("reason"))  # fmt: skip
         return ep
+
+    def _score(self, task: Any, commands: list[str]) -> Any:
+        if not self.memo:
+            return task.evaluate({"commands": commands}, self.sandbox)
+        key = json.dumps([task.name, commands])
+        with self._lock:
+            if key in self._scores:
+                return self._scores[key]
+        score = task.evaluate({"commands": commands}, self.sandbox)
+        with self._lock:
+            self._scores[key] = score
+        return score
 
     def diagnose(self, ep: dict[str, Any], mode: str) -> dict[str, Any]:
         return diagnosis.diagnose(ep, mode)

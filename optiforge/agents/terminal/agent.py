@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from optiforge.agents.kit import AgentRun, RunContext
 from optiforge.agents.kit.harness import Harness
+from optiforge.agents.kit.harness_hooks import run_code_hook
 from optiforge.agents.spec import AgentOutcome
 from optiforge.agents.terminal.config import TerminalConfig
 from optiforge.agents.terminal.problem import (
@@ -61,8 +62,29 @@ def run_episode(
     if "list_files_first" in harness.hooks:
         _, res = task.step(files, "find . -type f | sort | head -n 100", sandbox, step_timeout_s)
         first_extra = FILES_HEAD + "\n" + clip(res["stdout"].strip() or "(none)", 2000)[0]
+    hook_errors: list[str] = []
+
+    def hooks_at(point: str) -> str | None:
+        """The notes of the code hooks at ``point`` (None: none spoke)."""
+        notes = []
+        for hk in harness.code_hooks_at(point):
+            obs = hook_obs(point, instruction, harness, turns, submits)
+            note, err = run_code_hook(hk.source, obs, sandbox)
+            if err:
+                hook_errors.append(f"{hk.name}@{point}: {err}")
+            if note:
+                notes.append(note)
+        return "\n".join(notes) or None
+
+    submits = 0
     while len(turns) < harness.max_steps:
         msgs = messages_for(harness, instruction, first_extra, turns)
+        note = hooks_at("before_action") if harness.code_hooks else None
+        if note:
+            msgs = [
+                *msgs[:-1],
+                {**msgs[-1], "content": f"{msgs[-1]['content']}\n\n{HOOK_NOTE}\n{note}"},
+            ]
         turn = next_action(llm, harness, msgs, temperature=temperature, calls=calls)
         calls += turn["calls"]
         tokens += turn["tokens"]
@@ -76,6 +98,12 @@ def run_episode(
                           "shown": f"No usable action: {turn['why']}. {FORMAT_HINT}"})  # fmt: skip
             continue
         if "submit" in action:
+            submits += 1
+            block = hooks_at("before_submit") if harness.code_hooks else None
+            if block:
+                turns.append({"kind": "check", "reply": reply_text, "reasks": reasks,
+                              "shown": block, "hook": True})  # fmt: skip
+                continue
             if "verify_before_submit" in harness.hooks and not checked:
                 checked = True
                 turns.append(
@@ -92,6 +120,9 @@ def run_episode(
                       "returncode": res["returncode"], "timed_out": res["timed_out"],
                       "stdout_tail": res["stdout"][-TAIL_CLIP:], "stderr_tail": res["stderr"][-TAIL_CLIP:],
                       "clipped": clipped, "shown": shown})  # fmt: skip
+        note = hooks_at("after_observation") if harness.code_hooks else None
+        if note:
+            turns[-1]["shown"] += f"\n\n{HOOK_NOTE}\n{note}"
         if tracer is not None:
             tracer.event(
                 "terminal_step", task=task.name, command=cmd[:200], returncode=res["returncode"]
@@ -107,8 +138,29 @@ def run_episode(
         "llm_calls": calls,
         "tokens": tokens,
         "summarized": len(turns) > harness.keep_turns,
+        "hook_errors": hook_errors[:20],
         "seconds": round(time.perf_counter() - t0, 3),
     }
+
+
+HOOK_NOTE = "Harness note:"
+
+
+def hook_obs(
+    point: str, instruction: str, harness: Harness, turns: list[dict[str, Any]], submits: int
+) -> dict[str, Any]:
+    """What a code hook reads (plain data; ``harness_hooks`` says what it may do with it):
+    ``point``, ``instruction``, ``step`` (turns so far), ``max_steps``, ``submits`` (submit
+    attempts so far), ``turns`` (each ``{"kind": "command"|"check"|"invalid", "command",
+    "returncode", "timed_out", "stdout", "stderr"}``, the outputs' last 300 characters)."""
+    return {
+        "point": point, "instruction": instruction, "step": len(turns),
+        "max_steps": harness.max_steps, "submits": submits,
+        "turns": [{"kind": t["kind"], "command": t.get("command", ""),
+                   "returncode": t.get("returncode", 0), "timed_out": bool(t.get("timed_out")),
+                   "stdout": t.get("stdout_tail", ""), "stderr": t.get("stderr_tail", "")}
+                  for t in turns],
+    }  # fmt: skip
 
 
 class TerminalState(TypedDict, total=False):

@@ -1,8 +1,9 @@
 """``terminal``'s baseline: the same agent on the base harness (what a tuned harness is
-compared with); with no ``config.harness`` the two are the same run."""
+compared with); with no ``config.harness`` the two are the same harness, run twice."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from optiforge.agents.kit import RunContext
@@ -10,9 +11,13 @@ from optiforge.agents.spec import AgentOutcome, Baseline
 
 
 def base_harness_run(task: Any, ctx: RunContext, budget: int | None, config: Any) -> AgentOutcome:
+    """One episode on the base harness. It runs beside the agent in the agent's run
+    directory, so it is not checkpointed: a durable run would find the agent's finished
+    thread in ``checkpoints.sqlite`` and refuse to start (one episode is cheap to redo)."""
     from optiforge.agents.terminal.agent import build
 
-    return build(task, config.model_copy(update={"harness": None}), budget).execute(ctx)
+    run = build(task, config.model_copy(update={"harness": None}), budget)
+    return replace(run, durable=False).execute(ctx)
 
 
 BASELINES: dict[str, Baseline] = {"base-harness": base_harness_run}

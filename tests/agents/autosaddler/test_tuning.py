@@ -80,7 +80,11 @@ def test_rules_pick_one_part_for_the_top_cause_or_every_part_at_once() -> None:
     from optiforge.agents.autosaddler.proposers import patch_key
 
     nxt = choose_rules(cats, h, TERMINAL_LIBRARY, {patch_key(one[0])}, "one_part")
-    assert nxt[0].target == "system_prompt"  # the next rule for the same cause
+    assert nxt[0].target == "code_hooks"  # the next rule for the same cause: control logic as code
+    after = choose_rules(
+        cats, h, TERMINAL_LIBRARY, {patch_key(one[0]), patch_key(nxt[0])}, "one_part"
+    )
+    assert after[0].target == "system_prompt"  # then prose advice
 
 
 def test_llm_proposals_are_parsed_into_patches_and_bad_ones_are_refused() -> None:
@@ -190,3 +194,17 @@ def test_cli_tune_writes_the_harness_rounds_and_summary(tmp_path: Path) -> None:
     assert len((out / "rounds.jsonl").read_text().splitlines()) == 1
     bad = CliRunner().invoke(app, ["tune", "--out", str(tmp_path / "u"), "--scope", "everything"])
     assert bad.exit_code != 0 and "scope" in bad.output
+
+
+def test_the_cause_gate_keeps_a_patch_that_removes_its_targeted_failures() -> None:
+    from optiforge.agents.autosaddler.gate import cause_gate
+
+    before = {f"t#{i}": "step_limit" for i in range(6)} | {"u#0": "format", "u#1": "pass"}
+    # every step-limit failure becomes another failure (no pass gained): the cause is gone
+    after = {f"t#{i}": "unverified_error" for i in range(6)} | {"u#0": "format", "u#1": "pass"}
+    v = cause_gate(before, after, {"step_limit"}, 1.0)
+    assert v["accepted"] and (v["fixed"], v["new"]) == (6, 0)
+    # a patch aimed at another cause that does not move it is refused
+    assert not cause_gate(before, after, {"format"}, 1.0)["accepted"]
+    assert not cause_gate(before, before, {"step_limit"}, 1.0)["accepted"]
+    assert not cause_gate(before, after, set(), 1.0)["accepted"]

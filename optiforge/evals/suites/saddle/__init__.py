@@ -432,7 +432,10 @@ class SaddleBenchmark(SuiteHooks):
 
     name = "saddle"
     description = "Local offline multi-step shell tasks with hidden tests (terminal-bench-like)"
-    splits = ("dev", "heldout")
+    splits = ("dev", "heldout", "long-dev", "long-heldout")
+    """``dev``/``heldout``: 2-8 commands a task; ``long-dev``/``long-heldout``: 10-14 commands
+    that carry state across steps (values read early and used later, several files edited,
+    build-then-test; ``benchmarks/make_saddle_long.py`` writes them)."""
 
     def tasks(self, split: str = "dev") -> list[SaddleTask]:
         self.check_split(split)

@@ -1,0 +1,3 @@
+"""The orbit package."""
+
+__version__ = "2.7.4"

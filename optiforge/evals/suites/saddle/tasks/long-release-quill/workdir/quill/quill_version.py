@@ -1,0 +1,3 @@
+"""The quill package."""
+
+__version__ = "0.9.12"

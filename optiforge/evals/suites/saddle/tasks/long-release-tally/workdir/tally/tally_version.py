@@ -1,0 +1,3 @@
+"""The tally package."""
+
+__version__ = "5.1.0"
