@@ -27,7 +27,11 @@ from typing import Any
 from optiforge.errors import ConfigError
 from optiforge.harness.pipelines.steps import StepInput
 
-OPTIONS: dict[str, set[str]] = {"optimize": {"method", "kernel", "budget"}, "report": set()}
+OPTIONS: dict[str, set[str]] = {
+    "optimize": {"method", "kernel", "budget"},
+    "report": set(),
+    "tune": {"iterations", "batch", "runs", "val_tasks", "val_runs", "tasks", "proposer"},
+}
 """The options (``set``) each of these steps takes."""
 
 
