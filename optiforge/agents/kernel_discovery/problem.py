@@ -188,7 +188,8 @@ def memory_kernels(
     their lessons), as payloads not in ``have``.
 
     Only trusted lessons (``measured`` / ``agent`` provenance) of ``kernel-discovery`` runs
-    on a task with the same input dimension count: a record of unknown or candidate origin
+    on a task with the same input dimension whose kernel beat RBF-ARD on that run's final
+    data count: a record of unknown or candidate origin
     never picks what this run evaluates, and the dimension is the one task feature an
     agent may see (every hdbo description differs only in it)."""
     from optiforge.agents.kit.recall import recall
@@ -198,7 +199,9 @@ def memory_kernels(
     seen = {json.dumps(p, sort_keys=True) for p in have}
     out: list[dict[str, Any]] = []
     for r in recall(ctx, task, k, provenance=TRUSTED):
-        if r.get("agent") != "kernel-discovery" or dim not in str(r.get("lesson", "")):
+        text = str(r.get("lesson", ""))
+        # "did not beat": a record written before only winners were tagged
+        if r.get("agent") != "kernel-discovery" or dim not in text or "did not beat" in text:
             continue
         for tag in r.get("tags", []):
             if tag.startswith("kernel="):
