@@ -92,6 +92,7 @@ from optiforge.agents.kernel_discovery.problem import (
     _sandbox_of,
     describe,
     functional_clusters,
+    memory_kernels,
 )
 from optiforge.agents.kernel_discovery.proposers import CompositionalProposer, LLMKernelProposer
 from optiforge.agents.kernel_discovery.report import _remember_lesson, discovery_outcome
@@ -311,10 +312,21 @@ def _refresh(
     # The incumbent is always re-scored on the new data: the margin compares like with like.
     start = list(dict.fromkeys(map(_key, [*seeds, incumbent, *carried])))
     start_payloads = [json.loads(k) for k in start]
-    problem = KernelSearchProblem(task, Xu.detach().clone(), y.detach().clone(), start_payloads,
-                                  config, seed=ctx.seed, events_path=events)  # fmt: skip
+    # Kernels recalled from memory join the first refresh only (afterwards they live on
+    # only if they were carried), on evaluations of their own: re-injected at every
+    # refresh they displaced the search's proposals and got one more chance each time to
+    # win the selection on noise (kd-sequence, before issue 40).
+    recalled = (
+        memory_kernels(ctx, task, start_payloads)
+        if config.seed_from_memory and not state.get("refreshes")
+        else []
+    )
+    problem = KernelSearchProblem(task, Xu.detach().clone(), y.detach().clone(),
+                                  start_payloads + recalled, config, seed=ctx.seed,
+                                  events_path=events)  # fmt: skip
+    problem.recalled = recalled
     search = SearchConfig(
-        max_evaluations=max(config.kernel_evals_per_refresh, len(start)),
+        max_evaluations=max(config.kernel_evals_per_refresh, len(start)) + len(recalled),
         proposals_per_round=config.proposals_per_round,
         population_size=config.population_size,
     )

@@ -23,10 +23,13 @@ class KernelDiscoveryConfig(BaseModel):
     seed_kernels: list[str] = Field(default_factory=lambda: ["RBF_ARD", "Matern52_ARD"])
     """Expressions every refresh starts from (RBF_ARD is always added: it is the reference)."""
     seed_from_memory: bool = False
-    """Also start every refresh from the kernels earlier runs on related tasks (the same
-    suite) ended on (their lessons, recalled from memory; a pipeline's later nodes read
-    the earlier nodes'). Needs memory. Off by default: on the four-task HDBO sequence of
-    ``configs/pipelines/kd-sequence.yaml`` (1 seed) it made the two later tasks worse."""
+    """Also start the first refresh from the kernels earlier Kernel Discovery runs ended on
+    where they beat RBF-ARD on their final data (trusted lessons of tasks with the same
+    input dimension, recalled from memory; a pipeline's later nodes read the earlier
+    nodes'), scored like any seed on evaluations of their own; later refreshes keep one
+    only if it was carried. Needs memory. Off by default: before issue 40 every refresh
+    re-injected every final kernel (winners or not) and the later tasks of
+    ``configs/pipelines/kd-sequence.yaml`` got worse (1 seed); see the README."""
     bases: list[str] = Field(
         default_factory=lambda: [
             "RBF",

@@ -122,24 +122,20 @@ class KernelSearchProblem:
         self.seed = seed
         self.events_path = events_path
         self.backend = backend
+        self.recalled: list[dict[str, Any]] = []
+        """The payloads among ``seeds`` that came from memory (``memory_kernels``)."""
 
     @property
     def d(self) -> int:
         return int(self.X.shape[1])
 
     def initial(self, ctx: RunContext) -> list[Proposal]:
-        out = [Proposal(payload=p, origin="seed") for p in self.seeds]
-        if self.config.seed_from_memory:
-            # kernels that beat RBF-ARD on related tasks (lessons recalled from memory)
-            have = {str(p.get("expression")) for p in self.seeds}
-            for r in ctx.recalled:
-                for tag in r.get("tags", []):
-                    expr = tag.removeprefix("kernel=")
-                    if tag.startswith("kernel=") and expr not in have:
-                        have.add(expr)
-                        out.append(Proposal(payload={"expression": expr}, origin="memory",
-                                            rationale=f"recalled {r['id']}"))  # fmt: skip
-        return out
+        # recalled kernels (``memory_kernels``) arrive in ``seeds`` at the first refresh
+        # only, with evaluations of their own: scored like any seed, never forced
+        return [
+            Proposal(payload=p, origin="memory" if p in self.recalled else "seed")
+            for p in self.seeds
+        ]
 
     def materialize(self, proposal: Proposal, ctx: RunContext) -> dict[str, Any]:
         p = proposal.payload
@@ -183,6 +179,42 @@ class KernelSearchProblem:
                     text=f"LLM kernel form {ev.payload.get('form', '')[:120]!r} was rejected: {ev.error[:200]}",
                     provenance="candidate"))  # fmt: skip
         return lessons
+
+
+def memory_kernels(
+    ctx: RunContext, task: Any, have: list[dict[str, Any]], k: int = 4
+) -> list[dict[str, Any]]:
+    """Kernels earlier Kernel Discovery runs on related tasks ended on (``kernel=`` tags of
+    their lessons), as payloads not in ``have``.
+
+    Only trusted lessons (``measured`` / ``agent`` provenance) of ``kernel-discovery`` runs
+    on a task with the same input dimension whose kernel beat RBF-ARD on that run's final
+    data count: a record of unknown or candidate origin
+    never picks what this run evaluates, and the dimension is the one task feature an
+    agent may see (every hdbo description differs only in it)."""
+    from optiforge.agents.kit.recall import recall
+    from optiforge.memory.provenance import TRUSTED
+
+    dim = f"of {_dim(task)} inputs"
+    seen = {json.dumps(p, sort_keys=True) for p in have}
+    out: list[dict[str, Any]] = []
+    for r in recall(ctx, task, k, provenance=TRUSTED):
+        text = str(r.get("lesson", ""))
+        # "did not beat": a record written before only winners were tagged
+        if r.get("agent") != "kernel-discovery" or dim not in text or "did not beat" in text:
+            continue
+        for tag in r.get("tags", []):
+            if tag.startswith("kernel="):
+                payload = {"expression": grammar.canonical(tag.removeprefix("kernel="))}
+                if json.dumps(payload, sort_keys=True) not in seen:
+                    seen.add(json.dumps(payload, sort_keys=True))
+                    out.append(payload)
+    return out
+
+
+def _dim(task: Any) -> int:
+    d = getattr(task, "dim", None)
+    return int(d() if callable(d) else d or 0)
 
 
 def describe(ev: Evaluated | dict[str, Any]) -> str:

@@ -65,11 +65,12 @@ def _remember_lesson(
         # measured LOO-CRPS and the kernel the agent's search chose: no candidate output
         provenance="agent",
         tags=["kernel-discovery", task.suite]
-        # the kernel this run's search ended on seeds later runs' refreshes (where it does
-        # not fit their data, their own LOO-CRPS selection drops it)
+        # the kernel this run's search ended on seeds later runs' first refresh, only when
+        # it beat RBF-ARD on this run's final data (before issue 40 every final kernel was
+        # tagged, and kernels that lost out of sample seeded the next tasks)
         + (
             [f"kernel={final['discovered_expression']}"]
-            if final.get("discovered_expression") not in (None, "RBF_ARD")
+            if better and final.get("discovered_expression") not in (None, "RBF_ARD")
             else []
         ),
     )

@@ -29,6 +29,9 @@ class ToolsConfig(BaseModel):
     """Tool names: the agent's own (its docs list them) or the built-in ``run_python``."""
     pool: bool = True
     """Also offer the tools stored in the run's memory (``optiforge memory`` ``Tool`` records)."""
+    pool_names: list[str] | None = None
+    """Offer only these pooled tools (None: every stored tool); each must be in the run's
+    memory, e.g. the pool a pipeline's SMITH node built: ``${tools.artifact.extra.pool}``."""
     max_steps: int = Field(default=4, ge=1, le=16)
     """LLM turns per proposal (each turn may call tools; the last must answer)."""
 
@@ -65,13 +68,23 @@ def build_registry(
         if name in builtins and sandbox is None:
             continue  # a tool that runs code needs the run's sandbox
         reg.add(make())
+    wanted = config.pool_names
+    if wanted and (not config.pool or ctx.memory is None or ctx.sandbox is None):
+        # named tools that cannot be offered: an error, not a silently smaller pool
+        raise ConfigError(
+            f"tools.pool_names: {', '.join(wanted)} need tools.pool, the run's memory and sandbox"
+        )
     if config.pool and ctx.memory is not None and ctx.sandbox is not None:
         mine = set(reg.names)
         try:
-            load_tool_pool(ctx.memory, ctx.sandbox, reg, replace=False)
+            load_tool_pool(ctx.memory, ctx.sandbox, reg, names=wanted, replace=False)
         except Exception as e:  # noqa: BLE001 - a broken pooled tool must not stop the run
             ctx.tracer.event("tool_pool_failed", error=f"{type(e).__name__}: {e}"[:300])
-        reg.pooled = set(reg.names) - mine  # type: ignore[attr-defined]
+        pooled = set(reg.names) - mine
+        reg.pooled = pooled  # type: ignore[attr-defined]
+        missing = sorted(set(wanted or []) - pooled)
+        if missing:
+            raise ConfigError(f"tools.pool_names: {', '.join(missing)} not in the run's memory")
     return reg if len(reg) else None
 
 

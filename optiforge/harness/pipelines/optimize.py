@@ -27,7 +27,11 @@ from typing import Any
 from optiforge.errors import ConfigError
 from optiforge.harness.pipelines.steps import StepInput
 
-OPTIONS: dict[str, set[str]] = {"optimize": {"method", "kernel", "budget"}, "report": set()}
+OPTIONS: dict[str, set[str]] = {
+    "optimize": {"method", "kernel", "budget"},
+    "report": set(),
+    "tune": {"iterations", "batch", "runs", "val_tasks", "val_runs", "tasks", "proposer"},
+}
 """The options (``set``) each of these steps takes."""
 
 
@@ -70,6 +74,10 @@ def optimize(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
         form.pop("kernel", None)
     if opts.get("kernel") is not None:
         form["kernel"] = str(opts["kernel"])
+    elif "kernel" in opts:
+        # a reference that resolved to nothing (e.g. Kernel Discovery ended on LLM code,
+        # which is no expression): said in the log, the method's own start kernel used
+        inp.tracer.event("kernel_handoff_empty", method=form.get("method"))
     budget = int(opts.get("budget") or task.budget)
     if budget < 1:
         raise ConfigError(f"optimize: budget must be >= 1, got {budget}")

@@ -164,11 +164,13 @@ def _agent_node(node: NodeSpec) -> Callable[..., dict[str, Any]]:
             except Exception as e:  # noqa: BLE001 - one node's crash is that node's failure
                 error = f"{type(e).__name__}: {e}"
         result = _result(node, rel, summary, error)
-        results[node.id] = result
+        artifacts.pop(node.id, None)
         if summary is not None and summary.get("best_score") is not None:
-            artifacts[node.id] = _artifact(node, ctx, out, summary).model_dump(mode="json")
-        else:
-            artifacts.pop(node.id, None)
+            try:
+                artifacts[node.id] = _artifact(node, ctx, out, summary).model_dump(mode="json")
+            except ConfigError as e:  # a malformed hand-off fails the node that made it
+                result = {**result, "status": "failed", "status_reason": str(e), "error": str(e)}
+        results[node.id] = result
         ctx.recorder.event("pipeline_node", **{k: result.get(k) for k in (
             "node", "agent", "task", "status", "status_reason", "best_score", "dir")})  # fmt: skip
         if ctx.on_node:
@@ -206,14 +208,17 @@ def _result(
 
 def _artifact(node: NodeSpec, ctx: PipelineContext, out: Path, summary: dict[str, Any]) -> Artifact:
     from optiforge.agents import get_agent
+    from optiforge.harness.pipelines.handoff import check_extra
 
     best = summary.get("best_path")
+    kind = get_agent(str(node.agent)).artifact
+    extra = json.loads(json.dumps(summary.get("extra") or {}, default=str))
     return Artifact(
-        kind=get_agent(str(node.agent)).artifact, node=node.id, agent=node.agent, task=node.task,
+        kind=kind, node=node.id, agent=node.agent, task=node.task,
         score=summary.get("best_score"), metric=summary.get("metric"),
         higher_is_better=summary.get("higher_is_better"),
         path=str((out / best).relative_to(ctx.run_dir)) if best else None,
-        extra=json.loads(json.dumps(summary.get("extra") or {}, default=str)),
+        extra=check_extra(kind, extra, node.id),
     )  # fmt: skip
 
 

@@ -183,8 +183,12 @@ def resolve_refs(value: Any, scope: dict[str, dict[str, Any]], where: str) -> An
 
     def lookup(node: str, path: str) -> Any:
         cur: Any = scope.get(node)
-        if cur is None:
-            raise ConfigError(f"{where}: ${{{node}.{path}}}: node {node!r} has not run")
+        if cur is None or (path.split(".")[0] == "artifact" and cur.get("artifact") is None):
+            from optiforge.harness.pipelines.handoff import missing_artifact
+
+            raise ConfigError(
+                missing_artifact(where, f"${{{node}.{path}}}", node, (cur or {}).get("result"))
+            )
         for part in path.split("."):
             if isinstance(cur, dict) and part in cur:
                 cur = cur[part]

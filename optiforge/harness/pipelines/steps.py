@@ -450,11 +450,18 @@ def _report(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
     return report(inp)
 
 
+def _tune(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
+    from optiforge.harness.pipelines.tune import tune_step
+
+    return tune_step(inp)
+
+
 STEPS: dict[str, Callable[[StepInput], tuple[dict[str, Any], dict[str, Any]]]] = {
     "diagnose": diagnose,
     "reflect": reflect,
     "formulate": formulate,
     "optimize": _optimize,
     "report": _report,
+    "tune": _tune,
 }
 """Glue steps by name: ``StepInput -> (result, artifact)``."""

@@ -262,3 +262,60 @@ def test_no_exec_of_candidate_code_in_agent_or_suite() -> None:
                     names = [a.name for a in node.names]
                     assert not {m.split(".")[0] for m in mods} & banned_modules, f"{path}"
                     assert "kernel_from_source" not in names, f"{path}:{node.lineno}"
+
+
+def test_recalled_kernels_are_trusted_same_dimension_kernel_discovery_ones(tmp_path: Path) -> None:
+    """Only trusted Kernel Discovery lessons of a task with the same input dimension, whose
+    kernel beat RBF-ARD, seed a refresh (issue 40): a candidate-provenance record, another
+    dimension's lesson, a kernel that lost and another agent's ``kernel=`` tag pick nothing
+    this run evaluates."""
+    from optiforge.agents.kernel_discovery.problem import memory_kernels
+    from optiforge.agents.kit import RunContext
+    from optiforge.evals.registry import resolve_task
+    from optiforge.memory import Experience, Store
+    from optiforge.solvers.gp import grammar
+
+    store = Store(f"sqlite:///{tmp_path / 'm.db'}", embedder=None)
+
+    def lesson(i: int, dim: int, kernel: str, agent: str = "kernel-discovery",
+               provenance: str = "agent", verdict: str = "beat") -> None:  # fmt: skip
+        store.add_experience(Experience(
+            id=f"exp_{i}", agent=agent, task_signature=f"hdbo/t{i}", trajectory_summary="",
+            outcome="better than RBF_ARD", provenance=provenance, tags=[f"kernel={kernel}"],
+            lesson=f"On hdbo/t{i} (Minimise an expensive black-box function of {dim} inputs "
+            f"scaled to [0, 1].) the kernel {kernel} {verdict} RBF_ARD by LOO-CRPS.",
+        ))  # fmt: skip
+
+    lesson(1, 25, "RQ_ARD")
+    lesson(2, 25, "Matern32_ARD", provenance="candidate")
+    lesson(3, 20, "Linear")
+    lesson(4, 25, "Periodic", agent="reflect")
+    lesson(5, 25, "RBF_ARD")  # already a seed
+    lesson(6, 25, "RQ", verdict="did not beat")  # lost to RBF-ARD out of sample
+    task = resolve_task("hdbo/hartmann6_in_25@dev")
+    got = memory_kernels(RunContext(memory=store), task, [{"expression": "RBF_ARD"}], k=8)
+    assert got == [{"expression": grammar.canonical("RQ_ARD")}]
+    store.close()
+
+
+@pytest.mark.parametrize(("discovered", "tagged"), [(0.30, True), (0.50, False)])
+def test_only_a_kernel_that_beat_rbf_ard_is_tagged_for_recall(
+    tmp_path: Path, discovered: float, tagged: bool
+) -> None:
+    """A run's lesson offers its final kernel to later runs (``kernel=``) only when it beat
+    RBF-ARD on the final data (before issue 40 every final kernel was offered)."""
+    from optiforge.agents.kernel_discovery.report import _remember_lesson
+    from optiforge.agents.kit import RunContext
+    from optiforge.evals.registry import resolve_task
+    from optiforge.memory import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'm.db'}", embedder=None)
+    final = {"discovered": discovered, "RBF_ARD": 0.40, "discovered_kernel": "Periodic",
+             "discovered_expression": "Periodic"}  # fmt: skip
+    refreshes = [{"round": 0, "best": "Periodic", "best_loo_crps": discovered}]
+    _remember_lesson(
+        resolve_task("hdbo/levy4_in_25@dev"), RunContext(memory=store), refreshes, final
+    )
+    (exp,) = store.experiences()
+    assert ("kernel=Periodic" in exp.tags) is tagged
+    store.close()
