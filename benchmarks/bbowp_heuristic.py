@@ -1,6 +1,6 @@
 """The offline heuristic formulator against the fixed default formulation on bbowp.
 
-    flock /work/wt/heavy.lock .venv/bin/python benchmarks/bbowp_heuristic.py \
+    .venv/bin/python benchmarks/bbowp_heuristic.py \
         [--splits dev,heldout] [--seeds 5] [--tasks a,b] [--workers 2] [--out results.jsonl]
 
 For every instance and seed both formulations (``formulator.heuristic`` and

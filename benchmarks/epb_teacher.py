@@ -14,7 +14,7 @@ re-measured, in the sandbox, on each of the three tasks. Methods:
 - deterministic rows (no seed): ``teacher`` (greedy, one start from city 0: the tours the
   portfolio is distilled from), ``nearest-neighbour`` and ``farthest-insertion`` (from city 0).
 
-    flock /work/wt/heavy.lock .venv/bin/python benchmarks/epb_teacher.py --seeds 5 --budget 8 \\
+    .venv/bin/python benchmarks/epb_teacher.py --seeds 5 --budget 8 \\
         [--methods epb:offline,epb:scripted,best-single,seed-portfolio] [--agent '{"train_tours": 24}']
         [--out runs/epb-teacher] [--table-only]
 

@@ -27,7 +27,7 @@ the shared lock, with tiny budgets). With ``--memory`` it also measures block re
 run 1 on a dev landscape of the same property writes blocks to a fresh store, run 2 on
 the heldout landscape reads them (on) or not (off).
 
-    flock /work/wt/heavy.lock .venv/bin/python benchmarks/knowevo_compare.py \\
+    .venv/bin/python benchmarks/knowevo_compare.py \\
         [--model offline|scripted|local] [--seeds 5] [--budget 120] [--tests 3] \\
         [--tasks thermostability-c,...] [--methods knowevo,...] [--memory] [--json out.json]
 

@@ -5,7 +5,7 @@ Runs ``optiforge pipeline run PIPELINE --seed S [--memory none]`` for every seed
 t-interval over the seeds of each arm and the paired difference (on - off). Heavy: wrap
 it in the shared lock, e.g.
 
-    flock /work/wt/heavy.lock python benchmarks/pipeline_memory.py design-card \
+    python benchmarks/pipeline_memory.py design-card \
         --seeds 5 --out /tmp/pm            # then --table-only to print again
 
 Rows go to OUT/rows.jsonl (one per seed, arm and node); a finished (seed, arm) is not run

@@ -1,6 +1,6 @@
 """AutoSaddler on the long-horizon saddle tasks: base vs tuned harness, 5 seeds, 95% intervals.
 
-    flock /work/wt/heavy.lock python benchmarks/saddle_long.py [--seeds 5] [--arms ...]
+    python benchmarks/saddle_long.py [--seeds 5] [--arms ...]
         [--out runs/saddle-long]
 
 Tuning on saddle/long-dev (8 tasks: 4 gate the patches, 4 feed the mini-batches), measured
