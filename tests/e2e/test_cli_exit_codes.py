@@ -133,12 +133,21 @@ def test_eval_whose_agent_runs_all_failed_exits_1(tmp_path: Path) -> None:
     assert status_line(proc).startswith("status: failed (all 1 evolve runs failed)")
 
 
+def _sigint_as_at_a_terminal() -> None:
+    """In the child before exec: SIGINT back to its default disposition, as a terminal's
+    foreground job has it. A suite started as a background job of a non-interactive shell
+    (``make test &``) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
+    handler, so the run would rightly never see this test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_says_how_to_resume_and_the_run_is_reportable(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [*CLI, "run", "evolve", "--bench", "funcfit/quadratic", "--budget", "100000",
          "--memory", "none", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_sigint_as_at_a_terminal,  # noqa: PLW1509 - only a signal() call
     )  # fmt: skip
     deadline = time.monotonic() + 900  # a hang guard: a loaded machine starts runs slowly
     log = out / "evaluations.jsonl"
