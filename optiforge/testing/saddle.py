@@ -77,6 +77,19 @@ def _typo(cmd: str) -> str:
     return cmd.replace(first, first + "_", 1)
 
 
+def _episode_view(messages: list[dict[str, Any]]) -> tuple[str, str, str, str] | None:
+    """What both simulated models read from a prompt: the first user message, the task's
+    instruction found in it (None when it names no known task), the last message and the
+    harness's summary of earlier commands."""
+    first_user = str(messages[1]["content"]) if len(messages) > 1 else ""
+    instruction = next((i for i in _solutions() if i in first_user), None)
+    if instruction is None:
+        return None
+    last = str(messages[-1]["content"])
+    summary = first_user.split(SUMMARY_HEAD, 1)[1] if SUMMARY_HEAD in first_user else ""
+    return first_user, instruction, last, summary
+
+
 class SimulatedShellModel:
     """See the module doc. Call it as a ``FunctionLLM`` function, or use ``llm()``."""
 
@@ -113,13 +126,11 @@ class SimulatedShellModel:
         return {"first": first, "repair": repair, "drift": drift, "last_required": last_req}
 
     def __call__(self, messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
-        first_user = str(messages[1]["content"]) if len(messages) > 1 else ""
-        instruction = next((i for i in _solutions() if i in first_user), None)
-        if instruction is None:
-            return json.dumps({"submit": True})
-        last = str(messages[-1]["content"])
         # progress, read back from what the harness shows: summary lines and verbatim turns
-        summary = first_user.split(SUMMARY_HEAD, 1)[1] if SUMMARY_HEAD in first_user else ""
+        view = _episode_view(messages)
+        if view is None:
+            return json.dumps({"submit": True})
+        first_user, instruction, last, summary = view
         commands = [ln for ln in summary.splitlines() if _SUMMARY_CMD.match(ln)]
         n_cmds = len(commands)
         checked = "asked to check" in summary
@@ -215,12 +226,10 @@ class UnmatchedShellModel(SimulatedShellModel):
         return p
 
     def __call__(self, messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
-        first_user = str(messages[1]["content"]) if len(messages) > 1 else ""
-        instruction = next((i for i in _solutions() if i in first_user), None)
-        if instruction is None:
+        view = _episode_view(messages)
+        if view is None:
             return json.dumps({"submit": True})
-        last = str(messages[-1]["content"])
-        summary = first_user.split(SUMMARY_HEAD, 1)[1] if SUMMARY_HEAD in first_user else ""
+        first_user, instruction, last, summary = view
         n_cmds = sum(1 for ln in summary.splitlines() if _SUMMARY_CMD.match(ln))
         verbatim = 0
         for m in messages[2:]:
