@@ -10,7 +10,9 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="Post-train the embedded model: verified data, then training.", no_args_is_help=True)
+app = typer.Typer(
+    help="Post-train the embedded model: verified data, then training.", no_args_is_help=True
+)
 
 
 @app.command("data")
@@ -19,9 +21,14 @@ def data_cmd(
     agents: Annotated[
         str, typer.Option(help="Comma-separated agents (default: every agent with a source).")
     ] = "",
-    scale: Annotated[int, typer.Option(min=1, help="Multiplies each source's episodes / search rounds.")] = 1,
+    scale: Annotated[
+        int, typer.Option(min=1, help="Multiplies each source's episodes / search rounds.")
+    ] = 1,
     max_tokens: Annotated[
-        int, typer.Option(min=0, help="Drop rows whose prompt+reply exceed this many tokens (0: keep all).")
+        int,
+        typer.Option(
+            min=0, help="Drop rows whose prompt+reply exceed this many tokens (0: keep all)."
+        ),
     ] = 768,
     max_per_reply: Annotated[
         int, typer.Option(min=1, help="Rows kept per near-duplicate reply of one task.")

@@ -22,8 +22,18 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from optiforge.agents.autorem.modeller import MODEL_SYSTEM_PROMPT, ModelReply, model_messages, reference_modeller
-from optiforge.agents.autorem.proposers import MODEL_MARKER, counterpart_program, extract_code, first_prompt
+from optiforge.agents.autorem.modeller import (
+    MODEL_SYSTEM_PROMPT,
+    ModelReply,
+    model_messages,
+    reference_modeller,
+)
+from optiforge.agents.autorem.proposers import (
+    MODEL_MARKER,
+    counterpart_program,
+    extract_code,
+    first_prompt,
+)
 from optiforge.harness.posttrain.capture import CaptureLLM, prompt_messages
 from optiforge.harness.posttrain.data import Row, Verdict, make_row
 from optiforge.llm.structured import SchemaParseError, parse_structured
@@ -45,7 +55,9 @@ def sheet_task(task: Any) -> Any:
     from optiforge.evals.suites.autoro.text import problem_text
 
     inst = task.instance.model_copy(
-        update={"description": f"{task.instance.description}\n\n{problem_text(task.instance.problem)}"}
+        update={
+            "description": f"{task.instance.description}\n\n{problem_text(task.instance.problem)}"
+        }
     )
     return AutoROTask(inst, text_only=True)
 
@@ -85,7 +97,9 @@ def code_reply(code: str) -> str:
     return f"```python\n{code.rstrip()}\n```"
 
 
-def verify(task: str, messages: list[dict[str, Any]], reply: str, sandbox: Any | None = None) -> Verdict:
+def verify(
+    task: str, messages: list[dict[str, Any]], reply: str, sandbox: Any | None = None
+) -> Verdict:
     """By the prompt's form: a modelling reply parses into ``ModelReply`` (the agent's
     structured parse) and the reference program run on that model is verified correct with
     ``model_match`` (the model equals the hidden ground truth); a program (extracted as the
@@ -124,20 +138,25 @@ def verify(task: str, messages: list[dict[str, Any]], reply: str, sandbox: Any |
     return Verdict(valid=bool(s.passed), score=float(s.value), detail=reasons[:300])
 
 
-def rows(scale: int = 1, progress: Callable[[str], None] | None = None, split: str = "dev") -> Iterator[Row]:
-    """The three formats on every dev instance (``scale`` has no effect: the set is fixed)."""
+def rows(
+    scale: int = 1, progress: Callable[[str], None] | None = None, limit: int | None = None
+) -> Iterator[Row]:
+    """The three formats on every dev instance (``scale`` has no effect: the set is fixed;
+    ``limit``: the first instances only, tests)."""
     from optiforge.evals.registry import get_benchmark
 
     sandbox = _sandbox()
     made = 0
-    for t in get_benchmark(SUITE).tasks(split):
+    for t in get_benchmark(SUITE).tasks("dev")[:limit]:
         ref = f"{SUITE}/{t.name}"
         program = code_reply(counterpart_program(t.instance.problem))
         msgs = code_request(t)
         v = verify(ref, msgs, program, sandbox)
         if v.valid:
             made += 1
-            yield make_row(AGENT, "code", ref, msgs, program, "autorem.reference-reformulator", v, t.metric)
+            yield make_row(
+                AGENT, "code", ref, msgs, program, "autorem.reference-reformulator", v, t.metric
+            )
         st = sheet_task(t)
         sref = ref + SHEET_SUFFIX
         try:
@@ -151,13 +170,31 @@ def rows(scale: int = 1, progress: Callable[[str], None] | None = None, split: s
         v = verify(sref, mmsgs, mreply, sandbox)
         if v.valid:
             made += 1
-            yield make_row(AGENT, "model-json", sref, mmsgs, mreply, "autorem.reference-modeller", v, "model_match")
+            yield make_row(
+                AGENT,
+                "model-json",
+                sref,
+                mmsgs,
+                mreply,
+                "autorem.reference-modeller",
+                v,
+                "model_match",
+            )
         cmsgs = code_request(st, model)
         cprog = code_reply(counterpart_program(model))
         v = verify(sref, cmsgs, cprog, sandbox)
         if v.valid:
             made += 1
-            yield make_row(AGENT, "code-sheet", sref, cmsgs, cprog, "autorem.reference-reformulator", v, t.metric)
+            yield make_row(
+                AGENT,
+                "code-sheet",
+                sref,
+                cmsgs,
+                cprog,
+                "autorem.reference-reformulator",
+                v,
+                t.metric,
+            )
     if progress:
         progress(f"{AGENT}: {made} rows")
 

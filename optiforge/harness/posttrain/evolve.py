@@ -49,7 +49,9 @@ def reply_text(code: str) -> str:
     return f"```python\n{code.rstrip()}\n```"
 
 
-def prompts(task: Any, population: list[Evaluated], round_: int, seed: int = 0) -> list[list[dict[str, str]]]:
+def prompts(
+    task: Any, population: list[Evaluated], round_: int, seed: int = 0
+) -> list[list[dict[str, str]]]:
     """The ``PROPOSALS`` requests ``LLMCodeProposer`` sends for ``population`` at
     ``round_`` (the agent's defaults, no tools: the embedded model calls none)."""
     llm = CaptureLLM(lambda _m, _s: reply_text(SEED_CODE))
@@ -71,7 +73,9 @@ def _best_shown(messages: list[dict[str, str]]) -> float | None:
         return None
 
 
-def verify(task: str, messages: list[dict[str, Any]], reply: str, sandbox: Any | None = None) -> Verdict:
+def verify(
+    task: str, messages: list[dict[str, Any]], reply: str, sandbox: Any | None = None
+) -> Verdict:
     """The proposer's extraction and ``CodeProblem.materialize`` (parses, defines ``f``),
     then the task's evaluation in the sandbox: valid when it passed with a finite MSE.
     The detail says whether it beats the best program the prompt shows."""
@@ -87,7 +91,9 @@ def verify(task: str, messages: list[dict[str, Any]], reply: str, sandbox: Any |
         return Verdict(valid=False, detail=f"invalid: {e}")
     score = t.evaluate(cand, sandbox or _sandbox())
     if not score.passed or not math.isfinite(score.value):
-        return Verdict(valid=False, detail=f"evaluation failed: {score.details.get('reason', '')}"[:300])
+        return Verdict(
+            valid=False, detail=f"evaluation failed: {score.details.get('reason', '')}"[:300]
+        )
     best = _best_shown(messages)
     better = best is not None and score.value < best
     return Verdict(valid=True, score=float(score.value),
@@ -102,17 +108,22 @@ def _proposal(code: str) -> Any:
 
 
 def _evaluated(i: int, code: str, value: float, round_: int) -> Evaluated:
-    return Evaluated(id=f"c{i}", key=code, payload={"code": code}, passed=True, value=value, round=round_)
+    return Evaluated(
+        id=f"c{i}", key=code, payload={"code": code}, passed=True, value=value, round=round_
+    )
 
 
-def rows(scale: int = 1, progress: Callable[[str], None] | None = None, split: str = "dev") -> Iterator[Row]:
+def rows(
+    scale: int = 1, progress: Callable[[str], None] | None = None, limit: int | None = None
+) -> Iterator[Row]:
     """Per dev task, a mutation search (``ROUNDS * scale`` rounds); at each round the
     proposer's prompts for the population it has, each answered with a distinct child of
-    that round that passed and beats the best program the prompt shows (re-verified)."""
+    that round that passed and beats the best program the prompt shows (re-verified).
+    limit: the first ``limit`` tasks only (tests)."""
     from optiforge.evals.registry import get_benchmark
 
     sandbox = _sandbox()
-    for t in get_benchmark(SUITE).tasks(split):
+    for t in get_benchmark(SUITE).tasks("dev")[:limit]:
         ref = f"{SUITE}/{t.name}"
         rng = np.random.default_rng(41)
         seed_score = t.evaluate({"code": SEED_CODE}, sandbox)
@@ -152,7 +163,9 @@ def rows(scale: int = 1, progress: Callable[[str], None] | None = None, split: s
                 v = verify(ref, msgs, reply, sandbox)
                 if v.valid:
                     made += 1
-                    yield make_row(AGENT, FORMAT, ref, msgs, reply, "evolve.mutation-search", v, t.metric)
+                    yield make_row(
+                        AGENT, FORMAT, ref, msgs, reply, "evolve.mutation-search", v, t.metric
+                    )
             pop = sorted([*pop, *children], key=lambda e: float(e.value or 0.0))[:POPULATION]
         if progress:
             progress(f"{AGENT}: {ref}: {made} rows, best mse {pop[0].value:.4g}")

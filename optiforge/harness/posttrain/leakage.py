@@ -8,8 +8,10 @@ trains on and builds their prompts and answers the way the data is built
 - a held-out answer of at least ``MIN_ANSWER_CHARS`` characters occurs in it
   (whitespace-insensitive substring of the prompt or reply);
 - a held-out task's distinctive content (its data: questions, target expressions,
-  problem JSON) occurs in it whole, or at least ``NGRAM_SHARE`` of that content's token
-  ``NGRAM``-grams do (a near copy: reformatted, truncated, embedded).
+  problem JSON, statements) occurs in it whole, or at least ``NGRAM_SHARE`` of that
+  content's own token ``NGRAM``-grams do (a near copy: reformatted, truncated, embedded).
+  A text's own n-grams are those no other held-out task of the agent has: the template
+  text every instance shares ("Find a robust optimal x ...") is no task's content.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ MIN_ANSWER_CHARS = 8
 """Shorter answers (``12``, ``true``) are not distinctive: every dataset has them."""
 NGRAM = 8
 NGRAM_SHARE = 0.5
+MIN_NGRAMS = 4
+"""Content with fewer own n-grams is checked as a substring only."""
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _SPACE = re.compile(r"\s+")
 
@@ -53,7 +57,9 @@ def _prompt_key(messages: list[dict[str, Any]]) -> str:
     return json.dumps([[m["role"], m["content"]] for m in messages])
 
 
-def find_leaks(rows: Iterable[Row], heldout: dict[str, list[dict[str, Any]]] | None = None) -> list[Leak]:
+def find_leaks(
+    rows: Iterable[Row], heldout: dict[str, list[dict[str, Any]]] | None = None
+) -> list[Leak]:
     """Every leak of a held-out task into ``rows`` (see the module doc).
 
     heldout: agent -> ``heldout_texts(agent)`` (default: built from each agent's source).
@@ -64,7 +70,7 @@ def find_leaks(rows: Iterable[Row], heldout: dict[str, list[dict[str, Any]]] | N
     held = heldout if heldout is not None else {a: heldout_texts(a) for a in agents}
     prompts: dict[str, str] = {}
     users: dict[str, str] = {}
-    for agent, items in held.items():
+    for items in held.values():
         for item in items:
             for msgs in item["prompts"]:
                 prompts[_prompt_key(msgs)] = item["task"]
@@ -84,7 +90,15 @@ def find_leaks(rows: Iterable[Row], heldout: dict[str, list[dict[str, Any]]] | N
         if hit:
             leaks.append(Leak(row_id=r.id, agent=r.agent, heldout_task=hit, kind="prompt",
                               excerpt=(p[-1]["content"] if p else "")[:120]))  # fmt: skip
-    for agent, items in held.items():
+    for items in held.values():
+        # n-grams in the content of two or more held-out tasks are template text
+        seen_in: dict[tuple[str, ...], int] = {}
+        for item in items:
+            mine: set[tuple[str, ...]] = set()
+            for t in item.get("distinctive", []):
+                mine |= _grams(str(t))
+            for gram in mine:
+                seen_in[gram] = seen_in.get(gram, 0) + 1
         for item in items:
             for ans in item.get("answers", []):
                 s = _squash(str(ans))
@@ -96,17 +110,20 @@ def find_leaks(rows: Iterable[Row], heldout: dict[str, list[dict[str, Any]]] | N
                                           kind="answer", excerpt=str(ans)[:120]))  # fmt: skip
             for text in item.get("distinctive", []):
                 s = _squash(str(text))
-                found = next((rid for rid, t in squashed.items() if len(s) >= MIN_ANSWER_CHARS and s in t), None)
+                found = next(
+                    (rid for rid, t in squashed.items() if len(s) >= MIN_ANSWER_CHARS and s in t),
+                    None,
+                )
                 if found:
                     leaks.append(Leak(row_id=found, agent=by_id[found].agent, heldout_task=item["task"],
                                       kind="content", excerpt=str(text)[:120]))  # fmt: skip
                     continue
-                g = _grams(str(text))
-                if g:
-                    shared = g & grams
-                    if len(shared) >= NGRAM_SHARE * len(g):
+                own = {x for x in _grams(str(text)) if seen_in.get(x, 0) < 2}
+                if len(own) >= MIN_NGRAMS:
+                    shared = own & grams
+                    if len(shared) >= NGRAM_SHARE * len(own):
                         rid = owner[next(iter(shared))]
                         leaks.append(Leak(row_id=rid, agent=by_id[rid].agent, heldout_task=item["task"],
-                                          kind="ngrams", excerpt=f"{len(shared)}/{len(g)} {NGRAM}-grams of "
+                                          kind="ngrams", excerpt=f"{len(shared)}/{len(own)} {NGRAM}-grams of "
                                           f"{str(text)[:80]!r}"))  # fmt: skip
     return leaks

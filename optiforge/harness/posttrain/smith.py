@@ -24,8 +24,21 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from optiforge.agents.kit import RunContext
-from optiforge.agents.smith.problem import CallReply, Param, ToolReply, parse_tool, renamed, unique_name
-from optiforge.agents.smith.proposers import build_prompt, llm_build, llm_call, offline_build, offline_call
+from optiforge.agents.smith.problem import (
+    CallReply,
+    Param,
+    ToolReply,
+    parse_tool,
+    renamed,
+    unique_name,
+)
+from optiforge.agents.smith.proposers import (
+    build_prompt,
+    llm_build,
+    llm_call,
+    offline_build,
+    offline_call,
+)
 from optiforge.agents.smith.templates import TEMPLATES
 from optiforge.harness.posttrain.capture import CaptureLLM, prompt_messages
 from optiforge.harness.posttrain.data import Row, Verdict, make_row
@@ -72,12 +85,18 @@ def tool_reply(tool: dict[str, Any]) -> ToolReply:
     for pname, schema in tool["parameters"]["properties"].items():
         items = (schema.get("items") or {}).get("type") if schema.get("type") == "array" else None
         params.append(Param(name=pname, type=schema["type"], items=items))
-    return ToolReply(name=tool["name"], description=tool["description"], params=params, code=tool["code"])
+    return ToolReply(
+        name=tool["name"], description=tool["description"], params=params, code=tool["code"]
+    )
 
 
 def blocks_reply(tool: dict[str, Any]) -> str:
     """A tool as the GRPO build reply: a ```json spec block then a ```python block."""
-    spec = {"name": tool["name"], "description": tool["description"], "parameters": tool["parameters"]}
+    spec = {
+        "name": tool["name"],
+        "description": tool["description"],
+        "parameters": tool["parameters"],
+    }
     return f"```json\n{json.dumps(spec)}\n```\n```python\n{tool['code'].rstrip()}\n```"
 
 
@@ -88,7 +107,9 @@ def build_messages(examples: list[dict[str, Any]], reply: ToolReply) -> list[dic
     return prompt_messages(llm.requests[0])
 
 
-def call_messages(question: str, pool: list[dict[str, Any]], reply: dict[str, Any]) -> list[dict[str, str]]:
+def call_messages(
+    question: str, pool: list[dict[str, Any]], reply: dict[str, Any]
+) -> list[dict[str, str]]:
     """``llm_call``'s request (first attempt) for ``question`` against ``pool``."""
     llm = CaptureLLM(lambda _m, _s: CallReply(**reply))
     llm_call(RunContext(llm=llm, agent=AGENT), question, pool, 0)
@@ -140,13 +161,21 @@ def _pool_from_prompt(text: str) -> list[dict[str, Any]]:
             spec = json.loads(line)
         except json.JSONDecodeError:
             continue
-        base = str(spec.get("name", "")).rsplit("_", 1)[0] if spec.get("name") not in by_name else spec.get("name")
+        base = (
+            str(spec.get("name", "")).rsplit("_", 1)[0]
+            if spec.get("name") not in by_name
+            else spec.get("name")
+        )
         if base in by_name:
-            pool.append({**renamed(by_name[base], str(spec["name"])), "parameters": spec["parameters"]})
+            pool.append(
+                {**renamed(by_name[base], str(spec["name"])), "parameters": spec["parameters"]}
+            )
     return pool
 
 
-def verify(task: str, messages: list[dict[str, Any]], reply: str, sandbox: Any | None = None) -> Verdict:
+def verify(
+    task: str, messages: list[dict[str, Any]], reply: str, sandbox: Any | None = None
+) -> Verdict:
     """A build reply: parsed as ``llm_build`` does, then the suite's ``validate`` on the
     build task the prompt's examples come from (valid: all three axes; score: outcome).
     A use reply: parsed as ``llm_call`` does, then ``score_calls`` on the question the
@@ -184,13 +213,16 @@ def verify(task: str, messages: list[dict[str, Any]], reply: str, sandbox: Any |
                    + (f"; {chk.get('schema_error') or chk.get('limits') or ''}" if not chk["passed"] else ""))  # fmt: skip
 
 
-def rows(scale: int = 1, progress: Callable[[str], None] | None = None, split: str = "dev") -> Iterator[Row]:
-    """Build and use rows of ``EPISODES * scale`` episodes of the dev task."""
+def rows(
+    scale: int = 1, progress: Callable[[str], None] | None = None, limit: int | None = None
+) -> Iterator[Row]:
+    """Build and use rows of ``EPISODES * scale`` episodes of the dev task (``limit``:
+    that many episodes, tests)."""
     sandbox = _sandbox()
     base = _base_task(DEV_TASK)
     if base.split != "dev":  # the held-out families must stay out of training
         raise AssertionError(f"{DEV_TASK} is not a dev task")
-    for e in range(EPISODES * scale):
+    for e in range(EPISODES * scale if limit is None else limit):
         t = base.with_seed(e)
         ref = f"{SUITE}/{t.name}"
         made = 0
@@ -207,13 +239,17 @@ def rows(scale: int = 1, progress: Callable[[str], None] | None = None, split: s
             v = verify(ref, msgs, reply, sandbox)
             if v.valid:
                 made += 1
-                yield make_row(AGENT, "build-json", ref, msgs, reply, "smith.templates", v, "three axes")
+                yield make_row(
+                    AGENT, "build-json", ref, msgs, reply, "smith.templates", v, "three axes"
+                )
             gmsgs = [{"role": "user", "content": build_prompt(b["examples"])}]
             greply = blocks_reply(spec)
             v = verify(ref, gmsgs, greply, sandbox)
             if v.valid:
                 made += 1
-                yield make_row(AGENT, "build-blocks", ref, gmsgs, greply, "smith.templates", v, "three axes")
+                yield make_row(
+                    AGENT, "build-blocks", ref, gmsgs, greply, "smith.templates", v, "three axes"
+                )
         specs = [{k: p[k] for k in ("name", "description", "parameters", "code")} for p in pool]
         rng = random.Random(f"smith-use-{e}")
         kept = 0
@@ -226,7 +262,10 @@ def rows(scale: int = 1, progress: Callable[[str], None] | None = None, split: s
             # the pool of an agent that built some of the tools: the one this question needs
             # and POOL_OTHERS others, in build order (all nine list past the length budget)
             others = [s for s in specs if s["name"] != full["name"]]
-            keep = {full["name"], *(s["name"] for s in rng.sample(others, min(POOL_OTHERS, len(others))))}
+            keep = {
+                full["name"],
+                *(s["name"] for s in rng.sample(others, min(POOL_OTHERS, len(others)))),
+            }
             sub = [s for s in specs if s["name"] in keep]
             call = offline_call(q["question"], sub)
             if call is None:
@@ -237,7 +276,9 @@ def rows(scale: int = 1, progress: Callable[[str], None] | None = None, split: s
             if v.valid:
                 kept += 1
                 made += 1
-                yield make_row(AGENT, "call-json", ref, msgs, reply, "smith.offline-call", v, "accuracy")
+                yield make_row(
+                    AGENT, "call-json", ref, msgs, reply, "smith.offline-call", v, "accuracy"
+                )
         if progress:
             progress(f"{AGENT}: {ref}: {made} rows (pool {len(pool)}/{len(t.build_tasks)})")
 
