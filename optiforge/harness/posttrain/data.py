@@ -131,6 +131,7 @@ SOURCES: dict[str, Source] = {
         Source("evolve", "evolve", ("funcfit",)),
         Source("smith", "smith", ("procedural",)),
         Source("autorem", "autorem", ("autoro",)),
+        Source("terminal", "terminal", ("saddle",)),
     ]
 }
 """Agents with a data source, in the order they are built."""

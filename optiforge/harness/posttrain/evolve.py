@@ -27,6 +27,8 @@ ROUNDS = 12
 """Search rounds per dev task (``scale`` multiplies them)."""
 PROPOSALS = 4
 """Prompts per round: the agent's ``proposals_per_round``."""
+SEARCHES = 3
+"""Independent searches per dev task (their own mutation draws and run seeds)."""
 CHILDREN = 12
 """Mutations evaluated per round."""
 POPULATION = 8
@@ -116,23 +118,25 @@ def _evaluated(i: int, code: str, value: float, round_: int) -> Evaluated:
 def rows(
     scale: int = 1, progress: Callable[[str], None] | None = None, limit: int | None = None
 ) -> Iterator[Row]:
-    """Per dev task, a mutation search (``ROUNDS * scale`` rounds); at each round the
+    """Per dev task, ``SEARCHES`` mutation searches (``ROUNDS * scale`` rounds); at each round the
     proposer's prompts for the population it has, each answered with a distinct child of
     that round that passed and beats the best program the prompt shows (re-verified).
     limit: the first ``limit`` tasks only (tests)."""
     from optiforge.evals.registry import get_benchmark
 
     sandbox = _sandbox()
-    for t in get_benchmark(SUITE).tasks("dev")[:limit]:
+    for t, search in [
+        (t, k) for t in get_benchmark(SUITE).tasks("dev")[:limit] for k in range(SEARCHES)
+    ]:
         ref = f"{SUITE}/{t.name}"
-        rng = np.random.default_rng(41)
+        rng = np.random.default_rng(41 + search)
         seed_score = t.evaluate({"code": SEED_CODE}, sandbox)
         pop = [_evaluated(0, SEED_CODE, float(seed_score.value), 0)]
         seen = {SEED_CODE}
         n = 1
         made = 0
         for rnd in range(1, ROUNDS * scale + 1):
-            asks = prompts(t, pop, rnd)
+            asks = prompts(t, pop, rnd, seed=search)
             children: list[Evaluated] = []
             for _ in range(CHILDREN):
                 w = np.array([1.0 / (i + 1) for i in range(len(pop))])
@@ -168,7 +172,7 @@ def rows(
                     )
             pop = sorted([*pop, *children], key=lambda e: float(e.value or 0.0))[:POPULATION]
         if progress:
-            progress(f"{AGENT}: {ref}: {made} rows, best mse {pop[0].value:.4g}")
+            progress(f"{AGENT}: {ref} search {search}: {made} rows, best mse {pop[0].value:.4g}")
 
 
 def heldout_texts() -> list[dict[str, Any]]:
