@@ -89,7 +89,7 @@ def test_model_request_is_what_model_with_llm_sends() -> None:
     from optiforge.evals.registry import resolve_task
     from optiforge.harness.posttrain import autorem
 
-    st = autorem.sheet_task(resolve_task("autoro/autoro-dev-d2-0001-s0"))
+    st = autorem.text_task(resolve_task("autoro/autoro-dev-d2-0001-s0"))
     assert autorem._check_model_request(st.statement) == autorem.model_request(st.statement)
 
 
@@ -179,20 +179,20 @@ def test_verify_reply_autorem_formats() -> None:
     ).valid
     nominal = autorem.code_reply(counterpart_program(t.instance.problem, robust=False))
     assert not verify_reply("autorem", name, msgs, nominal).valid
-    st = autorem.sheet_task(t)
+    st = autorem.text_task(t)
     model = reference_modeller(st.statement)
     mmsgs = autorem.model_request(st.statement)
     good = json.dumps(model.model_dump(mode="json", exclude_none=True))
-    assert verify_reply("autorem", name + "#sheet", mmsgs, good).valid
+    assert verify_reply("autorem", name + "#text", mmsgs, good).valid
     wrong = json.loads(good)
     wrong["upper"][0] = wrong["upper"][0] + 1.0  # a misread bound: schema-valid, wrong model
-    v = verify_reply("autorem", name + "#sheet", mmsgs, json.dumps(wrong))
+    v = verify_reply("autorem", name + "#text", mmsgs, json.dumps(wrong))
     assert not v.valid and v.score == 0.0
     cmsgs = autorem.code_request(st, model)
     assert verify_reply(
-        "autorem", name + "#sheet", cmsgs, autorem.code_reply(counterpart_program(model))
+        "autorem", name + "#text", cmsgs, autorem.code_reply(counterpart_program(model))
     ).valid
-    assert not verify_reply("autorem", name + "#sheet", cmsgs, "```python\nprint('{}')\n```").valid
+    assert not verify_reply("autorem", name + "#text", cmsgs, "```python\nprint('{}')\n```").valid
 
 
 # ---------------------------------------------------------------------------- leakage
@@ -204,15 +204,16 @@ def small_rows():
     from optiforge.harness.posttrain import evolve
     from optiforge.harness.posttrain.data import agent_rows
 
-    keep, evolve.ROUNDS = evolve.ROUNDS, 2
+    keep, evolve.ROUNDS, evolve.SEARCHES = (evolve.ROUNDS, evolve.SEARCHES), 2, 1
     try:
         rows = [
             *agent_rows("evolve", limit=1),
             *agent_rows("smith", limit=1),
+            *agent_rows("terminal", limit=2),
             *agent_rows("autorem", limit=1),
         ]
     finally:
-        evolve.ROUNDS = keep
+        evolve.ROUNDS, evolve.SEARCHES = keep
     return rows
 
 
@@ -220,7 +221,7 @@ def small_rows():
 def heldout():
     from optiforge.harness.posttrain import heldout_texts
 
-    return {a: heldout_texts(a) for a in ("evolve", "smith", "autorem")}
+    return {a: heldout_texts(a) for a in ("evolve", "smith", "autorem", "terminal")}
 
 
 @pytest.mark.slow
@@ -228,7 +229,7 @@ def test_rows_are_dev_only_and_leak_nothing(small_rows, heldout) -> None:
     from optiforge.evals.registry import resolve_task
     from optiforge.harness.posttrain.leakage import find_leaks
 
-    assert {r.agent for r in small_rows} == {"evolve", "smith", "autorem"}
+    assert {r.agent for r in small_rows} == {"evolve", "smith", "autorem", "terminal"}
     for r in small_rows:
         assert r.split == "dev" and r.verified.valid
         assert resolve_task(r.task.split("#")[0]).split == "dev"
@@ -259,17 +260,20 @@ def test_leak_check_catches_an_injected_heldout_row(small_rows, heldout, how) ->
     elif how == "answer-in-reply":
         item = heldout["evolve"][0]  # the held-out target as a dev row's program
         bad = make_row("evolve", "code", "funcfit/quadratic", small_rows[0].prompt,
-                       f"```python\ndef f(x):\n    return {item['target'] if 'target' in item else item['answers'][0]}\n```",
-                       "t", OK, "mse")  # fmt: skip
+                       f"```python\ndef f(x):\n    return {item['answers'][0]}\n```", "t", OK, "mse")  # fmt: skip
     elif how == "reformatted-question":
         item = heldout["smith"][1]
         q = item["distinctive"][0]
         user = "Q:  " + "  ".join(q.split()) + "\nA: ?"  # spacing changed, embedded
         bad = make_row("smith", "call-json", "procedural/train-families#0", [{"role": "user", "content": user}],
                        "{}", "t", OK, "x")  # fmt: skip
+    elif how == "shell-solution":
+        item = next(i for i in heldout["terminal"] if i["answers"])  # a held-out reference command
+        bad = make_row("terminal", "action-json", "saddle/normalize-names", small_rows[-1].prompt,
+                       json.dumps({"command": item["answers"][0]}), "t", OK, "x")  # fmt: skip
     else:
         item = next(i for i in heldout["autorem"] if "heldout" in i["task"])
-        bad = make_row("autorem", "model-json", "autoro/autoro-dev-d1-0000-s0#sheet", small_rows[-1].prompt,
+        bad = make_row("autorem", "text-model-json", "autoro/autoro-dev-d1-0000-s0#text", small_rows[-1].prompt,
                        item["answers"][1], "t", OK, "x")  # fmt: skip
     leaks = find_leaks([*small_rows, bad], heldout)
     assert leaks and {lk.row_id for lk in leaks} == {bad.id}
@@ -284,3 +288,52 @@ def test_written_dataset_leaks_nothing() -> None:
 
     rows = read_rows(Path(os.environ["POSTTRAIN_DATA"]) / "train.jsonl")
     assert rows and find_leaks(rows) == []
+
+
+def test_verify_reply_terminal_actions() -> None:
+    from optiforge.evals.registry import resolve_task
+    from optiforge.harness.posttrain import terminal
+    from optiforge.sandboxes import get_sandbox
+
+    name = "saddle/normalize-names"
+    t = resolve_task(name)
+    sol = t.solution()
+    actions = [{"command": c} for c in sol] + [{"submit": True}]
+    requests, ep = terminal.episode_requests(t, actions, get_sandbox("local"))
+    assert ep["stop"] == "submitted" and len(requests) == len(actions)
+    first, last = requests[0], requests[-1]
+    assert verify_reply("terminal", name, first, terminal.action_text(actions[0])).valid
+    # a premature submit, a failing command, a command that wrecks the inputs, no action
+    assert not verify_reply("terminal", name, first, '{"submit": true}').valid
+    assert not verify_reply("terminal", name, first, '{"command": "false"}').valid
+    assert not verify_reply("terminal", name, first, '{"command": "rm -f *"}').valid
+    assert not verify_reply("terminal", name, first, "I will look at the files.").valid
+    assert verify_reply("terminal", name, last, '{"submit": true}').valid
+
+
+@pytest.mark.slow
+def test_verify_reply_kernel_code() -> None:
+    from optiforge.harness.posttrain import kd
+
+    name = "hdbo/levy4_in_25"
+    msgs = kd.prompt("RBF")
+    src = kd.kernel_source("RBF")
+    good = verify_reply("kernel-discovery", name, msgs, f"```python\n{src}```")
+    assert good.valid and good.score is not None and good.score > 0
+    not_psd = src.replace("torch.exp(-0.5 *", "torch.exp(0.5 *")
+    v = verify_reply("kernel-discovery", name, msgs, f"```python\n{not_psd}```")
+    assert not v.valid and "PSD" in v.detail
+    assert not verify_reply("kernel-discovery", name, msgs, "k(x, y) = exp(-|x-y|^2)").valid
+
+
+def test_kernel_code_equals_the_library_kernel() -> None:
+    """The code written for every form computes the library kernel's Gram matrix; a wrong
+    formula does not (the check is no formality)."""
+    from optiforge.harness.posttrain import kd
+
+    forms = kd.expressions()
+    assert len(forms) >= kd.FORMS and all(
+        kd._same_gram(kd.kernel_source(e), e, 3) for e in forms[:30]
+    )
+    wrong = kd.kernel_source("Matern52").replace("5.0 / 3.0", "4.0 / 3.0")
+    assert not kd._same_gram(wrong, "Matern52", 3)

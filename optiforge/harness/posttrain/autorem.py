@@ -3,17 +3,19 @@ reference reformulator's counterpart programs, each verified by the suite.
 
 Formats (the prompts of ``--model local``, no memory, no tools: the embedded model calls none):
 
-- ``code``: the JSON input form (``first_prompt``: the instance's prose and its problem
-  JSON); the reply is the counterpart program in one ```python block.
-- ``model-json``: the sheet input form's modelling step (``model_messages`` with the
+- ``code``: the JSON input form (``first_prompt``: the instance's short description and
+  its problem JSON; the held-out eval's ``autorem`` row); the reply is the counterpart
+  program in one ```python block.
+- ``text-model-json``: the text input form's modelling step (``model_messages`` with the
   ``ModelReply`` schema instruction): the statement and its model sheet in words; the
   reply is the ``ROProblem`` JSON the reference modeller reads from the sheet.
-- ``code-sheet``: the sheet form's writing step (``first_prompt(model=...)``: the
+- ``text-code``: the text form's writing step (``first_prompt(model=...)``: the
   statement, the agent's model as JSON, the I/O protocol); the reply is the program.
 
-The sheet form exists in the suite only for the application splits (held out from the
-dev split); here each dev instance is also posed text-only, its prose followed by its
-model sheet (``text.problem_text``), as the application tasks are.
+The text form (a prose statement and its model sheet in words, no JSON: the held-out
+eval's ``autorem-prose`` row) exists in the suite only for the application splits, none
+of them dev; here each dev instance is also posed text-only, its description followed by
+its model sheet (``text.problem_text``), as the application tasks are.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ from optiforge.harness.posttrain.data import Row, Verdict, make_row
 from optiforge.llm.structured import SchemaParseError, parse_structured
 
 AGENT, SUITE = "autorem", "autoro"
-SHEET_SUFFIX = "#sheet"
-"""Task-name suffix of a dev instance posed text-only (its sheet form)."""
+TEXT_SUFFIX = "#text"
+"""Task-name suffix of a dev instance posed text-only (its text form)."""
 
 
 def _sandbox() -> Any:
@@ -49,7 +51,7 @@ def _sandbox() -> Any:
     return get_sandbox("local")
 
 
-def sheet_task(task: Any) -> Any:
+def text_task(task: Any) -> Any:
     """A JSON-form task posed text-only: its prose then its model sheet, the JSON hidden."""
     from optiforge.evals.suites.autoro.benchmark import AutoROTask
     from optiforge.evals.suites.autoro.text import problem_text
@@ -63,12 +65,12 @@ def sheet_task(task: Any) -> Any:
 
 
 def find_task(task: str) -> Any:
-    """``autoro/NAME`` (any split) or ``autoro/NAME#sheet`` (its sheet form)."""
+    """``autoro/NAME`` (any split) or ``autoro/NAME#text`` (its text form)."""
     from optiforge.evals.registry import resolve_task
 
-    name, sheet, _ = task.partition(SHEET_SUFFIX)
+    name, text, _ = task.partition(TEXT_SUFFIX)
     t = resolve_task(name)
-    return sheet_task(t) if sheet else t
+    return text_task(t) if text else t
 
 
 def model_request(statement: str) -> list[dict[str, str]]:
@@ -157,8 +159,8 @@ def rows(
             yield make_row(
                 AGENT, "code", ref, msgs, program, "autorem.reference-reformulator", v, t.metric
             )
-        st = sheet_task(t)
-        sref = ref + SHEET_SUFFIX
+        st = text_task(t)
+        sref = ref + TEXT_SUFFIX
         try:
             model = reference_modeller(st.statement)
         except Exception as e:  # noqa: BLE001 - a sheet the modeller cannot read gives no row
@@ -172,7 +174,7 @@ def rows(
             made += 1
             yield make_row(
                 AGENT,
-                "model-json",
+                "text-model-json",
                 sref,
                 mmsgs,
                 mreply,
@@ -187,7 +189,7 @@ def rows(
             made += 1
             yield make_row(
                 AGENT,
-                "code-sheet",
+                "text-code",
                 sref,
                 cmsgs,
                 cprog,
@@ -212,7 +214,7 @@ def heldout_texts() -> list[dict[str, Any]]:
             continue
         for t in b.tasks(split):
             prompts = [code_request(t)] if not t.text_only else []
-            st = t if t.text_only else sheet_task(t)
+            st = t if t.text_only else text_task(t)
             prompts.append(model_request(st.statement))
             prompts.append(code_request(st, t.instance.problem))
             # the reference program is no answer here: it reads instance.json, the same text

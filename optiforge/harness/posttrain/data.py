@@ -132,6 +132,7 @@ SOURCES: dict[str, Source] = {
         Source("smith", "smith", ("procedural",)),
         Source("autorem", "autorem", ("autoro",)),
         Source("terminal", "terminal", ("saddle",)),
+        Source("kernel-discovery", "kd", ("hdbo",)),
     ]
 }
 """Agents with a data source, in the order they are built."""
