@@ -33,6 +33,12 @@ def data_cmd(
     max_per_reply: Annotated[
         int, typer.Option(min=1, help="Rows kept per near-duplicate reply of one task.")
     ] = 3,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Only the first N tasks / episodes / forms of each source (a quick look)."
+        ),
+    ] = None,
 ) -> None:
     """Build (prompt, reply) rows from dev-split candidates the harness re-measured as
     valid, with each agent's exact ``--model local`` prompts; one progress line per agent."""
@@ -46,7 +52,7 @@ def data_cmd(
             f"--agents: no data source for {', '.join(unknown)} (sources: {', '.join(SOURCES)})"
         )
     rows, summary = build_dataset(
-        names, scale=scale, max_tokens=max_tokens or None, max_per_reply=max_per_reply,
+        names, scale=scale, max_tokens=max_tokens or None, max_per_reply=max_per_reply, limit=limit,
         progress=lambda s: typer.echo(s),
     )  # fmt: skip
     path = write_dataset(rows, summary, out)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -337,3 +339,54 @@ def test_kernel_code_equals_the_library_kernel() -> None:
     )
     wrong = kd.kernel_source("Matern52").replace("5.0 / 3.0", "4.0 / 3.0")
     assert not kd._same_gram(wrong, "Matern52", 3)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "OMP_NUM_THREADS": "1",
+    }
+    return subprocess.run([sys.executable, "-m", "optiforge.cli", *args], capture_output=True, text=True,
+                          env=env, timeout=300)  # fmt: skip
+
+
+def test_cli_unknown_agent_is_one_line() -> None:
+    res = _cli("posttrain", "data", "--out", "/nonexistent/x", "--agents", "evolve,nope")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "error: ConfigError: --agents: no data source for nope (sources: evolve, smith, autorem, terminal, "
+        "kernel-discovery, hawkeye)"
+    ]
+
+
+@pytest.mark.slow
+def test_cli_writes_rows_and_summary(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    res = _cli(
+        "posttrain", "data", "--out", str(out), "--agents", "terminal,hawkeye", "--limit", "1"
+    )
+    assert res.returncode == 0, res.stderr
+    assert "terminal: 4 rows" in res.stdout and "hawkeye: not built" in res.stdout
+    rows = read_rows(out / "train.jsonl")
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(rows) == summary["rows"] == summary["per_agent_format"]["terminal/action-json"] == 4
+    assert "hawkeye" in summary["agents_failed"] and (out / "too_long.jsonl").is_file()
+    for r in rows:  # contract 2
+        raw = json.loads(r.model_dump_json())
+        assert set(raw) == {
+            "id",
+            "agent",
+            "format",
+            "task",
+            "split",
+            "messages",
+            "source",
+            "verified",
+        }
+        assert raw["messages"][-1]["role"] == "assistant" and raw["split"] == "dev"
+        from optiforge.harness.posttrain.data import messages_id
+
+        assert raw["id"] == messages_id(raw["messages"])
+    if summary["tokens"] is not None:
+        assert summary["tokens"]["terminal/action-json"]["max"] <= 768

@@ -133,6 +133,7 @@ SOURCES: dict[str, Source] = {
         Source("autorem", "autorem", ("autoro",)),
         Source("terminal", "terminal", ("saddle",)),
         Source("kernel-discovery", "kd", ("hdbo",)),
+        Source("hawkeye", "hawkeye", ("kernelarena",)),
     ]
 }
 """Agents with a data source, in the order they are built."""
@@ -286,6 +287,15 @@ class Summary(BaseModel):
 
     _long: list[Row] = PrivateAttr(default_factory=list)
 
+    @property
+    def long_rows(self) -> list[Row]:
+        """The rows over ``max_tokens`` (written to ``too_long.jsonl``, not in the JSON)."""
+        return self._long
+
+    @long_rows.setter
+    def long_rows(self, rows: list[Row]) -> None:
+        self._long = rows
+
 
 def _stats(xs: list[int]) -> dict[str, float]:
     s = sorted(xs)
@@ -300,8 +310,10 @@ def build_dataset(
     max_tokens: int | None = 768,
     max_per_reply: int = 3,
     progress: Callable[[str], None] | None = None,
+    limit: int | None = None,
 ) -> tuple[list[Row], Summary]:
-    """Rows of ``agents``, deduplicated, with those over ``max_tokens`` dropped."""
+    """Rows of ``agents``, deduplicated, with those over ``max_tokens`` set aside
+    (``Summary.long_rows``); ``limit`` caps each source's tasks (a quick look, tests)."""
     for a in agents:
         _module(a)  # an unknown agent fails before any work
     say = progress or (lambda _s: None)
@@ -310,7 +322,7 @@ def build_dataset(
     for a in agents:
         say(f"{a}: building")
         try:
-            got = list(agent_rows(a, scale=scale, progress=say))
+            got = list(agent_rows(a, scale=scale, progress=say, limit=limit))
         except NotImplementedError as e:
             failed[a] = str(e)
             say(f"{a}: not built: {e}")
@@ -362,7 +374,7 @@ def build_dataset(
         tokens_before_length_cut={k: _stats(v) for k, v in by_fmt_all.items()} if tok is not None else None,
         tokens_note=note, agents_failed=failed, too_long_rows=len(long_rows),
     )  # fmt: skip
-    summary._long = long_rows
+    summary.long_rows = long_rows
     return rows, summary
 
 
@@ -376,7 +388,7 @@ def write_dataset(rows: list[Row], summary: Summary, out: Path) -> Path:
         for r in rows:
             fh.write(r.model_dump_json() + "\n")
     with open(tmp / "too_long.jsonl", "w") as fh:
-        for r in summary._long:
+        for r in summary.long_rows:
             fh.write(r.model_dump_json() + "\n")
     (tmp / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
     tmp.chmod(0o755)  # mkdtemp's 0700 would hide the data from other users
