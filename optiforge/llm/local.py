@@ -218,6 +218,8 @@ class LocalLLM(LiteLLM):
 
     supports_tools = False
     """The server answers no function-calling requests (agents ask without their tools)."""
+    supports_grammar = True
+    """A code grammar (``grammar=``, GBNF) is enforced by the server; a schema wins over it."""
 
     def __init__(
         self, model: str = "local", *, settings: LocalModelSettings | None = None, **kw: Any
@@ -268,5 +270,9 @@ class LocalLLM(LiteLLM):
         self.server().wait_ready()
         s = self.settings
         params = {"max_tokens": s.schema_max_tokens if schema else s.max_tokens, **params}
+        grammar = params.pop("grammar", None)
+        if grammar is not None and not json_mode:
+            # our server reads it from the request body (litellm passes extra_body through)
+            params["extra_body"] = {**(params.get("extra_body") or {}), "grammar": grammar}
         reply = super()._send(messages, tools, params, json_mode, schema)
         return reply.model_copy(update={"cost_usd": 0.0, "cost_known": True})

@@ -12,6 +12,7 @@ from optiforge.agents.kernel_discovery.problem import describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.recall import lessons_block
 from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, StructuredOutputError
+from optiforge.llm.grammars import python_function_block
 from optiforge.llm.structured import CODE_STOP, extract_code_block
 from optiforge.solvers.gp import grammar
 
@@ -30,6 +31,9 @@ CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, n
 The kernel must be symmetric and positive semi-definite for any inputs, finite with finite
 gradients, and must not depend on which batch it is called with. Do not include a signal
 variance (the GP has one). Reply with exactly one ```python code block."""
+
+KERNEL_GRAMMAR = python_function_block("kernel", preamble_lines=24)
+"""The shape ``CODE_PROTOCOL`` asks for, enforced by the local model (others ignore it)."""
 
 
 def _rank_biased(population: list[Evaluated], rng: np.random.Generator) -> Evaluated:
@@ -175,7 +179,8 @@ class LLMKernelProposer:
         src = ""
         assert ctx.llm is not None  # propose() refuses to run without an LLM
         for attempt in range(self.config.max_code_reasks + 1):
-            reply = ctx.llm.complete(messages, stop=CODE_STOP)
+            # NAME and HYPERPARAMETERS come before the def (CODE_PROTOCOL): a preamble
+            reply = ctx.llm.complete(messages, stop=CODE_STOP, grammar=KERNEL_GRAMMAR)
             src = extract_code_block(reply.text)
             reason = validate_source(
                 src, int(problem.X.shape[1]), ctx, problem.task.max_hyperparameters
