@@ -94,9 +94,10 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=3)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    from optiforge.config import LocalModelSettings
     from optiforge.llm.local import LocalLLM, model_file
 
-    llm = LocalLLM(args.model)
+    llm = LocalLLM(args.model, settings=LocalModelSettings(code_grammars=True))
     path, _ = model_file(args.model, llm.settings)
     rows: list[dict[str, Any]] = []
     for agent, (grammar, fn, names) in AGENTS.items():

@@ -219,7 +219,8 @@ class LocalLLM(LiteLLM):
     supports_tools = False
     """The server answers no function-calling requests (agents ask without their tools)."""
     supports_grammar = True
-    """A code grammar (``grammar=``, GBNF) is enforced by the server; a schema wins over it."""
+    """A code grammar (``grammar=``, GBNF) is enforced by the server (a schema wins over it)
+    when ``settings.code_grammars`` is on; otherwise it is dropped like elsewhere."""
 
     def __init__(
         self, model: str = "local", *, settings: LocalModelSettings | None = None, **kw: Any
@@ -234,6 +235,7 @@ class LocalLLM(LiteLLM):
         super().__init__(f"openai/{name}", api_base=None, api_key="sk-local", **kw)
         self.json_mode = True
         self.response_schema = True
+        self.supports_grammar = self.settings.code_grammars
 
     def _replaying(self) -> bool:
         return self.cassette is not None and self.cassette.mode == "replay"

@@ -122,6 +122,7 @@ def test_a_provider_without_grammars_never_sees_the_parameter_nor_keys_on_it() -
 
 
 def test_the_local_model_sends_the_grammar_in_the_request_body(monkeypatch: Any) -> None:
+    from optiforge.config import LocalModelSettings
     from optiforge.llm.litellm_client import LiteLLM
     from optiforge.llm.local import LocalLLM
 
@@ -131,11 +132,12 @@ def test_the_local_model_sends_the_grammar_in_the_request_body(monkeypatch: Any)
         LiteLLM, "_send", lambda self, m, t, params, j, s=None: sent.append(params) or reply
     )
     llm = LocalLLM.__new__(LocalLLM)  # no model file needed to check the request
-    llm.settings = __import__("optiforge.llm.local", fromlist=["x"]).LocalModelSettings()
+    llm.settings = LocalModelSettings(code_grammars=True)
     llm.server = lambda: type("S", (), {"wait_ready": lambda self: None})()  # type: ignore[method-assign]
     assert (
         llm._send([{"role": "user", "content": "x"}], None, {"grammar": "G"}, False)["cost_usd"]
         == 0.0
     )
     assert sent[-1]["extra_body"] == {"grammar": "G"} and "grammar" not in sent[-1]
-    assert LocalLLM.supports_grammar and not LiteLLM.supports_grammar
+    assert not LiteLLM.supports_grammar
+    assert not LocalModelSettings().code_grammars  # off until the local cassettes carry it
