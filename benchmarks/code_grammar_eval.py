@@ -93,6 +93,7 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=3)
     ap.add_argument("--samples", type=int, default=3)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--agents", default=",".join(AGENTS))
     args = ap.parse_args()
     from optiforge.config import LocalModelSettings
     from optiforge.llm.local import LocalLLM, model_file
@@ -100,7 +101,9 @@ def main() -> None:
     llm = LocalLLM(args.model, settings=LocalModelSettings(code_grammars=True))
     path, _ = model_file(args.model, llm.settings)
     rows: list[dict[str, Any]] = []
-    for agent, (grammar, fn, names) in AGENTS.items():
+    chosen = [a for a in AGENTS if a in args.agents.split(",")]
+    for agent in chosen:
+        grammar, fn, names = AGENTS[agent]
         for i, msgs in enumerate(prompts(agent, args.prompts)):
             for seed in range(1, args.samples + 1):
                 for arm in ("free", "grammar"):
@@ -119,7 +122,7 @@ def main() -> None:
                     print(json.dumps({k: v for k, v in row.items() if k != "reply"}), flush=True)
     print(f"\nmodel file: {path.name}")
     print("| agent | arm | required shape | agent's static check |\n|---|---|---|---|")
-    for agent in AGENTS:
+    for agent in chosen:
         for arm in ("free", "grammar"):
             rs = [r for r in rows if r["agent"] == agent and r["arm"] == arm]
             shape = sum(r["shape"] for r in rs)

@@ -141,3 +141,20 @@ def test_the_local_model_sends_the_grammar_in_the_request_body(monkeypatch: Any)
     assert sent[-1]["extra_body"] == {"grammar": "G"} and "grammar" not in sent[-1]
     assert not LiteLLM.supports_grammar
     assert not LocalModelSettings().code_grammars  # off until the local cassettes carry it
+
+
+def test_kernel_discoverys_grammar_is_its_code_protocol() -> None:
+    from optiforge.agents.kernel_discovery.proposers import KERNEL_GRAMMAR
+
+    reply = (
+        '```python\nNAME = "rbf"\nHYPERPARAMETERS = {\n'
+        '    "lengthscale": {"shape": "ard", "init": 1.0, "bounds": [0.01, 100.0]},\n}\n'
+        "def kernel(x1, x2, params):\n    d = torch.cdist(x1, x2)\n    return torch.exp(-0.5 * d**2)\n```"
+    )
+    assert matches(KERNEL_GRAMMAR, reply)
+    assert not matches(
+        KERNEL_GRAMMAR,
+        reply.replace("def kernel(x1, x2, params)", "def kernel_rbf(x1, x2, params)"),
+    )
+    assert not matches(KERNEL_GRAMMAR, reply.replace('"ard"', '"array_like"'))
+    assert not matches(KERNEL_GRAMMAR, reply.replace("    return", "return"))  # body indented

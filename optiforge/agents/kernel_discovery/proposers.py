@@ -12,7 +12,6 @@ from optiforge.agents.kernel_discovery.problem import describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.recall import lessons_block
 from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, StructuredOutputError
-from optiforge.llm.grammars import python_function_block
 from optiforge.llm.structured import CODE_STOP, extract_code_block
 from optiforge.solvers.gp import grammar
 
@@ -32,8 +31,20 @@ The kernel must be symmetric and positive semi-definite for any inputs, finite w
 gradients, and must not depend on which batch it is called with. Do not include a signal
 variance (the GP has one). Reply with exactly one ```python code block."""
 
-KERNEL_GRAMMAR = python_function_block("kernel", preamble_lines=24)
-"""The shape ``CODE_PROTOCOL`` asks for, enforced by the local model (others ignore it)."""
+KERNEL_GRAMMAR = "\n".join(
+    [
+        'root ::= "```python\\nNAME = \\"" [A-Za-z0-9_ +*()-]{1,40} "\\"\\n" hps kernel "```"',
+        'hps ::= "HYPERPARAMETERS = {\\n" hp{1,4} "}\\n"',
+        'hp ::= "    \\"" [a-z_]{1,20} "\\": {\\"shape\\": \\"" ("scalar" | "ard") '
+        '"\\", \\"init\\": " num ", \\"bounds\\": [" num ", " num "]},\\n"',
+        'num ::= [0-9]{1,3} ("." [0-9]{1,4})?',
+        'kernel ::= "def kernel(x1, x2, params):\\n" ("    " [^\\n]{1,120} "\\n"){1,12}',
+        "",
+    ]
+)
+"""The shape ``CODE_PROTOCOL`` asks for (NAME, HYPERPARAMETERS with 1-4 entries, then
+``def kernel(x1, x2, params):`` and at most 12 indented lines) as a llama.cpp grammar,
+enforced by the local model when ``llm.local.code_grammars`` is on (others ignore it)."""
 
 
 def _rank_biased(population: list[Evaluated], rng: np.random.Generator) -> Evaluated:
