@@ -158,3 +158,6 @@ def test_kernel_discoverys_grammar_is_its_code_protocol() -> None:
     )
     assert not matches(KERNEL_GRAMMAR, reply.replace('"ard"', '"array_like"'))
     assert not matches(KERNEL_GRAMMAR, reply.replace("    return", "return"))  # body indented
+    template = reply.split("    d = ")[0] + "    ...\n```"
+    assert not matches(KERNEL_GRAMMAR, template)  # the protocol's placeholder body
+    assert not matches(KERNEL_GRAMMAR, template.replace("    ...", "    return ..."))

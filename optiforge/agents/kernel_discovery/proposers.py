@@ -38,13 +38,15 @@ KERNEL_GRAMMAR = "\n".join(
         'hp ::= "    \\"" [a-z_]{1,20} "\\": {\\"shape\\": \\"" ("scalar" | "ard") '
         '"\\", \\"init\\": " num ", \\"bounds\\": [" num ", " num "]},\\n"',
         'num ::= [0-9]{1,3} ("." [0-9]{1,4})?',
-        'kernel ::= "def kernel(x1, x2, params):\\n" ("    " [^\\n]{1,100} "\\n"){1,8}',
+        'kernel ::= "def kernel(x1, x2, params):\\n" ("    " [^\\n]{1,100} "\\n"){0,7} '
+        '"    return " [^.\\n] [^\\n]{0,99} "\\n"',
         "",
     ]
 )
 """The shape ``CODE_PROTOCOL`` asks for (NAME, HYPERPARAMETERS with 1-4 entries, then
-``def kernel(x1, x2, params):`` and at most 8 indented lines of 100 characters: it ends
-within the 384-token reply limit) as a llama.cpp grammar,
+``def kernel(x1, x2, params):`` and at most 8 indented lines of 100 characters, the
+last a ``return`` of something other than the template's ``...``: it ends within the
+384-token reply limit) as a llama.cpp grammar,
 enforced by the local model when ``llm.local.code_grammars`` is on (others ignore it)."""
 
 
