@@ -45,7 +45,8 @@ Measured (``benchmarks/halo_claims.py``: byte-level 4-layer Llama, d = 64, pre-t
 Python stdlib source, fine-tuned 200 steps at lr 3e-4 on 16 arithmetic Q/A lines; 5 seeds,
 95% t-intervals of differences paired by seed; numbers in the README): HALO's held-out
 task loss is below full fine-tuning's (by 0.043 [0.013, 0.072]) but above block-wise
-training's (by 0.164 [0.121, 0.206]); block-wise also forgets least (HALO vs full: 0.145
+training's (by 0.164 [0.121, 0.206]; at each method's best point along the curve HALO
+beats full fine-tuning by 0.030 [0.015, 0.045] and ties block-wise, 0.020 [-0.005, 0.044]); block-wise also forgets least (HALO vs full: 0.145
 less, [-0.002, 0.293]); full fine-tuning reaches a target loss first (10 vs 33 steps);
 and hard switches (``homotopy=False``) are no worse than the smooth homotopy (held-out
 0.024 [0.007, 0.041] *lower*, forgetting 0.205 [0.084, 0.327] lower). So at this scale the
