@@ -1,6 +1,6 @@
 """HALO's claims on a tiny causal transformer (optiforge/solvers/halo.py).
 
-Run (CPU, about N minutes on one core):
+Run (CPU, one core: about 7 CPU-minutes, 2 once the pre-trained models are cached in OUT):
 
     OMP_NUM_THREADS=1 python benchmarks/halo_claims.py --seeds 5 --out runs/halo_claims
 
