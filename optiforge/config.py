@@ -40,6 +40,11 @@ class LocalModelSettings(StrictModel):
     schema_max_tokens: int = Field(default=1024, ge=16, le=32768)
     """The same for a reply held to a JSON schema: the grammar bounds its strings, and a
     reply cut short of them is an unterminated string (KernelForm: 6 of 18 at 384)."""
+    code_grammars: bool = False
+    """Hold code replies to the shape the agent asks for (``optiforge.llm.grammars``: one
+    fenced python block defining the required function) with a llama.cpp grammar. Off by
+    default until the local-model cassettes are re-recorded with it (a request's grammar is
+    part of its cassette key)."""
 
 
 class LLMOptions(StrictModel):

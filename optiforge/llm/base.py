@@ -101,6 +101,10 @@ class BaseLLM:
     """
 
     model: str = "base"
+    supports_grammar: bool = False
+    """Whether ``grammar=`` (a GBNF text, ``optiforge.llm.grammars``) reaches the model.
+    Where it does not, the parameter is dropped before the request and its cache key, so
+    a request to a hosted model is the same with or without it."""
 
     def __init__(
         self,
@@ -233,6 +237,10 @@ class BaseLLM:
     ) -> tuple[ProviderReply, CallRecord]:
         self._prepare()  # one-off client set-up is not the call's latency
         merged = {**self.params, **params}
+        if not self.supports_grammar:
+            merged.pop("grammar", None)
+        elif merged.get("grammar") is not None and not isinstance(merged["grammar"], str):
+            raise ConfigError("grammar must be a GBNF text (optiforge.llm.grammars)")
         json_mode = schema is not None and self._supports_json_mode()
         key_params = {**merged, "_json_mode": json_mode}
         key = request_key(self.model, req, tools, schema, key_params)

@@ -218,6 +218,9 @@ class LocalLLM(LiteLLM):
 
     supports_tools = False
     """The server answers no function-calling requests (agents ask without their tools)."""
+    supports_grammar = True
+    """A code grammar (``grammar=``, GBNF) is enforced by the server (a schema wins over it)
+    when ``settings.code_grammars`` is on; otherwise it is dropped like elsewhere."""
 
     def __init__(
         self, model: str = "local", *, settings: LocalModelSettings | None = None, **kw: Any
@@ -232,6 +235,7 @@ class LocalLLM(LiteLLM):
         super().__init__(f"openai/{name}", api_base=None, api_key="sk-local", **kw)
         self.json_mode = True
         self.response_schema = True
+        self.supports_grammar = self.settings.code_grammars
 
     def _replaying(self) -> bool:
         return self.cassette is not None and self.cassette.mode == "replay"
@@ -268,5 +272,9 @@ class LocalLLM(LiteLLM):
         self.server().wait_ready()
         s = self.settings
         params = {"max_tokens": s.schema_max_tokens if schema else s.max_tokens, **params}
+        grammar = params.pop("grammar", None)
+        if grammar is not None and not json_mode:
+            # our server reads it from the request body (litellm passes extra_body through)
+            params["extra_body"] = {**(params.get("extra_body") or {}), "grammar": grammar}
         reply = super()._send(messages, tools, params, json_mode, schema)
         return reply.model_copy(update={"cost_usd": 0.0, "cost_known": True})

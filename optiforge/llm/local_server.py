@@ -10,7 +10,9 @@ thread by default: two collapse under load on two cores).
 as a grammar: ``response_format`` of type ``json_schema`` (OpenAI's structured outputs)
 or ``json_object`` with or without a ``schema`` becomes llama.cpp's JSON-schema grammar
 (llama-cpp-python's own server answers HTTP 500 to ``json_schema``), with the strings and
-arrays the schema leaves unbounded bounded (``bounded``). Tools and streaming
+arrays the schema leaves unbounded bounded (``bounded``). A ``grammar`` field (a GBNF
+text, llama.cpp's server extension; ``optiforge.llm.grammars`` writes the code shapes)
+holds a free-text reply to that grammar. Tools and streaming
 are refused with HTTP 400 (the agents use neither). A request without a ``seed`` is
 sampled with ``DEFAULT_SEED`` (not a random one; llama.cpp's reuse of a cached prompt
 prefix can still change a reply's numerics, so only a cassette replays a run exactly). Usage counts are the model's real
@@ -22,12 +24,14 @@ The server exits when its parent closes its stdin (or dies).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol, cast
 
@@ -79,6 +83,13 @@ def llama_request(body: dict[str, Any]) -> dict[str, Any]:
             out[key] = body[key]
     out.setdefault("seed", DEFAULT_SEED)
     fmt = body.get("response_format")
+    grammar = body.get("grammar")
+    if grammar is not None:
+        if not isinstance(grammar, str) or not grammar.strip():
+            raise RequestError("'grammar' must be a non-empty GBNF text")
+        if fmt and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
+            raise RequestError("a request may carry a 'grammar' or a 'response_format', not both")
+        out["grammar"] = grammar
     if fmt:
         kind = fmt.get("type") if isinstance(fmt, dict) else None
         if kind == "json_schema":
@@ -153,8 +164,16 @@ def completion_reply(result: dict[str, Any], model: str) -> dict[str, Any]:
 class LocalModelServer:
     """The HTTP front of one backend, on a listening socket made elsewhere."""
 
-    def __init__(self, backend: ChatBackend, model: str, sock: socket.socket) -> None:
+    def __init__(
+        self,
+        backend: ChatBackend,
+        model: str,
+        sock: socket.socket,
+        compile_grammar: Callable[[str], Any] | None = None,
+    ) -> None:
         self.backend = backend
+        self.compile_grammar = compile_grammar or llama_grammar
+        """GBNF text -> what the backend's ``grammar=`` takes (``llama_cpp.LlamaGrammar``)."""
         self.model = model
         self.lock = threading.Lock()
         """One generation at a time: a llama.cpp context is not thread-safe."""
@@ -173,6 +192,8 @@ class LocalModelServer:
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """One chat completion (raises ``RequestError`` for a request it refuses)."""
         kwargs = llama_request(body)
+        if "grammar" in kwargs:
+            kwargs["grammar"] = self.compile_grammar(kwargs["grammar"])
         with self.lock:
             result = self.backend.create_chat_completion(**kwargs)
         return completion_reply(result, self.model)
@@ -224,6 +245,17 @@ class LocalModelServer:
                     self._error(500, f"{type(e).__name__}: {e}", "server_error")
 
         return Handler
+
+
+@functools.lru_cache(maxsize=32)
+def llama_grammar(text: str) -> Any:
+    """``llama_cpp.LlamaGrammar`` of a GBNF text (agents resend the same few grammars)."""
+    from llama_cpp import LlamaGrammar
+
+    try:
+        return LlamaGrammar.from_string(text, verbose=False)
+    except ValueError as e:
+        raise RequestError(f"the grammar does not parse: {e}") from None
 
 
 def load_llama(path: str, n_ctx: int, n_threads: int) -> ChatBackend:

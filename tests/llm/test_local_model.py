@@ -110,3 +110,31 @@ def test_a_server_that_dies_mid_run_is_started_again() -> None:
     old.proc.wait()
     assert llm.complete([{"role": "user", "content": "hi"}]).record.tokens_out > 0
     assert local_server("local").proc.pid != old.proc.pid
+
+
+def test_a_code_grammar_holds_the_reply_to_one_block_defining_the_function() -> None:
+    """With ``llm.local.code_grammars`` the model's code reply is exactly the shape the
+    agent parses (the grammar's own text is the check), and without it the same request
+    is answered free (the parameter is dropped, so the request is the plain one)."""
+    from optiforge.config import LocalModelSettings
+    from optiforge.llm.grammars import matches, python_function_block
+    from optiforge.llm.structured import CODE_STOP
+
+    grammar = python_function_block("f")
+    prompt = [
+        {
+            "role": "system",
+            "content": "You improve Python programs. Reply with exactly one ```python code block.",
+        },
+        {
+            "role": "user",
+            "content": "Write a Python function f(x) (x is a numpy array) that returns x squared.",
+        },
+    ]
+    held = LocalLLM(settings=LocalModelSettings(code_grammars=True)).complete(
+        prompt, stop=CODE_STOP, grammar=grammar
+    )
+    assert matches(grammar, held.text), held.text
+    free = LocalLLM().complete(prompt, stop=CODE_STOP, grammar=grammar)
+    plain = LocalLLM().complete(prompt, stop=CODE_STOP)
+    assert free.record.request_key == plain.record.request_key

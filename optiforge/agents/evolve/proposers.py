@@ -12,6 +12,7 @@ from optiforge.agents.kit.ask import complete_all
 from optiforge.agents.kit.recall import lessons_block
 from optiforge.agents.kit.tools import ToolsConfig, build_registry, check_tool
 from optiforge.errors import InvalidCandidate
+from optiforge.llm.grammars import python_function_block
 from optiforge.llm.structured import CODE_STOP, extract_code_block
 
 
@@ -77,6 +78,8 @@ class LLMCodeProposer:
                     tools=registry,
                     max_tool_steps=self.tools.max_steps,
                     stop=CODE_STOP,
+                    # the local model is held to the reply's shape; other providers ignore it
+                    grammar=python_function_block(self.function_name),
                 )  # fmt: skip
             )
         ]

@@ -31,6 +31,24 @@ The kernel must be symmetric and positive semi-definite for any inputs, finite w
 gradients, and must not depend on which batch it is called with. Do not include a signal
 variance (the GP has one). Reply with exactly one ```python code block."""
 
+KERNEL_GRAMMAR = "\n".join(
+    [
+        'root ::= "```python\\nNAME = \\"" [A-Za-z0-9_ +*()-]{1,40} "\\"\\n" hps kernel "```"',
+        'hps ::= "HYPERPARAMETERS = {\\n" hp{1,4} "}\\n"',
+        'hp ::= "    \\"" [a-z_]{1,20} "\\": {\\"shape\\": \\"" ("scalar" | "ard") '
+        '"\\", \\"init\\": " num ", \\"bounds\\": [" num ", " num "]},\\n"',
+        'num ::= [0-9]{1,3} ("." [0-9]{1,4})?',
+        'kernel ::= "def kernel(x1, x2, params):\\n" ("    " [^\\n]{1,100} "\\n"){0,7} '
+        '"    return " [^.\\n] [^\\n]{0,99} "\\n"',
+        "",
+    ]
+)
+"""The shape ``CODE_PROTOCOL`` asks for (NAME, HYPERPARAMETERS with 1-4 entries, then
+``def kernel(x1, x2, params):`` and at most 8 indented lines of 100 characters, the
+last a ``return`` of something other than the template's ``...``: it ends within the
+384-token reply limit) as a llama.cpp grammar,
+enforced by the local model when ``llm.local.code_grammars`` is on (others ignore it)."""
+
 
 def _rank_biased(population: list[Evaluated], rng: np.random.Generator) -> Evaluated:
     w = np.array([1.0 / (i + 1) for i in range(len(population))])
@@ -175,7 +193,8 @@ class LLMKernelProposer:
         src = ""
         assert ctx.llm is not None  # propose() refuses to run without an LLM
         for attempt in range(self.config.max_code_reasks + 1):
-            reply = ctx.llm.complete(messages, stop=CODE_STOP)
+            # NAME and HYPERPARAMETERS come before the def (CODE_PROTOCOL): a preamble
+            reply = ctx.llm.complete(messages, stop=CODE_STOP, grammar=KERNEL_GRAMMAR)
             src = extract_code_block(reply.text)
             reason = validate_source(
                 src, int(problem.X.shape[1]), ctx, problem.task.max_hyperparameters

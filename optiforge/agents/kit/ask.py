@@ -90,6 +90,7 @@ def code_rewrites(ctx: Any, prompt: str, n: int, defines: str) -> tuple[list[str
     code of each reply that defines ``defines`` (e.g. ``score(variant, ctx)``), and why the
     others were refused. Stops at the first provider error or spending cap."""
     from optiforge.errors import BudgetExceeded, LLMError
+    from optiforge.llm.grammars import python_function_block
     from optiforge.llm.structured import CODE_STOP, extract_code_block
 
     name = defines.split("(")[0]
@@ -98,7 +99,8 @@ def code_rewrites(ctx: Any, prompt: str, n: int, defines: str) -> tuple[list[str
     for k in range(n):
         try:
             reply = ctx.llm.complete([{"role": "user", "content": prompt}], stop=CODE_STOP,
-                                     temperature=0.7 if k else 0.2)  # fmt: skip
+                                     temperature=0.7 if k else 0.2,
+                                     grammar=python_function_block(name))  # fmt: skip
         except (LLMError, BudgetExceeded) as e:
             errors.append(f"{type(e).__name__}: {e}"[:200])
             break
