@@ -929,6 +929,9 @@ def _mount_optional() -> None:
     from optiforge.cli.smith import app as smith_app
 
     app.add_typer(smith_app, name="smith")
+    from optiforge.cli.posttrain import app as posttrain_app
+
+    app.add_typer(posttrain_app, name="posttrain")
     from optiforge.cli.saddle import app as saddle_app
 
     app.add_typer(saddle_app, name="saddle")

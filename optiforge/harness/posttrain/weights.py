@@ -85,7 +85,7 @@ def load_gguf(path: str | Path | None = None) -> tuple[Any, Any]:
     model = AutoModelForCausalLM.from_pretrained(where, gguf_file=name, dtype=torch.float32)
     # the weights are plain fp32 now; transformers keeps the loader's quantizer, which
     # refuses to save ("not serializable") and is of no use after dequantization
-    model.hf_quantizer = None
+    setattr(model, "hf_quantizer", None)  # noqa: B010 - typed as a module attribute
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.eval()
