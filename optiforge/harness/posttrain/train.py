@@ -58,6 +58,25 @@ from optiforge.harness.posttrain.weights import (
 PHASES = ("sft", "rl-smith", "rl-agents", "export")
 STATE = "state.json"
 MODEL_DIR = "model"
+_SFT_FIELDS = {
+    "sft_steps",
+    "sft_batch",
+    "sft_lr",
+    "method",
+    "train_head",
+    "max_tokens",
+    "eval_rows",
+    "seed",
+}
+_RL_FIELDS = {"rl_lr", "rl_generations", "rl_completion_tokens", "max_tokens", "seed"}
+PHASE_FIELDS: dict[str, set[str]] = {
+    "sft": _SFT_FIELDS,
+    "rl-smith": _SFT_FIELDS
+    | _RL_FIELDS
+    | {"rl_steps", "smith_share", "smith_bench", "smith_episodes"},
+    "rl-agents": _SFT_FIELDS | _RL_FIELDS | {"rl_steps", "smith_share"},
+}
+"""The settings each phase's result depends on (a resume may change the others)."""
 HELDOUT_MOD = 10
 """A row is held out when its id (a sha256) read as a number is 0 modulo this (10%)."""
 IGNORE = -100
@@ -84,7 +103,8 @@ class PostTrainConfig(BaseModel):
     rl_lr: float = Field(default=1e-6, gt=0)
     rl_generations: int = Field(default=4, ge=2)
     """Completions per prompt (GRPO's group)."""
-    rl_completion_tokens: int = Field(default=96, ge=8)
+    rl_completion_tokens: int = Field(default=200, ge=8)
+    """Longest completion (SMITH's tools take ~110-210 tokens)."""
     smith_bench: str = "procedural/train-families"
     smith_episodes: int = Field(default=2, ge=1)
     max_tokens: int = Field(default=384, ge=32)
@@ -280,6 +300,21 @@ class RunState:
         self.path = out / STATE
         self.data: dict[str, Any] = json.loads(self.path.read_text()) if self.path.is_file() else {}
         self.data.setdefault("phases", {})
+
+    def check(self, config: PostTrainConfig, data_sha: str) -> None:
+        """Refuse to resume over finished phases that another configuration or other data
+        made; a later phase may change (more GRPO steps on the same SFT checkpoint).
+        Records ``config`` and ``data_sha`` for the next resume."""
+        old, now = self.data.get("config"), config.model_dump()
+        if self.data.get("data_sha256") not in (None, data_sha) and self.data["phases"]:
+            raise ConfigError(f"{self.path.parent} holds a run on other data: use a new --out")
+        if isinstance(old, dict):
+            changed = {k for k in now if old.get(k) != now[k]}
+            for phase in PHASES[:-1]:
+                if self.done(phase) is not None and changed & PHASE_FIELDS[phase]:
+                    raise ConfigError(f"{self.path.parent}: phase {phase} is done with other settings "
+                                      f"({', '.join(sorted(changed & PHASE_FIELDS[phase]))}): use a new --out")  # fmt: skip
+        self.data["config"], self.data["data_sha256"] = now, data_sha
 
     def done(self, phase: str) -> dict[str, Any] | None:
         got = self.data["phases"].get(phase)
@@ -586,7 +621,7 @@ def run(
 
     Args:
         gguf_out: the GGUF file to write (default ``OUT/model.<outtype>.gguf``); the card is
-            written beside it as ``<file>.json``.
+            written beside it (``X.gguf`` -> ``X.json``).
         verify: the RL reward's check (default: part B's ``verify_reply``).
         base: the GGUF to start from (default: the shipped SmolLM2-135M-Instruct Q4_1).
     """
@@ -602,9 +637,8 @@ def run(
     train_rows, held_rows = split_heldout(rows)
     base_file = Path(base) if base is not None else base_gguf()
     state = RunState(out)
-    if state.data.get("config") not in (None, config.model_dump()):
-        raise ConfigError(f"{out} holds a run with another configuration: use a new --out")
-    state.data["config"] = config.model_dump()
+    data_sha = _sha256(data_file)
+    state.check(config, data_sha)
     log_path = out / "log.jsonl"
 
     def log(entry: dict[str, Any]) -> None:
@@ -653,7 +687,8 @@ def run(
         else:
             smith = {"steps": 0}
         smith.update(cpu_minutes=meter.minutes(), peak_rss_mb=Meter.peak_rss_mb())
-        state.finish("rl-smith", smith)
+        if smith["steps"]:  # a phase of 0 steps stays open: a resume with steps runs it
+            state.finish("rl-smith", smith)
     if smith.get("steps"):
         current = out / "rl-smith" / MODEL_DIR
 
@@ -671,7 +706,8 @@ def run(
                 "why": "no non-SMITH rows or no verify_reply" if config.rl_steps else "",
             }
         agents.update(cpu_minutes=meter.minutes(), peak_rss_mb=Meter.peak_rss_mb())
-        state.finish("rl-agents", agents)
+        if agents["steps"]:
+            state.finish("rl-agents", agents)
     if agents.get("steps"):
         current = out / "rl-agents" / MODEL_DIR
 
@@ -692,7 +728,7 @@ def run(
         "base_model": {"file": base_file.name, "sha256": _sha256(base_file)},
         "data": {
             "file": str(data_file),
-            "sha256": _sha256(data_file),
+            "sha256": data_sha,
             "rows": len(rows),
             "train_rows": len(train_rows),
             "heldout_rows": len(held_rows),
@@ -726,7 +762,7 @@ def run(
         "outtype": config.outtype,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    card_path = target.with_name(target.name + ".json")
+    card_path = target.with_suffix(".json")
     tmp = card_path.with_name(card_path.name + ".tmp")
     tmp.write_text(json.dumps(card, indent=2, default=str))
     os.replace(tmp, card_path)
