@@ -197,3 +197,19 @@ def test_split_heldout_partitions(tmp_path: Path) -> None:
     rows = [_row(i, str(i)) for i in range(50)]
     train, held = split_heldout(rows)
     assert len(train) + len(held) == 50 and not {r.id for r in train} & {r.id for r in held}
+
+
+def test_resume_refuses_a_finished_phase_with_other_settings_or_data(tmp_path: Path) -> None:
+    from optiforge.harness.posttrain.train import RunState
+
+    cfg = PostTrainConfig(sft_steps=10, rl_steps=0)
+    state = RunState(tmp_path)
+    state.check(cfg, "sha-a")
+    state.finish("sft", {"steps": 10})
+    again = RunState(tmp_path)  # from state.json
+    assert again.done("sft") == {"steps": 10}
+    again.check(cfg.model_copy(update={"rl_steps": 6}), "sha-a")  # a later phase may change
+    with pytest.raises(ConfigError, match="phase sft is done with other settings"):
+        RunState(tmp_path).check(cfg.model_copy(update={"sft_steps": 20}), "sha-a")
+    with pytest.raises(ConfigError, match="other data"):
+        RunState(tmp_path).check(cfg, "sha-b")
