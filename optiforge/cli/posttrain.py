@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 app = typer.Typer(
     help="Post-train the embedded model: verified data, then training.", no_args_is_help=True
@@ -32,13 +33,13 @@ def run_cmd(
             help="The GGUF file to write (default OUT/model.q8_0.gguf); its card goes beside it."
         ),
     ] = None,
-    sft_steps: Annotated[int, typer.Option(min=0, help="HALO SFT steps.")] = 200,
+    sft_steps: Annotated[int, typer.Option(min=0, help="HALO SFT steps.")] = 150,
     rl_steps: Annotated[
         int, typer.Option(min=0, help="GRPO steps, shared between SMITH and the other agents.")
     ] = 8,
     max_tokens: Annotated[
         int, typer.Option(min=32, help="Longest SFT row / RL prompt, in tokens.")
-    ] = 384,
+    ] = 768,
     seed: Annotated[int, typer.Option(help="Seed: data order, sampling, GRPO.")] = 0,
     method: Annotated[str, typer.Option(help="halo, or a baseline: full, blockwise.")] = "halo",
     sft_batch: Annotated[int, typer.Option(min=1, help="Rows per SFT step.")] = 2,
@@ -59,6 +60,8 @@ def run_cmd(
     try:
         config = PostTrainConfig(sft_steps=sft_steps, rl_steps=rl_steps, max_tokens=max_tokens, seed=seed,
                                  method=method, sft_batch=sft_batch, smith_share=smith_share)  # type: ignore[arg-type]  # fmt: skip
-    except ValueError as e:
-        raise typer.BadParameter(str(e).splitlines()[-1]) from None
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = "--" + ".".join(str(x) for x in first["loc"]).replace("_", "-")
+        raise typer.BadParameter(f"{where}: {first['msg']}") from None
     run(data, out, config, gguf_out=gguf, echo=typer.echo)

@@ -136,6 +136,7 @@ def export_gguf(
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise ConfigError(f"{CONVERTER} failed ({proc.returncode}): {tail[0]}")
+        tmp.chmod(0o644)  # mkstemp's 0600 would hide the model from other users
         shutil.move(str(tmp), str(out))
     finally:
         tmp.unlink(missing_ok=True)
