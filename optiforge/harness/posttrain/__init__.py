@@ -2,6 +2,8 @@
 
 - ``data``: verified (prompt, reply) rows per agent and reply format (``build_dataset``,
   ``write_dataset``) and ``verify_reply``, the check that admitted them (part C's reward);
+- ``weights``: the shipped GGUF into torch and back through llama.cpp's converter;
+- ``train``: SFT with HALO, then GRPO with verified rewards, then the GGUF and its card;
 - ``capture``: the exact requests an agent sends to ``--model local``;
 - one module per agent source (``evolve``, ``smith``, ...): its rows, its ``verify``
   and its held-out texts (for the leakage test).
