@@ -48,15 +48,15 @@ PLAN: dict[str, tuple[str, str, str, str, int, list[str], str]] = {
     "evolve": ("evolve", "funcfit", "heldout", "cubic,damped", 8, [], "seed"),
     "kernel-discovery": ("kernel-discovery", "hdbo", "heldout", "branin2_in_100_e23", 12,
                          ["agent.kernel_evals_per_refresh=4", "agent.max_code_reasks=1"], ","),
-    "hawkeye": ("hawkeye", "kernelarena", "heldout", "t2t_add,torch_softmax", 3, [], ","),
-    "autorem": ("autorem", "autoro", "heldout", "autoro-heldout-d1-0000-s2000,autoro-heldout-d3-0002-s2000",
-                0, ["agent.max_attempts=2"], ","),
-    "autorem-prose": ("autorem", "autoro", "app-ood", "autoro-app-facility_budget,autoro-app-lot_sizing_budget",
-                      0, ["agent.max_attempts=2"], ","),
-    "agent-cbo": ("agent-cbo", "cbo", "heldout", "dropwave,alpine2", 0, [], ","),
-    "smith": ("smith", "procedural", "heldout", "heldout-families", 0, [], ","),
-    "terminal": ("terminal", "saddle", "heldout", "grades-average,ini-to-json,normalize-whitespace",
-                 0, [], ","),
+    "hawkeye": ("hawkeye", "kernelarena", "heldout", "t2t_add", 3, [], ","),
+    "autorem": ("autorem", "autoro", "heldout", "autoro-heldout-d1-0000-s2000", 0,
+                ["agent.max_attempts=2"], ","),
+    "autorem-prose": ("autorem", "autoro", "app-ood", "autoro-app-facility_budget", 0,
+                      ["agent.max_attempts=2"], ","),
+    "agent-cbo": ("agent-cbo", "cbo", "heldout", "dropwave", 0, [], ","),
+    "smith": ("smith", "procedural", "heldout", "heldout-families", 0,
+              ["agent.build_attempts=1"], ","),
+    "terminal": ("terminal", "saddle", "heldout", "grades-average,ini-to-json", 0, [], ","),
 }  # fmt: skip
 BUNDLED = "SmolLM2-135M-Instruct.Q4_1.gguf (bundled, base)"
 
@@ -136,7 +136,8 @@ def reply_shapes(name: str, run: Path) -> dict[str, dict[str, int]]:
     Search agents and AutoREM: ``local_llm_eval.formats`` (schema prompts, code proposals,
     counterpart programs). SMITH: a tool build counts as valid when its schema axis passed,
     a use step when it produced a tool call. Terminal: a turn is valid when it parsed to an
-    action (a command or a submit); ``invalid`` turns did not.
+    action (a command or a submit); for the shell action, "passed" counts commands that
+    exited 0.
     """
     agent = PLAN[name][0]
     table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -156,11 +157,16 @@ def reply_shapes(name: str, run: Path) -> dict[str, dict[str, int]]:
             row["replies"] += 1
             row["valid"] += int(bool(e.get("calls")))
     if agent == "terminal":
-        for t in _episode_turns(run):
-            row = table["shell action"]
-            row["replies"] += 1
-            row["valid"] += int(t.get("kind") != "invalid")
-            row["scored"] += int(t.get("kind") == "command" and t.get("returncode") == 0)
+        # the base harness has no checks: a turn is a command (terminal_step) or invalid,
+        # and a submit ends the episode without a turn of its own
+        ep = next((e for e in events if e.get("kind") == "terminal_episode"), None)
+        if ep is not None:
+            row = table["shell action (JSON)"]
+            submitted = int(ep.get("stop") == "submitted")
+            steps = [e for e in events if e.get("kind") == "terminal_step"]
+            row["replies"] += int(ep.get("steps") or 0) + submitted
+            row["valid"] += len(steps) + submitted
+            row["scored"] += sum(e.get("returncode") == 0 for e in steps)
     return {k: dict(v) for k, v in table.items()}
 
 
@@ -175,16 +181,6 @@ class _OneRun:
 
     def glob(self, pattern: str) -> list[Path]:
         return [self.run]
-
-
-def _episode_turns(run: Path) -> list[dict[str, Any]]:
-    for path in (run / "summary.json", run / "best" / "episode.json"):
-        if path.is_file():
-            data = json.loads(path.read_text())
-            ep = (data.get("extra") or {}).get("episode") or data.get("episode") or data
-            if isinstance(ep, dict) and ep.get("turns"):
-                return list(ep["turns"])
-    return []
 
 
 def eval_rows(name: str, model: str, edir: Path) -> list[dict[str, Any]]:
@@ -279,6 +275,11 @@ def main() -> None:
     ap.add_argument("--cassettes", type=Path, default=HERE / "cassettes" / "posttrain")
     ap.add_argument("--replay", action="store_true", help="answer from the recorded cassettes")
     ap.add_argument("--tables-only", action="store_true", help="print the tables of OUT/rows.jsonl")
+    ap.add_argument(
+        "--rescan",
+        action="store_true",
+        help="rebuild the rows of finished evals from their directories (after a change here)",
+    )
     args = ap.parse_args()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     names = [a.strip() for a in args.agents.split(",") if a.strip()]
@@ -289,7 +290,16 @@ def main() -> None:
     rows_path = args.out / ("replay-rows.jsonl" if args.replay else "rows.jsonl")
     labels = {m: model_label(m) for m in models}
     (args.out / "models.json").write_text(json.dumps(labels, indent=1, default=str))
-    if not args.tables_only:
+    if args.rescan:
+        kept = [r for r in _jsonl(rows_path) if (r["name"], r["model"]) not in
+                {(n, m) for n in names for m in models}]  # fmt: skip
+        for model in models:
+            for name in names:
+                edir = args.out / ("replay" if args.replay else "evals") / model_tag(model) / name
+                if (edir / "results.jsonl").is_file():
+                    kept += [{**r, "label": labels[model]} for r in eval_rows(name, model, edir)]
+        rows_path.write_text("".join(json.dumps(r, default=str) + "\n" for r in kept))
+    elif not args.tables_only:
         done = {(r["name"], r["model"]) for r in _jsonl(rows_path)}
         for model in models:
             for name in names:
