@@ -135,7 +135,7 @@ def reply_shapes(name: str, run: Path) -> dict[str, dict[str, int]]:
 
     Search agents and AutoREM: ``local_llm_eval.formats`` (schema prompts, code proposals,
     counterpart programs). SMITH: a tool build counts as valid when its schema axis passed,
-    a use step when it produced a tool call. Terminal: a turn is valid when it parsed to an
+    a use step (asked only when a tool was built) when it produced a tool call. Terminal: a turn is valid when it parsed to an
     action (a command or a submit); for the shell action, "passed" counts commands that
     exited 0.
     """
@@ -146,13 +146,15 @@ def reply_shapes(name: str, run: Path) -> dict[str, dict[str, int]]:
         for k, v in row.items():
             table[fmt][k] += v
     events = _jsonl(run / "events.jsonl")
+    # with an empty pool (no tool built, no memory) SMITH asks the model nothing at use time
+    pooled = any(e.get("kind") == "smith_build" and e.get("passed") for e in events)
     for e in events:
         if e.get("kind") == "smith_build":
             row = table["tool (JSON schema + code)"]
             row["replies"] += 1
             row["valid"] += int(float(e.get("schema") or 0) > 0)
             row["scored"] += int(bool(e.get("passed")))
-        elif e.get("kind") == "smith_use":
+        elif e.get("kind") == "smith_use" and pooled:
             row = table["tool call"]
             row["replies"] += 1
             row["valid"] += int(bool(e.get("calls")))
@@ -192,8 +194,10 @@ def eval_rows(name: str, model: str, edir: Path) -> list[dict[str, Any]]:
             continue
         run = edir / "runs" / f"{r['task']}--{agent}--s{r['seed']}"
         shapes = reply_shapes(name, run)
-        replies = sum(v.get("replies", 0) for v in shapes.values())
-        valid = sum(v.get("ok", v.get("valid", 0)) for v in shapes.values())
+        # SMITH's build reply is one ToolReply: counted once, as the tool it defines
+        counted = {k: v for k, v in shapes.items() if not (agent == "smith" and "ToolReply" in k)}
+        replies = sum(v.get("replies", 0) for v in counted.values())
+        valid = sum(v.get("ok", v.get("valid", 0)) for v in counted.values())
         rows.append({"name": name, "agent": agent, "model": model, "task": r["task"],
                      "split": r.get("split"), "seed": r["seed"], "score": r.get("best_score"),
                      "status": r.get("status"), "metric": r.get("metric"),
@@ -222,7 +226,8 @@ def tables(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]]) -> str
     for m in models:
         lines.append(f"- `{m}`: {json.dumps(labels.get(m, {'model': m}), default=str)}")
     lines += ["", "## Held-out tasks: score and valid replies per model (mean ± 95% t-interval "
-              "over seeds; failed runs have no score and are counted)", "",
+              "over seeds of the runs with a score; failed: runs the harness marked failed, e.g. no "
+              "valid LLM proposal, whose score is then the starting point's)", "",
               "| agent | split / task (metric) | model | seeds | score | failed | valid replies "
               "| valid share (per seed) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -233,7 +238,7 @@ def tables(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]]) -> str
         key=lambda kv: (list(PLAN).index(kv[0][0]), kv[0][1], models.index(kv[0][2])),
     ):
         scored = [float(r["score"]) for r in rs if r["score"] is not None]
-        failed = sum(r["score"] is None for r in rs)
+        failed = sum(r["score"] is None or r["status"] == "failed" for r in rs)
         shares = [r["valid"] / r["replies"] for r in rs if r["replies"]]
         arrow = "↑" if rs[0].get("higher_is_better") else "↓"
         lines.append(
