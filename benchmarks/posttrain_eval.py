@@ -247,6 +247,28 @@ def tables(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]]) -> str
             f"{sum(r['valid'] for r in rs)}/{sum(r['replies'] for r in rs)} | "
             f"{t_interval(shares)} |"
         )
+    if len(models) > 1:
+        lines += ["", "## Before / after (score mean ± 95% t-interval over seeds [failed runs]; "
+                  "valid replies)", "",
+                  "| agent | split / task (metric) | " + " | ".join(
+                      f"{model_tag(m)}: score | {model_tag(m)}: valid" for m in models) + " |",
+                  "|---|---|" + "---|---|" * len(models)]  # fmt: skip
+        for name, task in dict.fromkeys((k[0], k[1]) for k in sorted(
+            groups, key=lambda k: (list(PLAN).index(k[0]), k[1]))):  # fmt: skip
+            cells = []
+            for m in models:
+                rs = groups.get((name, task, m), [])
+                if not rs:
+                    cells += ["not run", "-"]
+                    continue
+                scored = [float(r["score"]) for r in rs if r["score"] is not None]
+                failed = sum(r["score"] is None or r["status"] == "failed" for r in rs)
+                cells += [f"{t_interval(scored)} [{failed}/{len(rs)}]",
+                          f"{sum(r['valid'] for r in rs)}/{sum(r['replies'] for r in rs)}"]  # fmt: skip
+            first = next(r for k, v in groups.items() if k[:2] == (name, task) for r in v)
+            arrow = "↑" if first.get("higher_is_better") else "↓"
+            lines.append(f"| {name} | {first['split']} / {task} ({first['metric']} {arrow}) | "
+                         + " | ".join(cells) + " |")  # fmt: skip
     lines += ["", "## Format robustness (all seeds and tasks; replies with the required shape)",
               "", "| agent | reply format | model | replies | shape ok | share | more |",
               "|---|---|---|---|---|---|---|"]  # fmt: skip
