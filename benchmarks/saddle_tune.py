@@ -175,6 +175,20 @@ def table(out: Path) -> str:
     return ablation_table([r for r in rows if r["arm"] in ARMS])
 
 
+def local_table(out: Path) -> str:
+    """The ``local`` arm's rows: a real model as the terminal agent, base vs tuned harness."""
+    rows = [json.loads(ln) for ln in (out / "rows.jsonl").read_text().splitlines() if ln.strip()]
+    lines = ["| agent model | tuning seed | harness | heldout tasks | pass@1 | stops | "
+             "patches accepted |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        if r["arm"] != "local":
+            continue
+        accepted = sum(bool(x.get("accepted")) for x in r.get("rounds") or [])
+        lines.append(f"| {r.get('agent_model', 'local')} | {r['seed']} | {r['harness']} | "
+                     f"{r['tasks']} | {r['pass@1']:.3f} | {r['stops']} | {accepted} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def plot_versions(out: Path) -> None:
     import matplotlib
 
@@ -230,6 +244,7 @@ def main() -> None:
         else:
             run_arm(arm, args.seeds, args.out, sb)
     print(table(args.out))
+    print(local_table(args.out))
     plot_versions(args.out)
 
 
