@@ -137,7 +137,7 @@ def reply_shapes(name: str, run: Path) -> dict[str, dict[str, int]]:
     counterpart programs). SMITH: a tool build counts as valid when its schema axis passed,
     a use step (asked only when a tool was built) when it produced a tool call. Terminal: a turn is valid when it parsed to an
     action (a command or a submit); for the shell action, "passed" counts commands that
-    exited 0.
+    exited 0, and ``placeholder`` the format example's ``...`` sent back as a command.
     """
     agent = PLAN[name][0]
     table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -169,6 +169,8 @@ def reply_shapes(name: str, run: Path) -> dict[str, dict[str, int]]:
             row["replies"] += int(ep.get("steps") or 0) + submitted
             row["valid"] += len(steps) + submitted
             row["scored"] += sum(e.get("returncode") == 0 for e in steps)
+            # the format example's own placeholder, copied: the shape without an action
+            row["placeholder"] += sum(e.get("command", "").strip() == "..." for e in steps)
     return {k: dict(v) for k, v in table.items()}
 
 
@@ -288,6 +290,8 @@ def tables(rows: list[dict[str, Any]], labels: dict[str, dict[str, Any]]) -> str
             )
         else:
             ok, more = v.get("valid", 0), f"{v.get('scored', 0)} passed evaluation"
+            if "placeholder" in v:
+                more += f"; {v['placeholder']} were the example's placeholder command `...`"
         share = f"{100 * ok / n:.0f}%" if n else "-"
         lines.append(f"| {name} | {f} | {model_tag(model)} | {n} | {ok} | {share} | {more} |")
     return "\n".join(lines)
