@@ -2,7 +2,8 @@
 the LLM-proposer path, the meta use on AutoREM, and SmolLM2.
 
     python benchmarks/saddle_tune.py [--arms autosaddler,shallow-reflection,...,scripted,meta,local]
-        [--seeds 3] [--out /work/evals/saddle]
+        [--seeds 3] [--out /work/evals/saddle] [--agent-model local/FILE.gguf]
+        [--local-heldout-tasks N] [--base-only]
 
 Arms (tuning on saddle/dev, 6 rounds; measured on saddle/heldout, 3 runs per task):
 - ``autosaddler``: rule proposer, whole-trace diagnosis, one part per patch, validation
@@ -14,7 +15,9 @@ Arms (tuning on saddle/dev, 6 rounds; measured on saddle/heldout, 3 runs per tas
 - ``meta``: AutoREM's harness (attempts, tools, time limit) tuned on autoro/dev with a
   simulated reformulator, measured on autoro/heldout (2 runs per task);
 - ``local``: the embedded SmolLM2-135M as the terminal agent, rule proposer, 2 rounds of a
-  small batch (its episodes take ~40 s on CPU), heldout 1 run per task.
+  small batch (its episodes take ~40 s on CPU), heldout 1 run per task; ``--agent-model
+  local/<file.gguf>`` puts a post-trained file there, ``--local-heldout-tasks N`` measures
+  the first N heldout tasks only, ``--base-only`` skips tuning; ``--seeds`` tuning seeds.
 
 The terminal agent's model in every arm but ``local`` is ``SimulatedShellModel``: an
 oracle with harness-sensitive defects. Those arms measure AutoSaddler's machinery, not a
@@ -106,38 +109,84 @@ def run_meta(out: Path, sb: Any) -> None:
         )
 
 
-def run_local(out: Path, sb: Any) -> None:
+class _HeldoutSubset(TerminalTarget):
+    """A terminal target whose heldout split is its first ``n`` tasks (a real model's
+    episodes take ~40 s on CPU: a few tasks is what 2 shared cores allow)."""
+
+    def __init__(self, agent_llm: Any, sandbox: Any, n: int | None) -> None:
+        super().__init__(agent_llm, sandbox)
+        self.n = n
+
+    def tasks(self, split: str) -> list[Any]:
+        tasks = super().tasks(split)
+        return tasks[: self.n] if split == "heldout" and self.n else tasks
+
+
+def run_local(
+    out: Path,
+    sb: Any,
+    agent_model: str = "local",
+    seeds: int = 1,
+    heldout_tasks: int | None = None,
+    base_only: bool = False,
+) -> None:
+    """SmolLM2 (``agent_model``: ``local`` or ``local/<file.gguf>``, e.g. a post-trained
+    file) as the terminal agent, rule proposer, 2 rounds of a small batch per tuning seed;
+    base and tuned harness measured on (the first ``heldout_tasks`` tasks of) heldout, 1 run
+    per task. ``base_only``: measure the base harness alone (no tuning)."""
     from optiforge.llm.offline import make_llm
 
-    llm = make_llm("local")
-    target = TerminalTarget(lambda seed: llm, sb)
+    llm = make_llm(agent_model)
+    target = _HeldoutSubset(lambda seed: llm, sb, heldout_tasks)
+    label = "SmolLM2-135M-Instruct" if agent_model == "local" else Path(agent_model).name
     t0 = time.perf_counter()
-    cfg = SaddlerConfig(iterations=2, batch=2, runs=1, val_tasks=3, val_runs=1, workers=1)
+    measured: dict[str, Any] = {}
 
     def show(r: dict[str, Any]) -> None:
         print(f"local round {r['iteration']}: {r['batch_pass']}/{r['batch_n']} {r.get('diagnoses')} "
               f"{[p['target'] for p in r['patches']]} {r['result']} {time.perf_counter() - t0:.0f}s", flush=True)  # fmt: skip
 
-    res = tune(target, cfg, RunContext(sandbox=sb, seed=0), on_round=show)
-    tuned = target.load(res.best_candidate)
-    measured: dict[str, Any] = {}
-    for name, h in (("base", target.base()), ("tuned", tuned)):
-        # nothing accepted: the tuned harness is the base one, measured once
-        m = measured.get(h.version) or measure(target, h, "heldout", runs=1, workers=1)
-        measured[h.version] = m
-        _row(out, arm="local", seed=0, harness=name, **_m(m), model="SmolLM2-135M-Instruct",
-             rounds=[{k: r.get(k) for k in ("iteration", "batch_pass", "batch_n", "diagnoses", "patches",
-                                            "result", "accepted")} for r in res.extra["history"]])  # fmt: skip
-        print(
-            f"local {name}: pass@1 {m['pass@1']:.3f} stops {m['stops']} {time.perf_counter() - t0:.0f}s",
-            flush=True,
-        )
+    for seed in range(seeds):
+        if base_only:
+            todo, history = [("base", target.base())], []
+        else:
+            cfg = SaddlerConfig(iterations=2, batch=2, runs=1, val_tasks=3, val_runs=1, workers=1)
+            res = tune(target, cfg, RunContext(sandbox=sb, seed=seed), on_round=show)
+            todo = [("base", target.base()), ("tuned", target.load(res.best_candidate))]
+            history = res.extra["history"]
+        for name, h in todo:
+            # nothing accepted: the tuned harness is the base one, measured once
+            m = measured.get(h.version) or measure(target, h, "heldout", runs=1, workers=1)
+            measured[h.version] = m
+            _row(out, arm="local", seed=seed, harness=name, **_m(m), model=label,
+                 agent_model=agent_model, heldout_tasks=heldout_tasks,
+                 rounds=[{k: r.get(k) for k in ("iteration", "batch_pass", "batch_n", "diagnoses", "patches",
+                                                "result", "accepted")} for r in history])  # fmt: skip
+            print(
+                f"local {label} seed {seed} {name}: pass@1 {m['pass@1']:.3f} stops {m['stops']} "
+                f"{time.perf_counter() - t0:.0f}s",
+                flush=True,
+            )
 
 
 def table(out: Path) -> str:
     rows = [json.loads(ln) for ln in (out / "rows.jsonl").read_text().splitlines() if ln.strip()]
     rows = [{**r, "arm": LEGACY.get(r["arm"], r["arm"])} for r in rows]
     return ablation_table([r for r in rows if r["arm"] in ARMS])
+
+
+def local_table(out: Path) -> str:
+    """The ``local`` arm's rows: a real model as the terminal agent, base vs tuned harness."""
+    rows = [json.loads(ln) for ln in (out / "rows.jsonl").read_text().splitlines() if ln.strip()]
+    lines = ["| agent model | tuning seed | harness | heldout tasks | pass@1 | stops | "
+             "patches accepted |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        if r["arm"] != "local":
+            continue
+        accepted = sum(bool(x.get("accepted")) for x in r.get("rounds") or [])
+        lines.append(f"| {r.get('agent_model', 'local')} | {r['seed']} | {r['harness']} | "
+                     f"{r['tasks']} | {r['pass@1']:.3f} | {r['stops']} | {accepted} |")  # fmt: skip
+    return "\n".join(lines)
 
 
 def plot_versions(out: Path) -> None:
@@ -178,6 +227,11 @@ def main() -> None:
     ap.add_argument("--arms", default=",".join([*ARMS, "meta"]))
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("runs/saddle-tune"))
+    ap.add_argument("--agent-model", default="local", help="local arm: local or local/<file.gguf>")
+    ap.add_argument(
+        "--local-heldout-tasks", type=int, default=0, help="local arm: first N heldout tasks"
+    )
+    ap.add_argument("--base-only", action="store_true", help="local arm: base harness only")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     sb = get_sandbox("local")
@@ -185,10 +239,12 @@ def main() -> None:
         if arm == "meta":
             run_meta(args.out, sb)
         elif arm == "local":
-            run_local(args.out, sb)
+            tasks = args.local_heldout_tasks or None
+            run_local(args.out, sb, args.agent_model, args.seeds, tasks, args.base_only)
         else:
             run_arm(arm, args.seeds, args.out, sb)
     print(table(args.out))
+    print(local_table(args.out))
     plot_versions(args.out)
 
 
