@@ -40,6 +40,7 @@ from scipy import stats
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from local_llm_eval import _jsonl  # noqa: E402
 from local_llm_eval import formats as search_formats  # noqa: E402
 
 # name -> (agent, suite, split, tasks, budget, --set overrides, baselines ("," = none)):
@@ -59,18 +60,6 @@ PLAN: dict[str, tuple[str, str, str, str, int, list[str], str]] = {
     "terminal": ("terminal", "saddle", "heldout", "grades-average,ini-to-json", 0, [], ","),
 }  # fmt: skip
 BUNDLED = "SmolLM2-135M-Instruct.Q4_1.gguf (bundled, base)"
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
 
 
 def model_tag(model: str) -> str:
