@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
 app = typer.Typer(
     help="Post-train the embedded model: verified data, then training.", no_args_is_help=True
@@ -97,6 +96,8 @@ def run_cmd(
 ) -> None:
     """SFT with HALO, then GRPO with sandbox-verified rewards, then a q8_0 GGUF for
     --model local/<file>; one line per step."""
+    from pydantic import ValidationError  # not at import: `optiforge --help` stays light
+
     from optiforge.harness.posttrain.train import PostTrainConfig, run
 
     try:

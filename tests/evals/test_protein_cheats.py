@@ -29,13 +29,21 @@ def _rebuilt_ndcg(task: Any) -> float:
     return float(ranking_metrics(ranking, truth)["ndcg@5"])
 
 
-@pytest.mark.parametrize("task", get_benchmark("protein").tasks("heldout"), ids=lambda t: t.name)
-def test_heldout_cannot_be_rebuilt_from_the_public_generator(task: Any) -> None:
-    assert (
-        task.landscape.wt
-        != Landscape(task.name, *next(s[2:] for s in _SPECS if s[0] == task.name)).wt
-    )
-    assert _rebuilt_ndcg(task) < 0.9
+# Each build draws a fresh secret, so the rebuilt NDCG@5 is a random variable: one draw of
+# solubility-c reached >= 0.9 in 4 of 25 builds (median 0.78), which made a one-draw test fail
+# about one run in six. The median over DRAWS builds is the claim (it was 1.0 for every task
+# before the secret: the public seed rebuilt the landscape exactly).
+DRAWS = 15
+
+
+@pytest.mark.parametrize("name", [t.name for t in get_benchmark("protein").tasks("heldout")])
+def test_heldout_cannot_be_rebuilt_from_the_public_generator(name: str) -> None:
+    bench = get_benchmark("protein")
+    builds = [next(t for t in bench.tasks("heldout") if t.name == name) for _ in range(DRAWS)]
+    public_wt = Landscape(name, *next(s[2:] for s in _SPECS if s[0] == name)).wt
+    assert all(task.landscape.wt != public_wt for task in builds)
+    ndcg = sorted(_rebuilt_ndcg(task) for task in builds)
+    assert ndcg[DRAWS // 2] < 0.9, ndcg
 
 
 def test_the_draw_is_recorded_after_evaluation_and_rebuilds_the_landscape() -> None:
