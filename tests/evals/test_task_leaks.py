@@ -196,8 +196,10 @@ def test_protein_hides_the_mechanisms_and_the_truth(task: Any) -> None:
     ls = task.landscape
     for mechanism in ls.weights:  # which mechanisms drive fitness, and how much
         assert not _mentions(text, mechanism), mechanism
-    for w in ls.weights.values():
-        assert round(w, 2) not in _numbers(text)
+    # the only numbers are the public ones (length, budget, the 1-3 substitutions), so no
+    # weight is printed; checking each weight's rounded value against the text instead failed
+    # whenever a secret-drawn heldout weight happened to round to 1.00 or 3.00
+    assert _numbers(text) <= {float(ls.length), float(task.budget), 1.0, 3.0}, _numbers(text)
     assert ls.ss not in task.description or ls.ss == ls.pred_ss  # the prediction, not the truth
     ctx = task.context
     assert ctx["burial"] == ls.pred_burial and ctx["ss"] == ls.pred_ss
