@@ -482,7 +482,7 @@ def run(
     _sandbox_policy(unsafe_sandbox, sandbox)
     from optiforge.agents import get_agent
     from optiforge.evals.registry import get_benchmark, resolve_task
-    from optiforge.harness.report import write_run_plot
+    from optiforge.harness.plot_later import spawn_run_plot
     from optiforge.runs import new_run_id
 
     spec = get_agent(agent)
@@ -557,7 +557,7 @@ def run(
         summary = _run_with_progress(prog, spec, task, settings, out_dir, resume is not None)
     except KeyboardInterrupt:
         _interrupted(f"optiforge run {spec.name} --resume {out_dir}", out_dir)
-    plot = write_run_plot(summary, out_dir)
+    plot = spawn_run_plot(summary, out_dir)  # drawn in a process of its own: exit now
     _print_run_summary(summary, out_dir, plot)
     raise typer.Exit(_final_status(summary, out_dir))
 

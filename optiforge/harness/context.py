@@ -70,7 +70,10 @@ def build_context(
     if url is not None:
         from optiforge.memory import Store
 
-        memory = Store(url)
+        # a write never waits for the embedding model (seconds, ~640 MiB): the vectors
+        # are made when something searches by embedding
+        memory = Store(url, defer_embedding=True)
+        _preload_embedder(memory)
     n_workers = settings.workers if workers is None else workers
     executor: Any = None
     if settings.executor == "ray":
@@ -101,6 +104,14 @@ def build_context(
     if tracer is not None:
         ctx.tracer = tracer
     return ctx
+
+
+def _preload_embedder(memory: Any) -> None:
+    """A store that already holds lessons is searched at the start of the search (recall):
+    load its embedding model now, in a background thread, while the agent is built."""
+    load = getattr(memory.embedder, "load_in_background", None)
+    if callable(load) and memory.experiences(limit=1):
+        load()
 
 
 def make_run_llm(settings: RunSettings, budget: Any, tracer: Any) -> Any:

@@ -389,8 +389,10 @@ def _best_so_far(values: list[float | None], higher: bool) -> list[float | None]
     return out
 
 
-def write_run_plot(summary: dict[str, Any], out: Path) -> Path | None:
-    """``convergence.png`` for a single run directory.
+def write_run_plot(
+    summary: dict[str, Any], out: Path, name: str = "convergence.png"
+) -> Path | None:
+    """``convergence.png`` (or ``name``) for a single run directory.
 
     Best-so-far against evaluations (the harness's curve when the task re-measures one, the
     agent's observed curve otherwise, and for an unfinished run the curve read from
@@ -469,7 +471,7 @@ def write_run_plot(summary: dict[str, Any], out: Path) -> Path | None:
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.25)
     fig.tight_layout()
-    p = out / "convergence.png"
+    p = out / name
     fig.savefig(p, dpi=110)
     plt.close(fig)
     return p

@@ -38,6 +38,20 @@ class Embedder(Protocol):
         ...
 
 
+SLOW_LOAD_NOTICE_S = 2.0
+"""A model load still running after this long is announced on stderr."""
+
+
+def _say_loading() -> None:
+    import sys
+
+    print(
+        "loading the embedding model (all-MiniLM-L6-v2, once per process) ...",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def _normalise(x: np.ndarray) -> np.ndarray:
     """Row-normalise an ``n x d`` array; all-zero rows stay zero (they match nothing)."""
     x = np.asarray(x, dtype=np.float32)
@@ -70,10 +84,39 @@ class MiniLMEmbedder:
         return self.MODEL_NAME
 
     @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (embedding is then ~ms per text, not seconds)."""
+        return self._model is not None
+
+    @property
     def dim(self) -> int:
         return self.DIM
 
+    def load_in_background(self) -> None:
+        """Start loading the model in a daemon thread (no-op when loaded); a later
+        ``embed`` waits only for what is left of the load."""
+        if self._model is None:
+            threading.Thread(target=self._load_quietly, name="minilm-load", daemon=True).start()
+
+    def _load_quietly(self) -> None:
+        try:
+            self._load_locked()
+        except MemoryStoreError:
+            pass  # the embed that needs the model reports it
+
     def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        # the first load takes seconds (a minute under load): say what is waited for
+        notice = threading.Timer(SLOW_LOAD_NOTICE_S, _say_loading)
+        notice.daemon = True
+        notice.start()
+        try:
+            return self._load_locked()
+        finally:
+            notice.cancel()
+
+    def _load_locked(self) -> Any:
         with self._lock:
             if self._model is None:
                 # Nothing may reach the internet: the model files ship inside the package.

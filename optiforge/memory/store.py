@@ -200,11 +200,24 @@ class Store:
             ``sqlite:///~/.optiforge/memory.db`` (``~`` is expanded, the folder created).
         embedder: an ``Embedder``, ``None`` for lexical retrieval only, or ``"auto"``
             (the bundled MiniLM model when installed, else ``None``).
+        defer_embedding: while the embedder is not loaded yet (``loaded`` False: MiniLM
+            costs seconds and ~640 MiB to load), store new records without vectors instead
+            of loading it: a write never waits for the model. The vectors are made when a
+            search needs them (``reindex``, run by every embedding search) or by
+            ``reindex`` / ``optiforge memory reindex``. A run's store defers: most runs
+            write lessons but never search them by embedding.
     """
 
-    def __init__(self, url: str | None = None, *, embedder: EmbedderChoice = "auto") -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        embedder: EmbedderChoice = "auto",
+        defer_embedding: bool = False,
+    ) -> None:
         self._url_str = url or default_url()
         self.embedder: Embedder | None = resolve_embedder(embedder)
+        self.defer_embedding = defer_embedding
         self._wengine, self._rengine = self._make_engines(self._url_str)
         self.dialect = self._wengine.dialect.name
         self.fts = False
@@ -375,6 +388,13 @@ class Store:
 
     # -- documents (search text) --------------------------------------------------------
 
+    def _embed_on_write(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Vectors for records being written, or ``None`` (no embedder, or deferred: the
+        model is not loaded and ``defer_embedding`` is on)."""
+        if self.defer_embedding and not getattr(self.embedder, "loaded", True):
+            return None
+        return self._embed(texts)
+
     def _embed(self, texts: Sequence[str]) -> np.ndarray | None:
         """``n x dim`` vectors for ``texts``, or ``None`` without an embedder."""
         if self.embedder is None or not texts:
@@ -498,7 +518,7 @@ class Store:
                     raise MemoryStoreError(f"unknown parent {kind} id {p!r} of {r.id!r}")
 
     def _add_many(self, recs: Sequence[Record]) -> list[str]:
-        vecs = self._embed(_embed_texts(recs))
+        vecs = self._embed_on_write(_embed_texts(recs))
         self._write(lambda s: self._insert_many(s, recs, vecs))
         return [r.id for r in recs]
 
@@ -535,6 +555,12 @@ class Store:
     def add_candidate(self, cand: Candidate) -> str:
         """Store a search candidate; its ``parent_ids`` must already be stored."""
         return self._add_many([_expect(cand, Candidate)])[0]
+
+    def add_candidates(self, cands: Iterable[Candidate]) -> list[str]:
+        """Store many candidates in one transaction (all or none); a parent may be an
+        earlier candidate of the same call. Returns their ids."""
+        recs = [_expect(c, Candidate) for c in cands]
+        return self._add_many(recs) if recs else []
 
     def update_candidate(self, cand_id: str, **fields: Any) -> Candidate:
         """Change fields of a candidate (status, metrics, score, code, config, tags)."""
@@ -596,7 +622,7 @@ class Store:
     def add_tool(self, tool: Tool, *, replace: bool = False) -> str:
         """Store a tool; a tool of the same name is an error unless ``replace``."""
         tool = _expect(tool, Tool)
-        vecs = self._embed([tool.search_text()])
+        vecs = self._embed_on_write([tool.search_text()])
 
         def write(s: Session) -> str:
             old = s.scalar(select(ToolRow).where(ToolRow.name == tool.name))

@@ -50,6 +50,7 @@ from optiforge.agents.kit.context import RunContext
 from optiforge.agents.kit.driver import CHECKPOINTS, FORCE_RESTART_HINT
 from optiforge.agents.kit.lineage import (
     Lesson,
+    candidate_batch,
     memory_id,
     record_candidate,
     record_lesson,
@@ -1027,22 +1028,23 @@ def _remember(ctx: RunContext, problem: SearchProblem, evaluated: list[dict[str,
     if ctx.memory is None:
         return
     task = task_id(problem.task)
-    for ev in evaluated:
-        payload = ev["payload"]
-        code = payload.get("code") if isinstance(payload.get("code"), str) else None
-        config = {k: v for k, v in payload.items() if k != "code"} or None
-        record_candidate(
-            ctx,
-            mem_id=memory_id(ctx, ev["id"]),
-            task=task,
-            code=code,
-            config=config,
-            parent_ids=[memory_id(ctx, p) for p in ev.get("parent_ids", [])],
-            metrics=dict(ev.get("metrics") or {}),
-            score=ev.get("value"),
-            status="evaluated" if ev.get("passed") else "failed",
-            tags=[t for t in (ev.get("origin"), f"round-{ev.get('round', 0)}") if t],
-        )
+    with candidate_batch(ctx):  # one transaction for the round's candidates
+        for ev in evaluated:
+            payload = ev["payload"]
+            code = payload.get("code") if isinstance(payload.get("code"), str) else None
+            config = {k: v for k, v in payload.items() if k != "code"} or None
+            record_candidate(
+                ctx,
+                mem_id=memory_id(ctx, ev["id"]),
+                task=task,
+                code=code,
+                config=config,
+                parent_ids=[memory_id(ctx, p) for p in ev.get("parent_ids", [])],
+                metrics=dict(ev.get("metrics") or {}),
+                score=ev.get("value"),
+                status="evaluated" if ev.get("passed") else "failed",
+                tags=[t for t in (ev.get("origin"), f"round-{ev.get('round', 0)}") if t],
+            )
 
 
 def _store_lessons(
