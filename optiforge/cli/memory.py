@@ -32,13 +32,45 @@ class _Opts:
         self.url = url
         self.embed = embed
 
-    def store(self) -> Store:
-        from optiforge.memory.store import Store, scoped_url
+    def resolved_url(self) -> str:
+        from optiforge.memory.scope import scoped_url
 
         url = scoped_url(self.url or "global", None)
         if url is None:
             raise MemoryStoreError("--memory none: there is no memory to inspect")
+        return url
+
+    def missing(self) -> Path | None:
+        """The memory's SQLite file when it does not exist yet (see ``missing_sqlite_file``)."""
+        return missing_sqlite_file(self.resolved_url())
+
+    def store(self, *, read_only: bool = False) -> Store:
+        """The store; ``read_only``: a missing SQLite file is an error, not created."""
+        from optiforge.memory.store import Store
+
+        url = self.resolved_url()
+        missing = missing_sqlite_file(url) if read_only else None
+        if missing is not None:
+            raise MemoryStoreError(f"no memory at {missing} yet (nothing has been recorded)")
         return Store(url, embedder="auto" if self.embed else None)
+
+
+def missing_sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite ``url`` when it does not exist (None: it exists, it is
+    in-memory, or the database is not SQLite). Opening a store creates the file, so a
+    read-only command checks first."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        return None  # the store reports a bad URL itself
+    db = u.database or ""
+    if u.get_backend_name() != "sqlite" or db in ("", ":memory:") or "mode=memory" in db:
+        return None
+    path = Path(db).expanduser()
+    return None if path.exists() else path
 
 
 @app.callback()
@@ -76,6 +108,12 @@ def _short(text: str, n: int = 70) -> str:
 @app.command()
 def stats(ctx: typer.Context) -> None:
     """Record counts, embedding coverage and back end."""
+    missing = ctx.obj.missing()
+    if missing is not None:  # an empty memory is a state, not an error: exit 0, create nothing
+        Console(stderr=True, soft_wrap=True, highlight=False).print(
+            f"no memory at {missing} yet (nothing has been recorded)"
+        )
+        return
     with ctx.obj.store() as store:
         st = store.stats()
     table = Table(title="optiforge memory", show_header=False)
@@ -117,7 +155,7 @@ def search(
         provs = set()
         for p in provenance:
             provs |= TRUSTED if p == "trusted" else {p}
-    with ctx.obj.store() as store:
+    with ctx.obj.store(read_only=True) as store:
         hits = store.search(query, k=k, kind=kind, agent=agent, method=m, provenance=provs)  # type: ignore[arg-type]
     table = Table(title=f"{len(hits)} hit(s) for {query!r}")
     for col in ("#", "score", "method", "id", "agent", "provenance", "text"):
@@ -140,7 +178,7 @@ def search(
 @app.command()
 def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
     """Print one record (any kind) as JSON."""
-    with ctx.obj.store() as store:
+    with ctx.obj.store(read_only=True) as store:
         rec = store.get(record_id)
     _console().print_json(rec.model_dump_json())
 
@@ -148,7 +186,7 @@ def show(ctx: typer.Context, record_id: Annotated[str, typer.Argument(metavar="I
 @app.command("export")
 def export_(ctx: typer.Context, file: Annotated[Path, typer.Argument(metavar="FILE")]) -> None:
     """Write the whole memory to a JSONL FILE."""
-    with ctx.obj.store() as store:
+    with ctx.obj.store(read_only=True) as store:
         counts = store.export_jsonl(file)
     _console().print(f"exported {sum(counts.values())} records to {file}: {json.dumps(counts)}")
 

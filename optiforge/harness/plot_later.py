@@ -25,9 +25,9 @@ PLOT_NAME = "convergence.png"
 def plot_expected(summary: dict[str, Any], run_dir: Path) -> bool:
     """Whether ``write_run_plot`` would draw anything for this run (a curve or evaluations)."""
     trace = summary.get("trace") or []
-    return any(isinstance(v, int | float) for v in trace) or (
-        run_dir / "evaluations.jsonl"
-    ).is_file()
+    return (
+        any(isinstance(v, int | float) for v in trace) or (run_dir / "evaluations.jsonl").is_file()
+    )
 
 
 def spawn_run_plot(summary: dict[str, Any], run_dir: Path) -> Path | None:

@@ -8,10 +8,11 @@ useful where the model is not installed but vectors are still wanted, and in tes
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -43,13 +44,26 @@ SLOW_LOAD_NOTICE_S = 2.0
 
 
 def _say_loading() -> None:
+    say("loading the embedding model (all-MiniLM-L6-v2, once per process) ...")
+
+
+def say(line: str) -> None:
+    """One line on stderr: what a long wait is waiting for."""
     import sys
 
-    print(
-        "loading the embedding model (all-MiniLM-L6-v2, once per process) ...",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(line, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def notice_after(seconds: float, line: str) -> Iterator[None]:
+    """Print ``line`` on stderr if the block is still running after ``seconds``."""
+    timer = threading.Timer(seconds, say, args=(line,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:
@@ -99,10 +113,8 @@ class MiniLMEmbedder:
             threading.Thread(target=self._load_quietly, name="minilm-load", daemon=True).start()
 
     def _load_quietly(self) -> None:
-        try:
+        with contextlib.suppress(MemoryStoreError):  # the embed that needs it reports it
             self._load_locked()
-        except MemoryStoreError:
-            pass  # the embed that needs the model reports it
 
     def _load(self) -> Any:
         if self._model is not None:

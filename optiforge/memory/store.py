@@ -57,7 +57,13 @@ from optiforge.memory._schema import (
     ToolRow,
     VectorRow,
 )
-from optiforge.memory.embeddings import Embedder, EmbedderChoice, resolve_embedder
+from optiforge.memory.embeddings import (
+    SLOW_LOAD_NOTICE_S,
+    Embedder,
+    EmbedderChoice,
+    notice_after,
+    resolve_embedder,
+)
 from optiforge.memory.provenance import PROVENANCES
 from optiforge.memory.records import (
     RECORD_TYPES,
@@ -893,7 +899,10 @@ class Store:
                 ).all()
             if not todo:
                 return done
-            vecs = self._embed([b for _, b in todo])
+            with notice_after(
+                SLOW_LOAD_NOTICE_S, f"embedding memory records that have no {model} vectors yet ..."
+            ):
+                vecs = self._embed([b for _, b in todo])
             assert vecs is not None
 
             def write(s: Session, todo: Any = todo, vecs: np.ndarray = vecs) -> int:

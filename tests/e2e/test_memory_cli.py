@@ -46,6 +46,7 @@ def test_cli_round_trip(tmp_path: Path) -> None:
 
 def test_cli_errors_are_memory_errors(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
+    Store(url, embedder=None).close()
     with pytest.raises(MemoryStoreError, match="unknown memory id 'exp_nope'"):
         _run("--memory", url, "--no-embed", "show", "exp_nope")
     with pytest.raises(MemoryStoreError, match="unknown --kind"):
@@ -71,3 +72,18 @@ def test_cli_search_filters_by_provenance(tmp_path: Path) -> None:
     assert tainted in out and trusted not in out
     with pytest.raises(MemoryStoreError, match="unknown provenance 'bogus'"):
         _run("--memory", url, "--no-embed", "search", "x", "--provenance", "bogus")
+
+
+def test_read_only_commands_create_no_database(tmp_path: Path) -> None:
+    """``stats`` on a memory that does not exist says so in one line (exit 0) and creates
+    nothing; ``search`` / ``show`` / ``export`` fail with one line."""
+    db = tmp_path / "sub" / "m.db"
+    url = f"sqlite:///{db}"
+    res = runner.invoke(app, ["--memory", url, "--no-embed", "stats"])
+    assert res.exit_code == 0
+    assert res.output.strip() == f"no memory at {db} yet (nothing has been recorded)"
+    for args in (["search", "x"], ["show", "exp_x"], ["export", str(tmp_path / "o.jsonl")]):
+        with pytest.raises(MemoryStoreError, match="no memory at .* yet"):
+            _run("--memory", url, "--no-embed", *args)
+    assert not db.exists() and not db.parent.exists()
+    assert not (tmp_path / "o.jsonl").exists()
