@@ -95,3 +95,30 @@ def test_candidate_batch_survives_ctrl_c(tmp_path: Path) -> None:
     assert store.find("cand_a") is not None and store.find("cand_b") is not None
     reopened = Store(f"sqlite:///{tmp_path / 'm.db'}", embedder=None)
     assert {c.id for c in reopened.candidates()} == {"cand_a", "cand_b"}
+
+
+@pytest.mark.slow
+def test_an_offline_run_never_loads_the_embedding_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default run memory stores lessons without loading MiniLM (vectors come later)."""
+    from optiforge.agents import get_agent
+    from optiforge.config import RunSettings
+    from optiforge.evals.registry import resolve_task
+    from optiforge.harness.runner import run_task
+    from optiforge.memory import MiniLMEmbedder
+
+    if not MiniLMEmbedder.available():
+        pytest.skip("the bundled MiniLM model is not installed")
+
+    def refuse(self: MiniLMEmbedder) -> None:
+        raise AssertionError("the run loaded the embedding model")
+
+    monkeypatch.setattr(MiniLMEmbedder, "_load_locked", refuse)
+    out = tmp_path / "run"
+    settings = RunSettings(budget=40)
+    summary = run_task(get_agent("evolve"), resolve_task("funcfit/quadratic"), settings, out)
+    assert summary["status"] == "finished"
+    store = Store(f"sqlite:///{out / 'memory.db'}", embedder=None)
+    st = store.stats()
+    assert st["experiences"] >= 1 and st["candidates"] == 40 and st["vectors_by_model"] == {}
