@@ -16,10 +16,15 @@ made of the failure. It ignores Ctrl-C (the run handles it) and exits when the r
 the connection or dies. A child that dies is started again by the next request; requests
 in flight then fail as retryable provider errors.
 
+An ``openai/...`` model at an ``api_base`` that litellm has no price for (a local
+OpenAI-compatible server, the embedded model's) is called through the ``openai`` client
+alone (``optiforge.llm.openai_compat``): the child then never imports litellm (4 s here).
+
 Protocol (pickles over a socketpair, ``multiprocessing.connection``): the run sends
 ``(id, op, args)``; the child answers ``(id, "ok", value)`` or ``(id, "err", (error class
 name, message, attributes))``. Ops: ``warm`` (import litellm, then a mocked completion of
-a model so its call path is loaded: the first real call took 0.32 s instead of 5 ms),
+a model so its call path is loaded: the first real call took 0.32 s instead of 5 ms; or
+the ``openai`` client for an endpoint ``openai_compat`` handles),
 ``complete`` (one ``litellm.completion``), ``json_mode`` (whether the provider takes
 ``response_format``).
 """
@@ -267,27 +272,47 @@ def serve(fd: int) -> None:
     import signal
 
     from optiforge.llm import litellm_client as lc
+    from optiforge.llm import openai_compat as oc
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     conn = Connection(fd)
     send_lock = threading.Lock()
-    try:
-        litellm: Any = lc.import_litellm()
-        broken: BaseException | None = None
-    except BaseException as e:  # noqa: BLE001 - every request says why
-        litellm, broken = None, e
+    import_lock = threading.Lock()
+    imported: dict[str, Any] = {}
+
+    def litellm() -> Any:
+        """litellm, imported by the first request that needs it (an OpenAI-compatible
+        endpoint never does: ``openai_compat``)."""
+        with import_lock:
+            if "litellm" not in imported:
+                try:
+                    imported["litellm"] = lc.import_litellm()
+                except BaseException as e:  # noqa: BLE001 - every request says why
+                    imported["litellm"] = None
+                    imported["broken"] = e
+            if imported["litellm"] is None:
+                raise LLMProviderError(f"could not import litellm: {imported['broken']}")
+            return imported["litellm"]
 
     def handle(rid: int, op: str, args: dict[str, Any]) -> None:
         try:
-            if broken is not None:
-                raise LLMProviderError(f"could not import litellm: {broken}")
             value: Any = None
+            model, api_base = args.get("model", ""), args.get("api_base")
+            direct = oc.handles(model, api_base)
             if op == "warm":
-                lc.warm_up(litellm, args["model"], args.get("api_base"))
+                if direct:
+                    oc.warm_up(str(api_base))
+                else:
+                    lc.warm_up(litellm(), model, api_base)
             elif op == "complete":
-                value = lc.complete(litellm, args["kwargs"], args["model"]).model_dump()
+                kw = args["kwargs"]
+                if oc.handles(model, kw.get("api_base")):
+                    value = oc.complete(kw, model).model_dump()
+                else:
+                    value = lc.complete(litellm(), kw, model).model_dump()
             elif op == "json_mode":
-                value = lc.supports_json_mode(litellm, args["model"], args.get("api_base"))
+                # litellm answers True for every openai/ model (response_format is OpenAI's)
+                value = True if direct else lc.supports_json_mode(litellm(), model, api_base)
             else:
                 raise LLMProviderError(f"unknown request {op!r}")
             answer = (rid, "ok", value)

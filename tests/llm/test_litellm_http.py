@@ -385,13 +385,14 @@ def test_first_call_latency_excludes_starting_the_provider_process(
     openai_server: OpenAICompatServer,
 ) -> None:
     """A fresh provider process takes seconds to import litellm; the call's latency does
-    not include it."""
+    not include it. (A priced model: an unpriced ``openai/`` model at an ``api_base`` goes
+    through the ``openai`` client and never imports litellm.)"""
     from optiforge.llm.provider_process import shared
 
     shared().close()  # the next call starts a new one
     openai_server.script([{"content": "pong"}])
     t0 = time.monotonic()
-    record = make(openai_server).complete(USER).record
+    record = make(openai_server, model="openai/gpt-4o-mini").complete(USER).record
     assert time.monotonic() - t0 > 1.0  # litellm's import happened in between
     assert record.latency_s < 1.0
 
