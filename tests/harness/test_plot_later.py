@@ -83,3 +83,9 @@ def test_cli_run_never_imports_matplotlib_and_the_plot_appears(tmp_path: Path) -
     assert "MATPLOTLIB False RC 0" in p.stdout, p.stdout + p.stderr
     assert "convergence.png" in p.stdout
     assert _wait_for(out / PLOT_NAME)
+    # a plot the background process never drew: the report draws it
+    from optiforge.harness.report import render_report
+
+    (out / PLOT_NAME).unlink()
+    page = render_report(out).read_text()
+    assert (out / PLOT_NAME).is_file() and 'alt="convergence"' in page
