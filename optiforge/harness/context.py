@@ -8,7 +8,7 @@ from typing import Any
 
 from optiforge.agents.kit import RunContext
 from optiforge.config import RunSettings
-from optiforge.errors import ConfigError
+from optiforge.errors import ConfigError, MemoryStoreError
 from optiforge.runs import RunRecorder
 
 
@@ -110,8 +110,11 @@ def _preload_embedder(memory: Any) -> None:
     """A store that already holds lessons is searched at the start of the search (recall):
     load its embedding model now, in a background thread, while the agent is built."""
     load = getattr(memory.embedder, "load_in_background", None)
-    if callable(load) and memory.experiences(limit=1):
-        load()
+    try:
+        if callable(load) and memory.experiences(limit=1):
+            load()
+    except MemoryStoreError:
+        pass  # a preload only: the search that needs the model reports the store's trouble
 
 
 def make_run_llm(settings: RunSettings, budget: Any, tracer: Any) -> Any:

@@ -122,3 +122,20 @@ def test_an_offline_run_never_loads_the_embedding_model(
     store = Store(f"sqlite:///{out / 'memory.db'}", embedder=None)
     st = store.stats()
     assert st["experiences"] >= 1 and st["candidates"] == 40 and st["vectors_by_model"] == {}
+
+
+def test_a_long_wait_says_what_it_waits_for(capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    from optiforge.memory.embeddings import notice_after
+
+    err = ""
+    with notice_after(0.0, "loading the thing ..."):
+        end = time.monotonic() + 60  # a hang guard: the notice's timer fires meanwhile
+        while not err and time.monotonic() < end:
+            time.sleep(0.05)
+            err += capsys.readouterr().err
+    with notice_after(60.0, "never shown"):
+        pass
+    err += capsys.readouterr().err
+    assert err == "loading the thing ...\n"
