@@ -84,6 +84,23 @@ def _prewarm_llm(model: str, api_base: str | None, replay: Path | None = None) -
     shared().warm(model.strip(), api_base)
 
 
+def _check_provider(model: str, api_base: str | None, replay: Path | None) -> None:
+    """Before a run starts: a missing key, an unknown provider or a dead ``--api-base`` is
+    one line and exit 4 (``optiforge.llm.preflight``), not a failed run a minute later.
+    Not for a cassette replay, which calls no provider."""
+    if replay is not None:
+        return
+    from optiforge.llm.preflight import check_provider
+
+    check_provider(model, api_base)
+
+
+def _check_settings_provider(settings: Any, model: str, api_base: str | None) -> None:
+    """``_check_provider`` again when a --config file chose another model or server."""
+    if (settings.model, settings.api_base) != (model, api_base):
+        _check_provider(settings.model, settings.api_base, settings.replay)
+
+
 def _sandbox_policy(unsafe: bool, backend: str) -> None:
     """Fail fast (one line) when the sandbox cannot contain LLM code; shout when unsafe."""
     from optiforge.sandboxes import UNSAFE_ENV, get_sandbox
@@ -478,6 +495,7 @@ def run(
     overrides: SetOpt = None,
 ) -> None:
     """Run AGENT on one task; writes OUT/summary.json, events.jsonl and a convergence plot."""
+    _check_provider(model, api_base, replay)
     _prewarm_llm(model, api_base, replay)
     _sandbox_policy(unsafe_sandbox, sandbox)
     from optiforge.agents import get_agent
@@ -505,6 +523,7 @@ def run(
         max_usd=max_usd,
         max_wall_s=max_wall_s,
     )
+    _check_settings_provider(settings, model, api_base)
     if resume is not None:
         from optiforge.runs import read_manifest
 
@@ -546,6 +565,9 @@ def run(
     build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
     spec.check_task(task)
     out_dir = Path(out_dir)
+    from optiforge.harness.wallcap import arm_for_command
+
+    arm_for_command(settings.max_wall_s, out_dir)  # a hard cap: see optiforge.harness.wallcap
     err_console.print(
         f"{'resuming' if resume is not None else 'run'} {out_dir}: {spec.name} on "
         f"{task.suite}/{task.name}@{task.split}, model {settings.model}, seed {settings.seed}",
@@ -725,6 +747,7 @@ def eval_cmd(
     overrides: SetOpt = None,
 ) -> None:
     """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
+    _check_provider(model, api_base, replay)
     _prewarm_llm(model, api_base, replay)
     _sandbox_policy(unsafe_sandbox, "local")
     from optiforge.agents import get_agent
@@ -748,6 +771,7 @@ def eval_cmd(
         executor=executor,
         ray_address=ray_address,
     )
+    _check_settings_provider(settings, model, api_base)
     out_dir = out or Path("runs") / new_run_id(f"eval-{spec.name}")
     err_console.print(
         f"eval {out_dir}: {spec.name} on {bench}/{split}, {seeds} seeds, model {settings.model}",
