@@ -101,6 +101,27 @@ def _check_settings_provider(settings: Any, model: str, api_base: str | None) ->
         _check_provider(settings.model, settings.api_base, settings.replay)
 
 
+RUN_MARKERS = ("manifest.json",)
+EVAL_MARKERS = ("eval.json", "results.jsonl")
+
+
+def check_out_dir(out: Path | None, markers: tuple[str, ...] = RUN_MARKERS) -> None:
+    """Refuse an ``--out`` that exists and is neither empty nor an optiforge run (one of
+    ``markers`` in it): a run must not scatter its files into a source tree or a home
+    directory. A run directory itself is for the command's own rules (resume, refuse)."""
+    if out is None or not out.exists():
+        return
+    if not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a directory")
+    if any((out / m).exists() for m in markers):
+        return
+    if next(out.iterdir(), None) is not None:
+        raise ConfigError(
+            f"--out {out}: the directory holds other files and is not an optiforge run "
+            f"(no {' or '.join(markers)}); choose a new or empty directory"
+        )
+
+
 def _sandbox_policy(unsafe: bool, backend: str) -> None:
     """Fail fast (one line) when the sandbox cannot contain LLM code; shout when unsafe."""
     from optiforge.sandboxes import UNSAFE_ENV, get_sandbox
@@ -399,7 +420,9 @@ def _settings(*, config: Path | None, overrides: list[str] | None, **fields: Any
     for key, value in fields.items():
         if value is not None:
             base[key] = value
-    settings = build_config(RunSettings, base=base, overrides=overrides or [], where="settings")
+    where = "settings" if config is None else f"settings from {config}"
+    where += " and --set" if config is not None and overrides else ""
+    settings = build_config(RunSettings, base=base, overrides=overrides or [], where=where)
     from optiforge.llm.local import is_local
 
     if is_local(settings.model) and settings.api_base:
@@ -559,6 +582,7 @@ def run(
             first = get_benchmark(bench).tasks("dev")[0]
             bench = f"{bench}/{first.name}@dev"
         task = resolve_task(bench)
+        check_out_dir(out)
         out_dir = out or Path("runs") / new_run_id(spec.name)
     from optiforge.config import build_config
 
@@ -772,6 +796,7 @@ def eval_cmd(
         ray_address=ray_address,
     )
     _check_settings_provider(settings, model, api_base)
+    check_out_dir(out, EVAL_MARKERS)
     out_dir = out or Path("runs") / new_run_id(f"eval-{spec.name}")
     err_console.print(
         f"eval {out_dir}: {spec.name} on {bench}/{split}, {seeds} seeds, model {settings.model}",

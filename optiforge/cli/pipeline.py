@@ -78,6 +78,7 @@ def pipeline_run(
         _prewarm_llm,
         _sandbox_policy,
         _settings,
+        check_out_dir,
         err_console,
     )
     from optiforge.harness.pipelines import (
@@ -117,6 +118,7 @@ def pipeline_run(
             seed=seed, record=record, replay=replay, cache=cache, workers=workers,
             executor=executor, ray_address=ray_address,
         )  # fmt: skip
+        check_out_dir(out)
         out_dir = out or Path("runs") / new_run_id(f"pipeline-{spec.name}")
         source = str(path)
     _check_provider(settings.model, settings.api_base, settings.replay)
