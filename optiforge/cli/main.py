@@ -203,14 +203,14 @@ def list_pipelines() -> None:
 @list_app.command("benchmarks")
 def list_benchmarks() -> None:
     """Bundled benchmark suites and their task counts per split."""
-    from optiforge.evals.registry import available_benchmarks
+    from optiforge.evals.index import load_index  # stored metadata: no suite is imported
 
     table = Table(title="Benchmarks")
     table.add_column("suite")
     table.add_column("splits")
     table.add_column("description")
-    for name, info in available_benchmarks().items():
-        table.add_row(name, ", ".join(info.splits), info.description)
+    for name, info in load_index()["suites"].items():
+        table.add_row(name, ", ".join(info["splits"]), info["description"])
     list_console.print(table)
 
 
@@ -244,22 +244,24 @@ def list_tasks(
     split: Annotated[str | None, typer.Option(help="Only this split.")] = None,
 ) -> None:
     """Tasks of a suite (or of every suite) per split, as `--bench SUITE/TASK@SPLIT` takes them."""
-    from optiforge.evals.registry import BUILTIN_BENCHMARKS, get_benchmark
+    from optiforge.evals.index import load_index, suite_info  # no suite import, no task built
 
-    names = [bench] if bench else list(BUILTIN_BENCHMARKS)
+    names = [bench] if bench else list(load_index()["suites"])
     table = Table(title="Tasks")
     for col in ("--bench", "metric", "budget"):
         table.add_column(col)
     for name in names:
-        suite = get_benchmark(name)
-        splits = [split] if split else list(suite.splits)
+        suite = suite_info(name)
+        splits = [split] if split else list(suite["splits"])
         for sp in splits:
-            if sp not in suite.splits:
-                raise ConfigError(f"{name} has no split {sp!r} (splits: {', '.join(suite.splits)})")
-            for t in suite.tasks(sp):
-                arrow = "higher" if t.higher_is_better else "lower"
-                table.add_row(f"{name}/{t.name}@{sp}", f"{t.metric} ({arrow} is better)",
-                              str(t.budget or "-"))  # fmt: skip
+            if sp not in suite["splits"]:
+                raise ConfigError(
+                    f"{name} has no split {sp!r} (splits: {', '.join(suite['splits'])})"
+                )
+            for t in suite["tasks"][sp]:
+                arrow = "higher" if t["higher_is_better"] else "lower"
+                table.add_row(f"{name}/{t['name']}@{sp}", f"{t['metric']} ({arrow} is better)",
+                              str(t["budget"] or "-"))  # fmt: skip
     list_console.print(table)
 
 
