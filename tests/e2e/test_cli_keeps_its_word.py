@@ -94,6 +94,36 @@ def test_wall_cap_stops_a_run_whose_provider_never_answers(tmp_path: Path) -> No
     _assert_stopped_by_wall(proc, out)
 
 
+CAPPED_PIPELINE = """
+name: capped
+description: one evolve node under a wall cap
+budget:
+  max_wall_s: 5
+nodes:
+  - id: fit
+    agent: evolve
+    task: funcfit/quadratic@dev
+    budget: 50
+"""
+
+
+@pytest.mark.slow
+def test_pipeline_wall_cap_stops_a_blocked_node(tmp_path: Path) -> None:
+    server = SilentServer()
+    spec = tmp_path / "capped.yaml"
+    spec.write_text(CAPPED_PIPELINE)
+    out = tmp_path / "pipe"
+    try:
+        proc = optiforge("pipeline", "run", str(spec), "--model", "openai/x", "--api-base",
+                         server.url, "--out", str(out), cwd=tmp_path)  # fmt: skip
+    finally:
+        server.close()
+    assert proc.returncode == ExitCode.STOPPED, proc.stderr[-3000:]
+    assert "wall_s" in proc.stderr
+    assert json.loads((out / "manifest.json").read_text())["status"] == "stopped"
+    assert json.loads((out / "summary.json").read_text())["status"] == "stopped"
+
+
 HARD_STOP = """
 import sys, time
 from optiforge.llm.litellm_client import LiteLLM
