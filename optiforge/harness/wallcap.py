@@ -92,6 +92,27 @@ def kill_children() -> None:
                     os.killpg(pid, signal.SIGKILL)
 
 
+def observed_best(run_dir: Path, task_ref: str | None) -> dict[str, Any] | None:
+    """The best passing candidate in ``evaluations.jsonl`` as the search observed it (not
+    re-measured), with the task's direction from the suite index; None if none passed."""
+    from optiforge.evals.index import suite_info
+    from optiforge.runs import read_jsonl
+
+    suite, _, rest = (task_ref or "").partition("/")
+    name, _, split = rest.partition("@")
+    try:
+        tasks = suite_info(suite)["tasks"].get(split, [])
+        higher = next(bool(t["higher_is_better"]) for t in tasks if t["name"] == name)
+    except Exception:  # an unknown task or a damaged index: no observed best
+        return None
+    rows = [r for r in read_jsonl(run_dir / "evaluations.jsonl")
+            if r.get("passed") and isinstance(r.get("value"), int | float)]  # fmt: skip
+    if not rows:
+        return None
+    best = (max if higher else min)(rows, key=lambda r: float(r["value"]))
+    return {"value": float(best["value"]), "id": best.get("id"), "higher_is_better": higher}
+
+
 def mark_stopped(run_dir: Path, reason: str, extra: dict[str, Any] | None = None) -> None:
     """Record a hard stop in ``run_dir``: the manifest's status ``stopped`` with the reason,
     and a ``summary.json`` (when the run wrote none) that says nothing was re-measured."""
@@ -122,8 +143,10 @@ def mark_stopped(run_dir: Path, reason: str, extra: dict[str, Any] | None = None
             "status_reason": reason,
             "stop_reason": reason,
             "hard_stop": True,
+            "observed_best": observed_best(run_dir, cfg.get("task")),
             "note": "ended by the wall-time cap's watchdog: the best candidate was not "
-            "re-measured; the checkpoint holds every finished step (continue with --resume)",
+            "re-measured (observed_best is the search's own value); the checkpoint holds "
+            "every finished step (continue with --resume)",
             **(extra or {}),
         }
         tmp = run_dir / ".summary.json.hardstop"

@@ -127,12 +127,17 @@ def test_hard_stop_records_say_stopped_and_not_remeasured(tmp_path: Path) -> Non
                              config={"agent": "evolve", "task": "funcfit/quadratic@dev",
                                      "settings": {"model": "openai/x"}},
                              seed=0, provider="openai/x")  # fmt: skip
+    rows = [{"id": "a", "passed": True, "value": 3.0}, {"id": "b", "passed": True, "value": 1.0},
+            {"id": "c", "passed": False, "value": None}]  # fmt: skip
+    (rec.run_dir / "evaluations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     mark_stopped(rec.run_dir, "budget exhausted (wall_s): hard stop")
     man = json.loads((rec.run_dir / "manifest.json").read_text())
     assert man["status"] == "stopped" and man["hard_stop"] is True
     summary = json.loads((rec.run_dir / "summary.json").read_text())
     assert summary["status"] == "stopped" and summary["verified"] is False
     assert summary["agent"] == "evolve" and "wall_s" in summary["status_reason"]
+    # what the search saw, labelled as such (funcfit's mse: lower is better)
+    assert summary["observed_best"] == {"value": 1.0, "id": "b", "higher_is_better": False}
     rec.close()
 
 
