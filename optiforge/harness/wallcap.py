@@ -113,9 +113,10 @@ def observed_best(run_dir: Path, task_ref: str | None) -> dict[str, Any] | None:
     return {"value": float(best["value"]), "id": best.get("id"), "higher_is_better": higher}
 
 
-def mark_stopped(run_dir: Path, reason: str, extra: dict[str, Any] | None = None) -> None:
+def mark_stopped(run_dir: Path, reason: str, extra: dict[str, Any] | None = None) -> bool:
     """Record a hard stop in ``run_dir``: the manifest's status ``stopped`` with the reason,
-    and a ``summary.json`` (when the run wrote none) that says nothing was re-measured."""
+    and a ``summary.json`` (when the run wrote none) that says nothing was re-measured.
+    False when there is no run to record it in (the cap came before the run started)."""
     from optiforge.runs import MANIFEST, read_manifest
 
     now = _dt.datetime.now(_dt.UTC).isoformat()
@@ -152,6 +153,7 @@ def mark_stopped(run_dir: Path, reason: str, extra: dict[str, Any] | None = None
         tmp = run_dir / ".summary.json.hardstop"
         tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
         os.replace(tmp, summary)
+    return bool(man)
 
 
 class WallCap:
@@ -170,7 +172,7 @@ class WallCap:
         cap_s: float,
         *,
         started_at: float | None = None,
-        on_hard_stop: Callable[[str], None] | None = None,
+        on_hard_stop: Callable[[str], Any] | None = None,
         exit: Callable[[int], Any] = os._exit,
     ) -> None:
         self.cap_s = float(cap_s)
@@ -218,8 +220,8 @@ class WallCap:
         with contextlib.suppress(BaseException):
             kill_children()
         with contextlib.suppress(BaseException):
-            if self.on_hard_stop is not None:
-                self.on_hard_stop(reason)
+            if self.on_hard_stop is not None and self.on_hard_stop(reason) is False:
+                reason += "; the run had not started: nothing to record"
         with contextlib.suppress(BaseException):
             sys.stderr.write(f"\nstatus: stopped ({reason}) · exit {int(ExitCode.STOPPED)}\n")
             sys.stderr.flush()
@@ -236,9 +238,10 @@ def arm_for_command(
     if cap_s is None:
         return None
 
-    def records(reason: str) -> None:
-        if run_dir is not None:
-            mark_stopped(run_dir, reason, extra() if extra is not None else None)
+    def records(reason: str) -> bool:
+        if run_dir is None:
+            return False
+        return mark_stopped(run_dir, reason, extra() if extra is not None else None)
 
     cap = WallCap(cap_s, on_hard_stop=records).start()
     try:

@@ -2,7 +2,8 @@
 
 Exit codes are the table of ``optiforge.harness.status``. No timed assertions: a cap test
 passes when the run ends (its fake provider blocks for ever) with exit 3, the budget named
-and the records written.
+and the records written. The caps (12 s) leave a loaded machine time to start the run, so
+that there is a run directory to record the stop in.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def test_wall_cap_stops_a_run_whose_provider_never_answers(tmp_path: Path) -> No
     out = tmp_path / "run"
     try:
         proc = optiforge(*RUN, "--budget", "50", "--model", "openai/x", "--api-base",
-                         server.url, "--max-wall-s", "5", "--out", str(out))  # fmt: skip
+                         server.url, "--max-wall-s", "12", "--out", str(out))  # fmt: skip
     finally:
         server.close()
     _assert_stopped_by_wall(proc, out)
@@ -98,7 +99,7 @@ CAPPED_PIPELINE = """
 name: capped
 description: one evolve node under a wall cap
 budget:
-  max_wall_s: 5
+  max_wall_s: 12
 nodes:
   - id: fit
     agent: evolve
@@ -146,7 +147,7 @@ def test_wall_cap_hard_stops_what_cannot_be_cancelled(
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     proc = subprocess.run(
         [sys.executable, "-c", HARD_STOP, *RUN, "--budget", "50", "--model", "openai/x",
-         "--api-base", openai_server.url, "--max-wall-s", "4", "--out", str(out)],
+         "--api-base", openai_server.url, "--max-wall-s", "12", "--out", str(out)],
         capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip
     _assert_stopped_by_wall(proc, out)
