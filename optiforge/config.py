@@ -99,11 +99,20 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; errors name the file."""
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text()) or {}
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except FileNotFoundError as err:
         raise ConfigError(f"config file not found: {p}") from err
+    except IsADirectoryError as err:
+        raise ConfigError(f"config file {p} is a directory, not a YAML file") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"config file {p} is not UTF-8 text (byte {err.start}: {err.reason}); "
+            "is it a YAML file?"
+        ) from err
+    except OSError as err:
+        raise ConfigError(f"config file {p} cannot be read: {err.strerror or err}") from err
     except yaml.YAMLError as err:
-        raise ConfigError(f"{p} is not valid YAML: {err}".splitlines()[0]) from err
+        raise ConfigError(" ".join(f"{p} is not valid YAML: {err}".split())) from err
     if not isinstance(data, dict):
         raise ConfigError(f"{p} must hold a mapping at the top level, not {type(data).__name__}")
     return data

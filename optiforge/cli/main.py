@@ -84,6 +84,44 @@ def _prewarm_llm(model: str, api_base: str | None, replay: Path | None = None) -
     shared().warm(model.strip(), api_base)
 
 
+def _check_provider(model: str, api_base: str | None, replay: Path | None) -> None:
+    """Before a run starts: a missing key, an unknown provider or a dead ``--api-base`` is
+    one line and exit 4 (``optiforge.llm.preflight``), not a failed run a minute later.
+    Not for a cassette replay, which calls no provider."""
+    if replay is not None:
+        return
+    from optiforge.llm.preflight import check_provider
+
+    check_provider(model, api_base)
+
+
+def _check_settings_provider(settings: Any, model: str, api_base: str | None) -> None:
+    """``_check_provider`` again when a --config file chose another model or server."""
+    if (settings.model, settings.api_base) != (model, api_base):
+        _check_provider(settings.model, settings.api_base, settings.replay)
+
+
+RUN_MARKERS = ("manifest.json",)
+EVAL_MARKERS = ("eval.json", "results.jsonl")
+
+
+def check_out_dir(out: Path | None, markers: tuple[str, ...] = RUN_MARKERS) -> None:
+    """Refuse an ``--out`` that exists and is neither empty nor an optiforge run (one of
+    ``markers`` in it): a run must not scatter its files into a source tree or a home
+    directory. A run directory itself is for the command's own rules (resume, refuse)."""
+    if out is None or not out.exists():
+        return
+    if not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a directory")
+    if any((out / m).exists() for m in markers):
+        return
+    if next(out.iterdir(), None) is not None:
+        raise ConfigError(
+            f"--out {out}: the directory holds other files and is not an optiforge run "
+            f"(no {' or '.join(markers)}); choose a new or empty directory"
+        )
+
+
 def _sandbox_policy(unsafe: bool, backend: str) -> None:
     """Fail fast (one line) when the sandbox cannot contain LLM code; shout when unsafe."""
     from optiforge.sandboxes import UNSAFE_ENV, get_sandbox
@@ -165,14 +203,14 @@ def list_pipelines() -> None:
 @list_app.command("benchmarks")
 def list_benchmarks() -> None:
     """Bundled benchmark suites and their task counts per split."""
-    from optiforge.evals.registry import available_benchmarks
+    from optiforge.evals.index import load_index  # stored metadata: no suite is imported
 
     table = Table(title="Benchmarks")
     table.add_column("suite")
     table.add_column("splits")
     table.add_column("description")
-    for name, info in available_benchmarks().items():
-        table.add_row(name, ", ".join(info.splits), info.description)
+    for name, info in load_index()["suites"].items():
+        table.add_row(name, ", ".join(info["splits"]), info["description"])
     list_console.print(table)
 
 
@@ -206,22 +244,24 @@ def list_tasks(
     split: Annotated[str | None, typer.Option(help="Only this split.")] = None,
 ) -> None:
     """Tasks of a suite (or of every suite) per split, as `--bench SUITE/TASK@SPLIT` takes them."""
-    from optiforge.evals.registry import BUILTIN_BENCHMARKS, get_benchmark
+    from optiforge.evals.index import load_index, suite_info  # no suite import, no task built
 
-    names = [bench] if bench else list(BUILTIN_BENCHMARKS)
+    names = [bench] if bench else list(load_index()["suites"])
     table = Table(title="Tasks")
     for col in ("--bench", "metric", "budget"):
         table.add_column(col)
     for name in names:
-        suite = get_benchmark(name)
-        splits = [split] if split else list(suite.splits)
+        suite = suite_info(name)
+        splits = [split] if split else list(suite["splits"])
         for sp in splits:
-            if sp not in suite.splits:
-                raise ConfigError(f"{name} has no split {sp!r} (splits: {', '.join(suite.splits)})")
-            for t in suite.tasks(sp):
-                arrow = "higher" if t.higher_is_better else "lower"
-                table.add_row(f"{name}/{t.name}@{sp}", f"{t.metric} ({arrow} is better)",
-                              str(t.budget or "-"))  # fmt: skip
+            if sp not in suite["splits"]:
+                raise ConfigError(
+                    f"{name} has no split {sp!r} (splits: {', '.join(suite['splits'])})"
+                )
+            for t in suite["tasks"][sp]:
+                arrow = "higher" if t["higher_is_better"] else "lower"
+                table.add_row(f"{name}/{t['name']}@{sp}", f"{t['metric']} ({arrow} is better)",
+                              str(t["budget"] or "-"))  # fmt: skip
     list_console.print(table)
 
 
@@ -382,7 +422,9 @@ def _settings(*, config: Path | None, overrides: list[str] | None, **fields: Any
     for key, value in fields.items():
         if value is not None:
             base[key] = value
-    settings = build_config(RunSettings, base=base, overrides=overrides or [], where="settings")
+    where = "settings" if config is None else f"settings from {config}"
+    where += " and --set" if config is not None and overrides else ""
+    settings = build_config(RunSettings, base=base, overrides=overrides or [], where=where)
     from optiforge.llm.local import is_local
 
     if is_local(settings.model) and settings.api_base:
@@ -478,6 +520,7 @@ def run(
     overrides: SetOpt = None,
 ) -> None:
     """Run AGENT on one task; writes OUT/summary.json, events.jsonl and a convergence plot."""
+    _check_provider(model, api_base, replay)
     _prewarm_llm(model, api_base, replay)
     _sandbox_policy(unsafe_sandbox, sandbox)
     from optiforge.agents import get_agent
@@ -505,6 +548,7 @@ def run(
         max_usd=max_usd,
         max_wall_s=max_wall_s,
     )
+    _check_settings_provider(settings, model, api_base)
     if resume is not None:
         from optiforge.runs import read_manifest
 
@@ -540,12 +584,16 @@ def run(
             first = get_benchmark(bench).tasks("dev")[0]
             bench = f"{bench}/{first.name}@dev"
         task = resolve_task(bench)
+        check_out_dir(out)
         out_dir = out or Path("runs") / new_run_id(spec.name)
     from optiforge.config import build_config
 
     build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
     spec.check_task(task)
     out_dir = Path(out_dir)
+    from optiforge.harness.wallcap import arm_for_command
+
+    arm_for_command(settings.max_wall_s, out_dir)  # a hard cap: see optiforge.harness.wallcap
     err_console.print(
         f"{'resuming' if resume is not None else 'run'} {out_dir}: {spec.name} on "
         f"{task.suite}/{task.name}@{task.split}, model {settings.model}, seed {settings.seed}",
@@ -725,6 +773,7 @@ def eval_cmd(
     overrides: SetOpt = None,
 ) -> None:
     """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
+    _check_provider(model, api_base, replay)
     _prewarm_llm(model, api_base, replay)
     _sandbox_policy(unsafe_sandbox, "local")
     from optiforge.agents import get_agent
@@ -748,6 +797,8 @@ def eval_cmd(
         executor=executor,
         ray_address=ray_address,
     )
+    _check_settings_provider(settings, model, api_base)
+    check_out_dir(out, EVAL_MARKERS)
     out_dir = out or Path("runs") / new_run_id(f"eval-{spec.name}")
     err_console.print(
         f"eval {out_dir}: {spec.name} on {bench}/{split}, {seeds} seeds, model {settings.model}",

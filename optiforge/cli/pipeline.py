@@ -72,11 +72,13 @@ def pipeline_run(
 ) -> None:
     """Run a pipeline end to end: one run directory, one event log, one ledger, one memory."""
     from optiforge.cli.main import (
+        _check_provider,
         _final_status,
         _interrupted,
         _prewarm_llm,
         _sandbox_policy,
         _settings,
+        check_out_dir,
         err_console,
     )
     from optiforge.harness.pipelines import (
@@ -116,8 +118,10 @@ def pipeline_run(
             seed=seed, record=record, replay=replay, cache=cache, workers=workers,
             executor=executor, ray_address=ray_address,
         )  # fmt: skip
+        check_out_dir(out)
         out_dir = out or Path("runs") / new_run_id(f"pipeline-{spec.name}")
         source = str(path)
+    _check_provider(settings.model, settings.api_base, settings.replay)
     _prewarm_llm(settings.model, settings.api_base, settings.replay)
     _sandbox_policy(unsafe_sandbox, settings.sandbox)
     err_console.print(
@@ -155,6 +159,9 @@ def pipeline_run(
             err_console.print(f"  {n}/{info.get('max_evaluations', '?')} evaluations{tail}",
                               highlight=False)  # fmt: skip
 
+    from optiforge.harness.wallcap import arm_for_command
+
+    arm_for_command(spec.budget.max_wall_s, Path(out_dir))  # the file's cap, hard
     try:
         summary = run_pipeline(spec, settings, out_dir, resume=resume is not None, source=source,
                                on_node=on_node, node_progress=node_progress)  # fmt: skip

@@ -79,6 +79,8 @@ def run_status(
     if stop_reason.startswith(_LLM_PREFIX):
         return "failed", stop_reason
     if best_score is None:
+        if stop_reason.startswith(_CAP_PREFIX):  # the cap came before any passing candidate
+            return "stopped", f"{stop_reason}; no candidate passed before it"
         return "failed", "no candidate passed the harness's re-measurement"
     if stop_reason.startswith(_CAP_PREFIX):
         return "stopped", stop_reason

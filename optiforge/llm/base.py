@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from optiforge.errors import (
+    BudgetExceeded,
     ConfigError,
     LLMError,
     LLMProviderError,
@@ -261,7 +262,7 @@ class BaseLLM:
             else:
                 try:
                     reply, attempts = self._send_with_retries(req, tools, merged, json_mode, schema)
-                except LLMError as e:
+                except (LLMError, BudgetExceeded) as e:
                     failed = CallRecord(
                         model=self.model,
                         latency_s=time.monotonic() - t0,
@@ -296,6 +297,11 @@ class BaseLLM:
             try:
                 return self._send(req, tools, params, json_mode, schema), attempts
             except LLMError as e:
+                check_wall = getattr(self.budget, "check_wall", None)
+                if callable(check_wall) and is_retryable(e):
+                    # a timeout may be the wall cap cutting the call (its timeout is clamped
+                    # to the time left): no retry past the cap, the search stops on it
+                    check_wall()
                 if not is_retryable(e) or attempts > self.max_retries:
                     e.attempts = attempts  # type: ignore[attr-defined]
                     if attempts > 1 and e.args:

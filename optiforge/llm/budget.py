@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from optiforge import deadline
 from optiforge.errors import BudgetExceeded
 from optiforge.llm.types import CallRecord
 
@@ -111,6 +112,28 @@ class Budget:
                 used=elapsed,
                 cap=c.max_wall_s,
             )
+        if deadline.expired():  # the command's cap (counted from its start: ``deadline``)
+            raise BudgetExceeded(
+                f"wall-time budget exhausted: the command's --max-wall-s "
+                f"{c.max_wall_s if c.max_wall_s is not None else '?'} s is up",
+                limit="wall_s",
+                used=elapsed,
+                cap=c.max_wall_s or 0.0,
+            )
+
+    def check_wall(self) -> None:
+        """Raise ``BudgetExceeded`` once the wall-time cap (or the command's deadline) is up."""
+        with self._lock:
+            self._check_wall_locked()
+
+    def wall_remaining_s(self) -> float | None:
+        """Seconds left under the wall-time cap and the command's deadline (None: neither),
+        to clamp a call's or an evaluation's timeout."""
+        cap = self.config.max_wall_s
+        left = [x for x in (deadline.remaining_s(),) if x is not None]
+        if cap is not None:
+            left.append(cap - self.elapsed_s)
+        return min(left) if left else None
 
     def check_before_call(self) -> None:
         """Raise ``BudgetExceeded`` if one more LLM call would exceed a cap."""

@@ -265,10 +265,14 @@ class LiteLLM(BaseLLM):
         json_mode: bool,
         schema: type[BaseModel] | None = None,
     ) -> ProviderReply:
+        # a wall cap (``--max-wall-s``) cuts the call in flight: at most the time left
+        wall_left = getattr(self.budget, "wall_remaining_s", None)
+        left = wall_left() if callable(wall_left) else None
+        timeout = self.timeout_s if left is None else max(0.01, min(self.timeout_s, left))
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
-            "timeout": self.timeout_s,
+            "timeout": timeout,
             "num_retries": 0,  # our retries are the only ones
             "max_retries": 0,  # ... including the openai client's
             **params,
@@ -292,7 +296,7 @@ class LiteLLM(BaseLLM):
 
         # the child enforces the timeout; this bound only catches a child that hangs
         reply = shared().call("complete", {"kwargs": kwargs, "model": self.model},
-                              self.timeout_s + 60.0)  # fmt: skip
+                              timeout + (60.0 if left is None else 2.0))  # fmt: skip
         return ProviderReply.model_validate(reply)
 
 

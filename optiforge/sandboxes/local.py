@@ -603,6 +603,10 @@ class LocalSandbox:
         """Run ``cmd`` in a fresh work dir; see ``Sandbox.run``. The work dir is deleted after."""
         argv = normalize_cmd(cmd)
         check_limits(timeout_s, memory_mb)
+        from optiforge import deadline
+
+        # a wall cap (``--max-wall-s``): a candidate still running at the deadline is killed
+        timeout_s = deadline.clamp(timeout_s)
         if self.warm_active() and not network and self._warm_eligible(argv, env):
             from optiforge.sandboxes.warm import WarmUnavailable
 

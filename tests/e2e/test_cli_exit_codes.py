@@ -89,17 +89,16 @@ def test_finished_run_exits_0_and_shows_the_best_candidate(tmp_path: Path) -> No
     assert json.loads((out / "best" / "lineage.json").read_text())[0]["origin"] == "seed"
 
 
-def test_missing_key_fails_at_once_with_exit_1(tmp_path: Path) -> None:
-    """No OPENAI_API_KEY: one attempt (no 25 s of retries), status failed, exit 1."""
+def test_missing_key_fails_before_the_run_with_exit_4(tmp_path: Path) -> None:
+    """No OPENAI_API_KEY: one line before anything runs (no run directory), exit 4."""
     out = tmp_path / "run"
     proc = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "4",
                      "--memory", "none", "--model", "openai/gpt-4o-mini", "--out", str(out))  # fmt: skip
-    assert proc.returncode == ExitCode.FAILED, proc.stderr[-2000:]
-    line = status_line(proc)
-    assert line.startswith("status: failed") and "LLMAuthError" in line
-    assert "OPENAI_API_KEY" in line and "attempts" not in line
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["status"] == "failed"
+    assert proc.returncode == ExitCode.ENVIRONMENT, proc.stderr[-2000:]
+    assert error_lines(proc) == proc.stderr.strip().splitlines()
+    assert len(error_lines(proc)) == 1
+    assert "LLMAuthError" in proc.stderr and "OPENAI_API_KEY" in proc.stderr
+    assert not out.exists()
 
 
 def test_local_server_with_no_key_runs(tmp_path: Path, openai_server: OpenAICompatServer) -> None:
@@ -125,10 +124,15 @@ def test_cassette_miss_is_a_failed_run(tmp_path: Path) -> None:
     assert "CassetteMiss" in status_line(proc)
 
 
-def test_eval_whose_agent_runs_all_failed_exits_1(tmp_path: Path) -> None:
+def test_eval_whose_agent_runs_all_failed_exits_1(
+    tmp_path: Path, openai_server: OpenAICompatServer
+) -> None:
+    # a server that refuses the key: the check before the run passes (it listens), the
+    # agent's calls fail
+    openai_server.default = {"status": 401, "error": "invalid api key"}
     proc = optiforge("eval", "evolve", "--tasks", "quadratic", "--seeds", "1", "--budget", "3",
-                     "--memory", "none", "--model", "openai/gpt-4o-mini", "--baselines", "seed",
-                     "--out", str(tmp_path / "ev"))  # fmt: skip
+                     "--memory", "none", "--model", "openai/x", "--api-base", openai_server.url,
+                     "--baselines", "seed", "--out", str(tmp_path / "ev"))  # fmt: skip
     assert proc.returncode == ExitCode.FAILED, proc.stderr[-2000:]
     assert status_line(proc).startswith("status: failed (all 1 evolve runs failed)")
 

@@ -858,8 +858,8 @@ def select_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]
             done, reason = True, f"no improvement in {stale} rounds"
         elif dup_rounds >= config.max_duplicate_rounds:
             done, reason = True, f"{dup_rounds} rounds without a new candidate"
-        elif _budget_spent(ctx):
-            done, reason = True, "budget exhausted"
+        elif spent := _budget_spent(ctx):
+            done, reason = True, f"budget exhausted ({spent})"
         if done and ahead_proposed:  # round+1 is submitted (paid for): evaluate it first
             done, draining = False, True
     if done:
@@ -1012,15 +1012,16 @@ def _check_sandbox_budget(ctx: RunContext) -> None:
         ctx.budget.check_sandbox()
 
 
-def _budget_spent(ctx: RunContext) -> bool:
+def _budget_spent(ctx: RunContext) -> str | None:
+    """The cap that is spent (``calls``, ``usd``, ``wall_s``, ...), None while none is."""
     if ctx.budget is None:
-        return False
+        return None
     try:
         ctx.budget.check_before_call()
         ctx.budget.check_sandbox()
-    except BudgetExceeded:
-        return True
-    return False
+    except BudgetExceeded as err:
+        return str(err.limit or "budget")
+    return None
 
 
 def _remember(ctx: RunContext, problem: SearchProblem, evaluated: list[dict[str, Any]]) -> None:
