@@ -520,6 +520,7 @@ def run(
         ref = cfg.get("task") or ""
         task = resolve_task(ref)
         out_dir = resume
+        settings = _resumed_settings(cfg, settings)
         if force_restart:
             from optiforge.config import RunSettings
 
@@ -560,6 +561,20 @@ def run(
     plot = write_run_plot(summary, out_dir)
     _print_run_summary(summary, out_dir, plot)
     raise typer.Exit(_final_status(summary, out_dir))
+
+
+def _resumed_settings(cfg: dict[str, Any], settings: Any) -> Any:
+    """A resumed run's own settings (header, progress total); warn about ignored flags."""
+    from optiforge.cli.resume import resume_warning
+    from optiforge.harness.resume import resumed_settings
+
+    recorded = cfg.get("settings")
+    warning = resume_warning(recorded or {})
+    if warning:
+        err_console.print(f"[yellow]warning[/]: {warning}", highlight=False, soft_wrap=True)
+    kept = resumed_settings(recorded, settings)
+    _prewarm_llm(kept.model, kept.api_base, kept.replay)  # the recorded model, not the flag's
+    return kept
 
 
 def _interrupted(command: str, out_dir: Path, note: str = "") -> NoReturn:
@@ -605,7 +620,11 @@ def _run_with_progress(
             parts = [f"observed best {best:.5g}"] if isinstance(best, float) else []
             if info.get("llm_calls"):
                 parts.append(f"{info['llm_calls']} LLM calls, {_cost(info)}")
-            prog.update(bar, completed=info.get("evaluations", 0), info=" · ".join(parts))
+            # the agent's own count of what it may spend (rounds, a clamped budget) when it
+            # reports one, so the bar's total is the unit of its counter
+            total = info.get("max_evaluations")
+            prog.update(bar, completed=info.get("evaluations", 0), info=" · ".join(parts),
+                        **({"total": total} if isinstance(total, int) and total > 0 else {}))  # fmt: skip
 
         return run_task(spec, task, settings, out_dir, resume=resume, progress=progress)  # type: ignore[no-any-return]
 

@@ -29,6 +29,7 @@ from optiforge.evals.registry import get_benchmark
 from optiforge.evals.stats import mean_ci95
 from optiforge.harness.best import write_best
 from optiforge.harness.context import build_context, close_context
+from optiforge.harness.resume import resumed_settings
 from optiforge.harness.status import eval_status, run_status
 from optiforge.runs import RunRecorder, read_jsonl, read_manifest, to_json_line
 
@@ -96,7 +97,8 @@ def run_task(
     if resume and (out / "manifest.json").exists():
         recorder = RunRecorder.open(out)
         cfg = read_manifest(out).get("config", {})
-        settings = RunSettings.model_validate(cfg.get("settings", settings.model_dump(mode="json")))
+        # the recorded run's settings; a resume may change only its spending caps
+        settings = resumed_settings(cfg.get("settings"), settings)
     else:
         if (out / SUMMARY).exists() and not resume:
             raise ConfigError(
