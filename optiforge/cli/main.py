@@ -560,7 +560,14 @@ def run(
         _interrupted(f"optiforge run {spec.name} --resume {out_dir}", out_dir)
     plot = write_run_plot(summary, out_dir)
     _print_run_summary(summary, out_dir, plot)
+    _print_notes(summary)
     raise typer.Exit(_final_status(summary, out_dir))
+
+
+def _print_notes(summary: dict[str, Any]) -> None:
+    """The run's notes (``summary.json``'s ``notes``: what the budget changed), as warnings."""
+    for note in summary.get("notes") or []:
+        err_console.print(f"[yellow]warning[/]: {note}", highlight=False, soft_wrap=True)
 
 
 def _resumed_settings(cfg: dict[str, Any], settings: Any) -> Any:

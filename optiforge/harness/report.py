@@ -789,6 +789,10 @@ def _run_view(d: Path, summary: dict[str, Any], finished: bool) -> dict[str, Any
                     best_code = _compact_json(payload)
                     if isinstance(payload, dict):
                         best_fields = {str(k): _shape(v) for k, v in payload.items()}
+                        # a candidate that is data plus the model it was searched for (Kernel
+                        # Discovery's BO trace and its kernel): the model is what was found
+                        if isinstance(payload.get("kernel"), str):
+                            best_code = payload["kernel"]
             break
     best_ids: list[str] = []
     lineage = _read_json(d / "best" / "lineage.json")

@@ -152,7 +152,9 @@ def run_task(
             b_out = spec.baselines[baseline_name](task, ctx, budget, config)
             baseline_score, _, b_verification = _verify(task, b_out, ctx)
             baseline_trace = _harness_trace(b_verification) or b_out.trace
-        status, status_reason = run_status(value, outcome.stop_reason, outcome.failure)
+        status, status_reason = run_status(
+            value, outcome.stop_reason, outcome.failure, outcome.llm_proposals
+        )
         summary = {
             "agent": spec.name,
             "method": method,
@@ -177,6 +179,10 @@ def run_task(
             "sandbox_s": float(spent("sandbox_s")),
             "wall_s": round(time.perf_counter() - t0, 3),
             "stop_reason": outcome.stop_reason,
+            # the LLM's proposals as the agent counts them ({"made", "valid"}; None: no count)
+            "llm_proposals": outcome.llm_proposals,
+            # what the budget or the agent changed about what was measured (one line each)
+            "notes": list(outcome.notes),
             "status": status,
             "status_reason": status_reason,
             # The harness's own best-so-far curve when the task re-measures one (e.g. noiseless

@@ -192,6 +192,9 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             best_candidate={"tools": pool, "calls": state.get("calls") or {}},
             claimed_value=len(built) / max(len(builds), 1), n_evaluations=int(state.get("spent", 0)),
             stop_reason="episode done" if state.get("done") else "stopped", failure=failure,
+            notes=[f"budget {limit} validations < {len(builds)} build tasks: at most {limit} tools "
+                   f"can be built (the templates baseline is limited to the same first {limit})"]
+            if config.build and limit < len(builds) else [],
             extra={"pool": [t["name"] for t in pool], "built": len(built), "build_tasks": len(builds),
                    "rollouts": log[-60:], **means, "errors": (state.get("errors") or [])[-5:]},
         )  # fmt: skip
