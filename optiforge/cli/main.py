@@ -615,25 +615,13 @@ def _run_with_progress(
     from optiforge.harness.runner import run_budget, run_task
 
     with prog:
-        bar = prog.add_task(
-            f"{spec.name} on {task.suite}/{task.name}",
-            total=run_budget(task, spec, settings),
-            info="",
-        )
+        from optiforge.cli.run_progress import RunBars
 
-        def progress(info: dict[str, Any]) -> None:
-            best = info.get("best")
-            # the agent's own observation; the final table shows the harness's re-measurement
-            parts = [f"observed best {best:.5g}"] if isinstance(best, float) else []
-            if info.get("llm_calls"):
-                parts.append(f"{info['llm_calls']} LLM calls, {_cost(info)}")
-            # the agent's own count of what it may spend (rounds, a clamped budget) when it
-            # reports one, so the bar's total is the unit of its counter
-            total = info.get("max_evaluations")
-            prog.update(bar, completed=info.get("evaluations", 0), info=" · ".join(parts),
-                        **({"total": total} if isinstance(total, int) and total > 0 else {}))  # fmt: skip
-
-        return run_task(spec, task, settings, out_dir, resume=resume, progress=progress)  # type: ignore[no-any-return]
+        progress = RunBars(prog, f"{spec.name} on {task.suite}/{task.name}",
+                           run_budget(task, spec, settings), _cost)  # fmt: skip
+        summary = run_task(spec, task, settings, out_dir, resume=resume, progress=progress)
+        progress.finish()
+        return summary  # type: ignore[no-any-return]
 
 
 def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None) -> None:

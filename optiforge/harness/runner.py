@@ -145,11 +145,14 @@ def run_task(
             outcome = run.outcome(final.state, ctx)
         else:
             outcome = spec.baselines[method](task, ctx, budget, config)
+        _phase(ctx, "re-measuring the best candidate", "in a fresh sandbox")
         value, passed, verification = _verify(task, outcome, ctx)
         baseline_name, baseline_score, baseline_trace = None, None, None
         if with_baseline and method == spec.name and spec.primary_baseline:
             baseline_name = spec.primary_baseline
+            _phase(ctx, f"baseline {baseline_name}", f"a budget of {budget} evaluations")
             b_out = spec.baselines[baseline_name](task, ctx, budget, config)
+            _phase(ctx, f"re-measuring baseline {baseline_name}", "in a fresh sandbox")
             baseline_score, _, b_verification = _verify(task, b_out, ctx)
             baseline_trace = _harness_trace(b_verification) or b_out.trace
         status, status_reason = run_status(
@@ -205,6 +208,13 @@ def run_task(
         raise
     finally:
         close_context(ctx)
+
+
+def _phase(ctx: RunContext, name: str, status: str) -> None:
+    """Tell the progress display that a new wait starts (the CLI opens a bar for it): the
+    re-measurement and the baseline run after the agent's bar is full, for up to minutes."""
+    if ctx.progress is not None:
+        ctx.progress({"phase": name, "status": status})
 
 
 def _harness_trace(verification: dict[str, Any]) -> list[float | None] | None:
