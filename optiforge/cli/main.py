@@ -620,7 +620,7 @@ def _run_with_progress(
         progress = RunBars(prog, f"{spec.name} on {task.suite}/{task.name}",
                            run_budget(task, spec, settings), _cost)  # fmt: skip
         summary = run_task(spec, task, settings, out_dir, resume=resume, progress=progress)
-        progress.finish()
+        progress.finish(summary.get("n_evaluations"))
         return summary  # type: ignore[no-any-return]
 
 

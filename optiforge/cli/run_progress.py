@@ -20,11 +20,20 @@ class RunBars:
     ) -> None:
         self.prog, self.cost = prog, cost
         self.bar = prog.add_task(title, total=total, info="")
+        self.agent_bar = self.bar
         self.phase: tuple[Any, str, bool] | None = None
         """The open phase's bar, its status text, whether it reported counts of its own."""
 
-    def finish(self) -> None:
-        """Close the open phase's bar: one wait done (its own counts, when it had any)."""
+    def finish(self, n_evaluations: int | None = None) -> None:
+        """Close the open phase's bar: one wait done (its own counts, when it had any).
+
+        ``n_evaluations``: the run's count in its summary; the agent's bar then shows it (an
+        agent that reports no progress left its bar at 0 while the table counted them).
+        """
+        if n_evaluations is not None:
+            task = next(t for t in self.prog.tasks if t.id == self.agent_bar)
+            total = max(int(task.total or 0), n_evaluations)
+            self.prog.update(self.agent_bar, completed=n_evaluations, total=total or None)
         if self.phase is None:
             return
         bar, status, counted = self.phase

@@ -42,3 +42,11 @@ def test_run_bars_open_one_bar_per_phase_and_close_it() -> None:
     assert (baseline.completed, baseline.total) == (4, 10)  # its own count, not a full bar
     assert (remeasure.completed, remeasure.total) == (1, 1)
     assert str(baseline.fields["info"]).endswith("done")
+
+
+def test_the_agent_bar_ends_at_the_summary_count() -> None:
+    """An agent that reports no progress left its bar at 0/N while the table said N."""
+    prog = Progress(disable=True)
+    bars = RunBars(prog, "agent", 30, lambda info: "$0")
+    bars.finish(30)
+    assert (prog.tasks[0].completed, prog.tasks[0].total) == (30, 30)
