@@ -121,6 +121,8 @@ def run_task(
     t0 = time.perf_counter()
     warm = tuple(getattr(task, "warm_modules", None) or ())
     ctx = build_context(settings, recorder, spec.name, llm=llm, warm=warm, budget=budget, tee=tee)
+    # a shared ledger's owner (a pipeline) restores it on a resume, from its event log
+    ctx.ledger_restored = budget is not None
     # a shared ledger (a pipeline) already holds other runs' spend: count this run's share
     snap0 = ctx.budget.snapshot() if ctx.budget is not None else {}
 

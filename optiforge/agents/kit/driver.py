@@ -215,7 +215,8 @@ def run_graph(
                 resumed, initial = True, None  # continue from the last checkpoint
                 # the spend that bought this state: the summary and the caps count it
                 meta = snapshot.metadata or {}
-                _restore_ledger(ctx.budget, meta.get(LEDGER_KEY))
+                if not ctx.ledger_restored:
+                    _restore_ledger(ctx.budget, meta.get(LEDGER_KEY))
                 saved = meta.get(PROGRESS_KEY)
                 if isinstance(saved, dict) and saved and ctx.progress is not None:
                     ctx.progress(dict(saved))  # the bar starts at the evaluations done
