@@ -564,6 +564,7 @@ def run(
         ref = cfg.get("task") or ""
         task = resolve_task(ref)
         out_dir = resume
+        settings = _resumed_settings(cfg, settings)
         if force_restart:
             from optiforge.config import RunSettings
 
@@ -607,7 +608,28 @@ def run(
         _interrupted(f"optiforge run {spec.name} --resume {out_dir}", out_dir)
     plot = spawn_run_plot(summary, out_dir)  # drawn in a process of its own: exit now
     _print_run_summary(summary, out_dir, plot)
+    _print_notes(summary)
     raise typer.Exit(_final_status(summary, out_dir))
+
+
+def _print_notes(summary: dict[str, Any]) -> None:
+    """The run's notes (``summary.json``'s ``notes``: what the budget changed), as warnings."""
+    for note in summary.get("notes") or []:
+        err_console.print(f"[yellow]warning[/]: {note}", highlight=False, soft_wrap=True)
+
+
+def _resumed_settings(cfg: dict[str, Any], settings: Any) -> Any:
+    """A resumed run's own settings (header, progress total); warn about ignored flags."""
+    from optiforge.cli.resume import resume_warning
+    from optiforge.harness.resume import resumed_settings
+
+    recorded = cfg.get("settings")
+    warning = resume_warning(recorded or {})
+    if warning:
+        err_console.print(f"[yellow]warning[/]: {warning}", highlight=False, soft_wrap=True)
+    kept = resumed_settings(recorded, settings)
+    _prewarm_llm(kept.model, kept.api_base, kept.replay)  # the recorded model, not the flag's
+    return kept
 
 
 def _interrupted(command: str, out_dir: Path, note: str = "") -> NoReturn:
@@ -641,21 +663,13 @@ def _run_with_progress(
     from optiforge.harness.runner import run_budget, run_task
 
     with prog:
-        bar = prog.add_task(
-            f"{spec.name} on {task.suite}/{task.name}",
-            total=run_budget(task, spec, settings),
-            info="",
-        )
+        from optiforge.cli.run_progress import RunBars
 
-        def progress(info: dict[str, Any]) -> None:
-            best = info.get("best")
-            # the agent's own observation; the final table shows the harness's re-measurement
-            parts = [f"observed best {best:.5g}"] if isinstance(best, float) else []
-            if info.get("llm_calls"):
-                parts.append(f"{info['llm_calls']} LLM calls, {_cost(info)}")
-            prog.update(bar, completed=info.get("evaluations", 0), info=" · ".join(parts))
-
-        return run_task(spec, task, settings, out_dir, resume=resume, progress=progress)  # type: ignore[no-any-return]
+        progress = RunBars(prog, f"{spec.name} on {task.suite}/{task.name}",
+                           run_budget(task, spec, settings), _cost)  # fmt: skip
+        summary = run_task(spec, task, settings, out_dir, resume=resume, progress=progress)
+        progress.finish(summary.get("n_evaluations"))
+        return summary  # type: ignore[no-any-return]
 
 
 def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None) -> None:

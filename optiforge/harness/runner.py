@@ -30,6 +30,7 @@ from optiforge.evals.registry import get_benchmark
 from optiforge.evals.stats import mean_ci95
 from optiforge.harness.best import write_best
 from optiforge.harness.context import build_context, close_context
+from optiforge.harness.resume import resumed_settings
 from optiforge.harness.status import eval_status, run_status
 from optiforge.runs import RunRecorder, read_jsonl, read_manifest, to_json_line
 
@@ -97,7 +98,8 @@ def run_task(
     if resume and (out / "manifest.json").exists():
         recorder = RunRecorder.open(out)
         cfg = read_manifest(out).get("config", {})
-        settings = RunSettings.model_validate(cfg.get("settings", settings.model_dump(mode="json")))
+        # the recorded run's settings; a resume may change only its spending caps
+        settings = resumed_settings(cfg.get("settings"), settings)
     else:
         if (out / SUMMARY).exists() and not resume:
             raise ConfigError(
@@ -120,6 +122,8 @@ def run_task(
     t0 = time.perf_counter()
     warm = tuple(getattr(task, "warm_modules", None) or ())
     ctx = build_context(settings, recorder, spec.name, llm=llm, warm=warm, budget=budget, tee=tee)
+    # a shared ledger's owner (a pipeline) restores it on a resume, from its event log
+    ctx.ledger_restored = budget is not None
     # a shared ledger (a pipeline) already holds other runs' spend: count this run's share
     snap0 = ctx.budget.snapshot() if ctx.budget is not None else {}
 
@@ -144,6 +148,7 @@ def run_task(
             outcome = run.outcome(final.state, ctx)
         else:
             outcome = spec.baselines[method](task, ctx, budget, config)
+        _phase(ctx, "re-measuring the best candidate", "in a fresh sandbox")
         with deadline.harness_grace():  # a wall cap leaves the re-measurement its margin
             value, passed, verification = _verify(task, outcome, ctx)
         baseline_name, baseline_score, baseline_trace = None, None, None
@@ -151,10 +156,14 @@ def run_task(
             with_baseline = False
         if with_baseline and method == spec.name and spec.primary_baseline:
             baseline_name = spec.primary_baseline
+            _phase(ctx, f"baseline {baseline_name}", f"a budget of {budget} evaluations")
             b_out = spec.baselines[baseline_name](task, ctx, budget, config)
+            _phase(ctx, f"re-measuring baseline {baseline_name}", "in a fresh sandbox")
             baseline_score, _, b_verification = _verify(task, b_out, ctx)
             baseline_trace = _harness_trace(b_verification) or b_out.trace
-        status, status_reason = run_status(value, outcome.stop_reason, outcome.failure)
+        status, status_reason = run_status(
+            value, outcome.stop_reason, outcome.failure, outcome.llm_proposals
+        )
         summary = {
             "agent": spec.name,
             "method": method,
@@ -179,6 +188,10 @@ def run_task(
             "sandbox_s": float(spent("sandbox_s")),
             "wall_s": round(time.perf_counter() - t0, 3),
             "stop_reason": outcome.stop_reason,
+            # the LLM's proposals as the agent counts them ({"made", "valid"}; None: no count)
+            "llm_proposals": outcome.llm_proposals,
+            # what the budget or the agent changed about what was measured (one line each)
+            "notes": list(outcome.notes),
             "status": status,
             "status_reason": status_reason,
             # The harness's own best-so-far curve when the task re-measures one (e.g. noiseless
@@ -201,6 +214,13 @@ def run_task(
         raise
     finally:
         close_context(ctx)
+
+
+def _phase(ctx: RunContext, name: str, status: str) -> None:
+    """Tell the progress display that a new wait starts (the CLI opens a bar for it): the
+    re-measurement and the baseline run after the agent's bar is full, for up to minutes."""
+    if ctx.progress is not None:
+        ctx.progress({"phase": name, "status": status})
 
 
 def _harness_trace(verification: dict[str, Any]) -> list[float | None] | None:

@@ -62,8 +62,24 @@ _CAP_PREFIX = "budget exhausted"
 _LLM_PREFIX = "LLM error"
 
 
+def llm_proposals_failure(counts: dict[str, int] | None) -> str | None:
+    """Why a run failed when its LLM proposed and not one proposal was valid, else None.
+
+    ``counts``: ``AgentOutcome.llm_proposals`` (``{"made", "valid"}``), None when the agent
+    does not count or no LLM proposed.
+    """
+    if not counts or int(counts.get("made") or 0) <= 0 or int(counts.get("valid") or 0) > 0:
+        return None
+    return (
+        f"0 of {int(counts['made'])} LLM proposals were valid: the result owes nothing to the model"
+    )
+
+
 def run_status(
-    best_score: float | None, stop_reason: str, failure: str | None = None
+    best_score: float | None,
+    stop_reason: str,
+    failure: str | None = None,
+    llm_proposals: dict[str, int] | None = None,
 ) -> tuple[str, str]:
     """``(status, reason)`` of one finished ``run_task``.
 
@@ -73,7 +89,10 @@ def run_status(
         stop_reason: why the agent stopped (``AgentOutcome.stop_reason``).
         failure: the agent's own verdict that its run failed although it returned a
             candidate (``AgentOutcome.failure``), e.g. every LLM proposal was invalid.
+        llm_proposals: the agent's count of its LLM proposals (``llm_proposals_failure``):
+            the same verdict for every agent that counts, whether or not it says so itself.
     """
+    failure = failure or llm_proposals_failure(llm_proposals)
     if failure:
         return "failed", failure
     if stop_reason.startswith(_LLM_PREFIX):

@@ -293,3 +293,29 @@ def test_runs_pin_one_blas_thread_unless_told(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr[-2000:]
         threads = json.loads((out / "manifest.json").read_text())["threads"]
         assert threads["OMP_NUM_THREADS"] == want
+
+
+def test_resume_keeps_the_recorded_model_and_names_ignored_flags(
+    tmp_path: Path, openai_server: OpenAICompatServer
+) -> None:
+    """--resume prints the run's own model (not 'offline'), names the flags it ignores in
+    one warning line, honours a spending cap, and keeps the LLM ledger (issue 42)."""
+    openai_server.default = {"content": GOOD}
+    out = tmp_path / "run"
+    first = optiforge("run", "evolve", "--bench", "funcfit/quadratic", "--budget", "3",
+                      "--memory", "none", "--model", "openai/local", "--api-base",
+                      openai_server.url, "--out", str(out))  # fmt: skip
+    assert first.returncode == ExitCode.FINISHED, first.stderr[-2000:]
+    before = json.loads((out / "summary.json").read_text())
+    assert before["llm_calls"] >= 1
+    again = optiforge("run", "evolve", "--resume", str(out), "--budget", "9", "--seed", "4",
+                      "--max-llm-calls", "50")  # fmt: skip
+    assert again.returncode == ExitCode.FINISHED, again.stderr[-2000:]
+    header = next(ln for ln in again.stderr.splitlines() if ln.startswith("resuming "))
+    assert "model openai/local" in header and "seed 0" in header
+    (warning,) = [ln for ln in again.stderr.splitlines() if ln.startswith("warning: --resume")]
+    assert "--budget (kept: 3)" in warning and "--seed (kept: 0)" in warning
+    assert "ignored --max-llm-calls" not in warning and "--max-llm-calls" in warning
+    summary = json.loads((out / "summary.json").read_text())
+    for key in ("llm_calls", "tokens", "n_evaluations"):
+        assert summary[key] == before[key], key

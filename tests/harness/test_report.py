@@ -58,7 +58,9 @@ def test_run_report_shows_status_best_code_lineage_evaluations_and_plot(run_dir:
     config = _section(page, "config")
     assert "<dt>budget</dt><dd>5</dd>" in config and "<dt>memory</dt><dd>none</dd>" in config
     # headline: the re-measured best, the claim, the baseline, and why they differ
-    assert "re-measured best (best_score)" in page and "agent's claim" in page
+    # the headline names the metric and its direction
+    assert "mse, re-measured (lower is better)" in page and "agent's claim" in page
+    assert "bookkeeping is off" not in page  # the claim is the best the agent observed
     assert "The harness re-measures" in page
     assert report._fmt(summary["baseline_score"], 6) in page
     # the best candidate's code, escaped
@@ -232,3 +234,24 @@ def test_a_real_llm_run_shows_its_prompts_and_replies(tmp_path: Path) -> None:
     assert "events.jsonl" in llm and "not recorded" not in llm
     assert "scripted &lt;reply&gt;" in llm  # the reply, escaped
     assert "You improve Python programs" in llm  # the system prompt the agent sent
+
+
+def test_bookkeeping_warning_only_when_the_claim_is_not_the_agents_own_best(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """A noisy task's re-measurement differs from a consistent claim: a note, not the
+    "bookkeeping is off" flag; a claim that is not the agent's own best gets the flag."""
+    import shutil
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    noisy = tmp_path / "noisy"
+    shutil.copytree(run_dir, noisy)
+    s = {**summary, "best_score": summary["claimed_score"] * 1.5 + 1.0}  # a fresh noise draw
+    (noisy / "summary.json").write_text(json.dumps(s))
+    page = render_report(noisy).read_text()
+    assert "bookkeeping is off" not in page and "noise-free or a fresh draw" in page
+    off = tmp_path / "off"
+    shutil.copytree(run_dir, off)
+    s = {**summary, "claimed_score": summary["claimed_score"] * 0.5 - 1.0}
+    (off / "summary.json").write_text(json.dumps(s))
+    assert "bookkeeping is off" in render_report(off).read_text()

@@ -205,6 +205,9 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
 
         ctx: RunContext = runtime.context
         bank = {k: s for k, s in SEED_BANK.items() if config.seeds is None or k in config.seeds}
+        if ctx.progress:  # the sandbox runs before round 1 take tens of seconds: say so
+            ctx.progress({"evaluations": 0, "max_evaluations": rounds_max,
+                          "status": f"running the {len(bank)} seed programs in the sandbox"})  # fmt: skip
         fit, val, errors = refit(ctx, bank, None, config.router_steps)
         if fit is None:
             raise RuntimeError(f"the seed bank does not run: {errors}")
@@ -222,6 +225,9 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         coefs = {k: dict(v) for k, v in state["coefs"].items()}
         history, errors = list(state.get("history", [])), list(state.get("errors", []))
         rounds = int(state.get("rounds", 0)) + 1
+        if ctx.progress:
+            ctx.progress({"evaluations": rounds - 1, "max_evaluations": rounds_max,
+                          "status": f"round {rounds}: the bank's runs in the sandbox"})  # fmt: skip
         tr, va, _ = scores.data(ctx, bank)
         # ---- block I, numerical half: router gradient steps on the current bank
         f1 = fit_router(tr, max(50, config.router_steps // 3), config.router_lr, fit, seed=ctx.seed)

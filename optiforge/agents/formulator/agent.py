@@ -80,13 +80,20 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
     g.add_edge("formulate", "revise")
     g.add_edge("revise", END)
 
+    # A formulation is scored by the instance's own optimization run (``Task.evaluate``),
+    # whose budget the benchmark fixes: a different ``--budget`` is not spent, and says so.
+    spent = getattr(task, "budget", None)
+    notes = ([f"--budget {budget} is not used: a formulation is scored by the instance's own "
+              f"optimization run of {spent} evaluations"]
+             if budget is not None and spent is not None and int(budget) != int(spent) else [])  # fmt: skip
+
     def outcome(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
         form = state.get("formulation") or None
         return AgentOutcome(
             best_candidate=form, n_evaluations=0, stop_reason="formulated" if form else "no formulation",
-            failure=state.get("error"),
+            failure=state.get("error"), notes=notes,
             extra={"formulation": form, "by": state.get("by"), "reasks": state.get("reasks", 0),
-                   "pilot": state.get("pilot")},
+                   "pilot": state.get("pilot"), "budget": spent, "budget_asked": budget},
         )  # fmt: skip
 
     return AgentRun(graph=g, outcome=outcome, what="a formulator run",

@@ -105,6 +105,7 @@ from optiforge.agents.kit import (
     run_search,
 )
 from optiforge.agents.kit.driver import FORCE_RESTART_HINT
+from optiforge.agents.kit.outcome import llm_counts
 from optiforge.agents.kit.search import pick_proposer
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import RunRecordError, SolverError
@@ -372,6 +373,8 @@ def _refresh(
         "kernel": chosen.payload if chosen is not None else {"expression": "RBF_ARD"},
         "stop": res.stop_reason,
     }
+    if getattr(proposer, "name", "") == LLMKernelProposer.name:  # the proposals are the LLM's
+        info["llm_proposals"] = llm_counts(res)
     ctx.tracer.event("kernel_refresh", **info)
     if ctx.progress is not None:
         ctx.progress({"evaluations": int(Xu.shape[0]), "best": None})

@@ -13,13 +13,31 @@ from optiforge.agents.spec import AgentOutcome
 def discovery_outcome(
     trace: Any, proposer: str, refreshes: list[dict[str, Any]], final: dict[str, Any]
 ) -> AgentOutcome:
-    """The agent's outcome: the BO trace, plus per-refresh kernel searches and the final refit."""
+    """The agent's outcome: the BO trace, plus per-refresh kernel searches and the final refit.
+
+    The candidate the harness re-scores is the BO trace (``X``, ``y``); its ``kernel``
+    field names the kernel the run ended on, which is what a report shows as the best.
+    """
     totals = {
         k: sum(r[k] for r in refreshes)
         for k in ("evaluated", "invalid", "syntactic_duplicates", "functional_duplicates")
     }
+    # the LLM's kernels over every refresh (refreshes of an offline run carry no count)
+    counted = [r["llm_proposals"] for r in refreshes if r.get("llm_proposals")]
+    llm_proposals = (
+        {k: sum(int(c[k]) for c in counted) for k in ("made", "valid")} if counted else None
+    )
+    kernel = final.get("discovered_expression") or (
+        (refreshes[-1].get("kernel") or {}).get("expression") if refreshes else None
+    )
     return AgentOutcome(
-        best_candidate={"X": trace.X.tolist(), "y": trace.y.tolist(), "name": trace.name},
+        best_candidate={
+            "kernel": kernel or "RBF_ARD",
+            "X": trace.X.tolist(),
+            "y": trace.y.tolist(),
+            "name": trace.name,
+        },  # fmt: skip
+        llm_proposals=llm_proposals,
         claimed_value=trace.best_value,
         trace=[float(v) for v in trace.best_trace.tolist()],
         n_evaluations=int(trace.y.numel()),

@@ -46,6 +46,9 @@ class RunContext:
     recalled: list[dict[str, Any]] = field(default_factory=list)
     """Lessons recalled from memory for this search (``kit.recall``); set by the loop from
     its checkpointed state before every proposal."""
+    ledger_restored: bool = False
+    """The budget already holds this run's spend before a resume (a pipeline restores its
+    one shared ledger from its event log): the driver then does not add the checkpoint's."""
     progress: Callable[[dict[str, Any]], None] | None = None
     """Called after each round with ``{"evaluations", "max_evaluations", "best"}``."""
 

@@ -5,6 +5,11 @@ A graph is compiled with LangGraph's SQLite checkpointer in the run directory
 is on disk before the next one starts. A run killed at any point resumes from its last
 finished node (``resume=True``, the CLI's ``--resume``); a finished run resumed returns
 its final state without running anything.
+
+The run's LLM ledger (calls, tokens, USD, sandbox seconds spent by this graph) is written
+into every checkpoint's metadata (``LEDGER_KEY``) and restored into ``ctx.budget`` on a
+resume, so a resumed run's summary counts the spend made before the interrupt: it equals
+an uninterrupted run's (work after the last checkpoint is redone, and counted once).
 """
 
 from __future__ import annotations
@@ -19,6 +24,12 @@ from optiforge.agents.kit.context import RunContext
 from optiforge.errors import ConfigError, RunRecordError
 
 CHECKPOINTS = "checkpoints.sqlite"
+LEDGER_KEY = "optiforge_ledger"
+"""Checkpoint-metadata key of the graph's spend so far (``ledger_of``)."""
+PROGRESS_KEY = "optiforge_progress"
+"""Checkpoint-metadata key of the last ``ctx.progress`` report (a resumed progress bar
+starts at the evaluations already done, not at 0)."""
+LEDGER_FIELDS = ("calls", "tokens", "usd", "sandbox_s", "unpriced_calls")
 FORCE_RESTART_HINT = "rerun with --force-restart to move the run aside and start over"
 
 
@@ -67,6 +78,69 @@ class GraphRun:
     """The checkpointed run had finished: nothing ran this time."""
 
 
+def ledger_of(budget: Any) -> dict[str, float]:
+    """The spend a ``Budget`` holds, as ``{field: used}`` over ``LEDGER_FIELDS``."""
+    if budget is None:
+        return dict.fromkeys(LEDGER_FIELDS, 0.0)
+    snap = budget.snapshot()
+    return {k: float((snap.get(k) or {}).get("used") or 0) for k in LEDGER_FIELDS}
+
+
+def _restore_ledger(budget: Any, saved: Any) -> None:
+    """Add a checkpoint's ledger to ``budget`` (a resumed run's spend before the interrupt)."""
+    if budget is None or not isinstance(saved, dict):
+        return
+    vals = {k: float(saved.get(k) or 0) for k in LEDGER_FIELDS}
+    budget.restore(calls=int(vals["calls"]), tokens=int(vals["tokens"]), usd=vals["usd"],
+                   sandbox_s=vals["sandbox_s"], unpriced_calls=int(vals["unpriced_calls"]))  # fmt: skip
+
+
+def _stamp_ledger(
+    saver: Any, budget: Any, base: dict[str, float], last_progress: dict[str, Any]
+) -> None:
+    """Make ``saver`` write the graph's spend since ``base`` (and ``last_progress``, the
+    latest progress report) into every checkpoint it puts.
+
+    The ledger then lives in the same row, written in the same transaction, as the state
+    it paid for: a resume restores exactly the spend of the state it continues from.
+    """
+    put = saver.put
+
+    def put_with_ledger(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        now = ledger_of(budget)
+        spent = {k: now[k] - base[k] for k in LEDGER_FIELDS}
+        meta = {**(metadata or {}), LEDGER_KEY: spent}
+        if last_progress:
+            meta[PROGRESS_KEY] = _jsonable(last_progress)
+        return put(config, checkpoint, meta, new_versions)
+
+    saver.put = put_with_ledger
+
+
+def _jsonable(info: dict[str, Any]) -> dict[str, Any]:
+    """The JSON scalars of a progress report (checkpoint metadata is JSON)."""
+    return {k: v for k, v in info.items() if isinstance(v, int | float | str | bool | None)}
+
+
+def _remember_progress(ctx: RunContext, last: dict[str, Any]) -> Callable[[], None]:
+    """Keep ``ctx.progress``'s latest report in ``last``; returns the undo."""
+    report = ctx.progress
+    if report is None:
+        return lambda: None
+
+    def remembering(info: dict[str, Any]) -> None:
+        last.clear()
+        last.update(info)
+        report(info)
+
+    ctx.progress = remembering
+
+    def undo() -> None:
+        ctx.progress = report
+
+    return undo
+
+
 ResumeCheck = Callable[[sqlite3.Connection, dict[str, Any], RunContext], None]
 """``check(conn, checkpointed_values, ctx)``: raise ``RunRecordError`` to refuse a resume."""
 
@@ -108,8 +182,13 @@ def run_graph(
         raise ConfigError(f"{what}: resume needs a run directory")
     conn: sqlite3.Connection | None = None
     checkpointer = None
+    last_progress: dict[str, Any] = {}
+    undo_progress: Callable[[], None] = lambda: None  # noqa: E731
     if durable and ctx.run_dir is not None:
         conn, checkpointer = open_checkpointer(ctx.run_dir / checkpoints)
+        # the spend before this call (a pipeline's shared ledger holds other runs' spend)
+        _stamp_ledger(checkpointer, ctx.budget, ledger_of(ctx.budget), last_progress)
+        undo_progress = _remember_progress(ctx, last_progress)
     try:
         graph = build(checkpointer)
         cfg: dict[str, Any] = {
@@ -134,6 +213,13 @@ def run_graph(
                 check(conn, dict(snapshot.values or {}), ctx)
             if snapshot.values:
                 resumed, initial = True, None  # continue from the last checkpoint
+                # the spend that bought this state: the summary and the caps count it
+                meta = snapshot.metadata or {}
+                if not ctx.ledger_restored:
+                    _restore_ledger(ctx.budget, meta.get(LEDGER_KEY))
+                saved = meta.get(PROGRESS_KEY)
+                if isinstance(saved, dict) and saved and ctx.progress is not None:
+                    ctx.progress(dict(saved))  # the bar starts at the evaluations done
                 if graph_finished(snapshot):
                     return GraphRun(dict(snapshot.values), resumed=True, already_done=True)
         # "sync": every finished node is on disk before the next starts (needs a checkpointer)
@@ -141,5 +227,6 @@ def run_graph(
         final = graph.invoke(initial, cfg, context=ctx, **kw)
         return GraphRun(dict(final), resumed=resumed, already_done=False)
     finally:
+        undo_progress()
         if conn is not None:
             conn.close()

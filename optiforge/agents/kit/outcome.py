@@ -30,6 +30,15 @@ class AgentOutcome(BaseModel):
     """The agent's verdict that its run failed although it returned a candidate (e.g. not
     one LLM proposal was valid, so the candidate is only the seed); the harness then
     reports the run ``failed`` (``optiforge.harness.status``)."""
+    notes: list[str] = Field(default_factory=list)
+    """What a reader must know about what the run measured, one line each (e.g. a budget
+    too small for the LLM to be asked, a ``--budget`` the agent does not spend): the
+    harness puts them in ``summary.json`` (``notes``) and the CLI prints them as warnings."""
+    llm_proposals: dict[str, int] | None = None
+    """The LLM's proposals as the agent counts them: ``{"made": n, "valid": k}`` (valid: it
+    passed the agent's checks and was scored). None: no LLM proposed, or the agent does not
+    count. The harness puts it in ``summary.json`` and reports a run whose ``made > 0`` and
+    ``valid == 0`` as ``failed`` (``harness.status.run_status``)."""
 
 
 def proposals_failure(result: SearchResult) -> str | None:
@@ -57,6 +66,12 @@ def proposal_counts(result: SearchResult) -> dict[str, int]:
     passed = sum(1 for h in proposed if h.passed)
     return {"made": len(proposed), "invalid": invalid, "failed": len(proposed) - invalid - passed,
             "passed": passed}  # fmt: skip
+
+
+def llm_counts(result: SearchResult) -> dict[str, int]:
+    """``AgentOutcome.llm_proposals`` of a search whose proposals (after the seeds) an LLM made."""
+    counts = proposal_counts(result)
+    return {"made": counts["made"], "valid": counts["passed"]}
 
 
 def search_outcome(
@@ -91,4 +106,5 @@ def search_outcome(
             **(extra or {}),
         },
         failure=proposals_failure(result) if llm else None,
+        llm_proposals=llm_counts(result) if llm else None,
     )

@@ -95,6 +95,15 @@ def _split(measured: dict[str, float], rng: np.random.Generator) -> tuple[dict[s
     return {i: measured[i] for i in ids[:cut]}, {i: measured[i] for i in ids[cut:]}
 
 
+def first_llm_budget(config: KnowEvoConfig) -> int:
+    """The smallest budget whose run asks the LLM: an expansion comes every
+    ``expand_every`` rollouts once ``min_measured`` variants are measured, and only while
+    measurements are left."""
+    rollouts = -(-config.min_measured // config.picks_per_rollout)  # ceil
+    rollouts = -(-rollouts // config.expand_every) * config.expand_every
+    return rollouts * config.picks_per_rollout + 1
+
+
 def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
     assert isinstance(config, KnowEvoConfig)
     total = int(budget or task.budget)
@@ -328,6 +337,12 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
         measured = state.get("measured", {})
         counts = state.get("llm") or {}
         failure = None
+        notes = []
+        first = first_llm_budget(config)
+        if ctx.llm is not None and not counts.get("asked") and total < first:
+            notes.append(f"budget {total} < {first}: the LLM is first asked after "
+                         f"{config.min_measured} measurements (min_measured), so this run never "
+                         f"called it and measured the offline search; use --budget {first} or more")  # fmt: skip
         if ctx.llm is not None and counts.get("asked") and not counts.get("valid"):
             failure = (f"not one of the {counts['asked']} LLM block rewrites ran "
                        f"({(state.get('errors') or ['?'])[-1]}); the strategy is the initial one")  # fmt: skip
@@ -341,7 +356,9 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
                    "recalled_blocks": state.get("recalled", []),
                    "best_measured": (state.get("best_found") or [None])[-1],
                    "errors": (state.get("errors") or [])[-5:], "tree": TREE, "llm": counts},
-            failure=failure,
+            failure=failure, notes=notes,
+            llm_proposals={"made": int(counts.get("asked") or 0), "valid": int(counts.get("valid") or 0)}
+            if ctx.llm is not None else None,
         )  # fmt: skip
 
     return AgentRun(graph=g, outcome=outcome, what="a knowevo run",

@@ -192,6 +192,12 @@ def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
             best_candidate={"tools": pool, "calls": state.get("calls") or {}},
             claimed_value=len(built) / max(len(builds), 1), n_evaluations=int(state.get("spent", 0)),
             stop_reason="episode done" if state.get("done") else "stopped", failure=failure,
+            notes=[f"budget {limit} validations < {len(builds)} build tasks: at most {limit} tools "
+                   f"can be built (the templates baseline is limited to the same first {limit})"]
+            if config.build and limit < len(builds) else [],
+            # every build attempt is the model's tool (offline: the template library's)
+            llm_proposals={"made": len(log), "valid": sum(1 for r in log if r.get("passed"))}
+            if ctx.llm is not None and config.build and log else None,
             extra={"pool": [t["name"] for t in pool], "built": len(built), "build_tasks": len(builds),
                    "rollouts": log[-60:], **means, "errors": (state.get("errors") or [])[-5:]},
         )  # fmt: skip

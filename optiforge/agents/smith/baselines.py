@@ -12,9 +12,15 @@ from optiforge.agents.spec import AgentOutcome, Baseline
 
 
 def templates(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
-    """Template tools matched by signature, offline use policy; no validation, no LLM."""
+    """Template tools matched by signature, offline use policy; no validation, no LLM.
+
+    ``budget``: the agent's validations; the agent builds at most one tool per validation,
+    so the baseline builds for the same first ``budget`` build tasks at most (unlimited,
+    it was compared with a budget-6 agent on all of them).
+    """
+    limit = validation_budget(task, budget)
     pool = []
-    for b in task.build_tasks:
+    for b in task.build_tasks[:limit]:
         tool, _ = offline_build(b["examples"])
         if tool is not None:
             pool.append({"build": b["id"], **tool})
@@ -24,7 +30,12 @@ def templates(task: Any, ctx: RunContext, budget: int | None, config: Any = None
         calls[q["id"]] = [call] if call else []
     return AgentOutcome(best_candidate={"tools": pool, "calls": calls}, stop_reason="baseline",
                         extra={"pool": [t["name"] for t in pool], "built": len(pool),
-                               "build_tasks": len(task.build_tasks)})  # fmt: skip
+                               "build_tasks": len(task.build_tasks), "budget": limit})  # fmt: skip
+
+
+def validation_budget(task: Any, budget: int | None) -> int:
+    """Tool validations a SMITH run may spend (its ``--budget``; the agent's rule)."""
+    return int(budget or task.budget or 3 * len(task.build_tasks))
 
 
 def no_tools(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:

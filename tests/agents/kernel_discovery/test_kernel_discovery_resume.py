@@ -172,9 +172,14 @@ def _check_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert bo_resumed == bo_fresh  # same points, values, kernels, fallbacks, round by round
     # Progress: the resumed run reports what the uninterrupted run reported from the resume
     # point on (the refreshes before the kill were reported by the killed run).
-    assert progress_resumed and progress_fresh[-1]["evaluations"] == BUDGET
-    assert progress_resumed == progress_fresh[-len(progress_resumed) :]
-    assert progress_resumed[0]["evaluations"] == KILL_AFTER + 1  # the round-4 refresh
+    # (The killed child had no progress callback, so its checkpoints hold no report to
+    # repeat first; tests/harness/test_resume_ledger.py covers that.) The runner's phase
+    # reports after the search have no count.
+    counted_resumed = [p for p in progress_resumed if "evaluations" in p]
+    counted_fresh = [p for p in progress_fresh if "evaluations" in p]
+    assert counted_resumed and counted_fresh[-1]["evaluations"] == BUDGET
+    assert counted_resumed == counted_fresh[-len(counted_resumed) :]
+    assert counted_resumed[0]["evaluations"] == KILL_AFTER + 1  # the round-4 refresh
     # Finished kernel searches were replayed from their checkpoints, not re-scored: the
     # resumed run's kernel-evaluation log holds exactly the uninterrupted run's evaluations.
     ids_resumed = [e["id"] for e in _lines(run_dir / "evaluations.jsonl")]
