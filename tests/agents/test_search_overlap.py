@@ -251,6 +251,9 @@ def test_default_overlap_is_decided_once_and_kept_on_resume(tmp_path: Path) -> N
         ctx = RunContext(seed=5, run_dir=tmp_path / "cut", executor=ex, tracer=ListTracer())
         with pytest.raises(RuntimeError, match="round 4"):
             run_search(_UnevenProblem(), Crash(), ctx, config)
+    # evaluations still queued at the crash were cancelled, not run: none is logged
+    cut_log = (tmp_path / "cut" / "evaluations.jsonl").read_text()
+    assert "Cancelled" not in cut_log
     ctx = RunContext(seed=5, run_dir=tmp_path / "cut", tracer=ListTracer())  # one worker now
     res = run_search(_UnevenProblem(), GaussianProposer(), ctx, config, resume=True)
     assert any(e.get("ahead") for e in ctx.tracer.of("proposed"))  # still pipelined

@@ -39,7 +39,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, runtime_checkable
@@ -574,6 +574,8 @@ class _Loop:
     def _landed(
         self, ctx: RunContext, item: dict[str, Any], rnd: int, t0: float, fut: Future[Score]
     ) -> None:
+        if fut.cancelled():  # the pool was shut down (Ctrl-C, a cap, a crash): not run
+            return
         try:
             self.record(ctx, item, rnd, t0, fut)
         except Exception as err:  # noqa: BLE001 - a callback must not die silently
@@ -582,8 +584,15 @@ class _Loop:
     def record(
         self, ctx: RunContext, item: dict[str, Any], rnd: int, t0: float, fut: Future[Score]
     ) -> dict[str, Any]:
-        """The finished evaluation's record, logged (once), charged and traced."""
+        """The finished evaluation's record, logged (once), charged and traced.
+
+        Raises:
+            CancelledError: the evaluation was cancelled, never run (nothing is logged: a
+                resume runs it).
+        """
         log = self.run_logs(ctx).evaluated
+        if fut.cancelled():
+            raise CancelledError(f"the evaluation of {item['id']} was cancelled")
         try:
             score: Score | BaseException = fut.result()
         except Exception as err:  # noqa: BLE001 - a crashing evaluator fails its candidate
