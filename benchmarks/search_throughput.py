@@ -6,7 +6,11 @@ measurement is about the loop's fan-out, not about the evaluator. Both configura
 in this process, one after the other, over the same number of evaluations; the ratio is
 printed (target: >= 1.7x on 2 cores).
 
-    python benchmarks/search_throughput.py [--evaluations 64] [--work-ms 40]
+``--propose-ms`` makes each proposal round wait that long (an LLM call's latency): with
+the loop's default (``SearchConfig.overlap=None``) 2 workers pipeline the rounds, so the
+wait overlaps the evaluations; lock-step rounds (1 worker, or an older loop) add it.
+
+    python benchmarks/search_throughput.py [--evaluations 64] [--work-ms 40] [--propose-ms 0]
 """
 
 from __future__ import annotations
@@ -60,7 +64,19 @@ class BusyProblem(ToyProblem):
         return BusyEvaluator(self.spins)
 
 
-def measure(workers: int, n_eval: int, spins: int, batch: int) -> float:
+class SlowProposer(GaussianProposer):
+    """``GaussianProposer`` whose every round waits ``delay_s`` first (an LLM call)."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+
+    def propose(self, *args: Any, **kw: Any) -> Any:
+        time.sleep(self.delay_s)
+        return super().propose(*args, **kw)
+
+
+def measure(workers: int, n_eval: int, spins: int, batch: int, propose_s: float = 0.0) -> float:
     with tempfile.TemporaryDirectory() as d, ProcessExecutor(workers) as ex:
         ex.submit(_spin, 10).result()  # start the workers before timing
         if workers > 1:
@@ -69,7 +85,7 @@ def measure(workers: int, n_eval: int, spins: int, batch: int) -> float:
         ctx = RunContext(executor=ex, run_dir=Path(d) / "run", seed=0)
         cfg = SearchConfig(max_evaluations=n_eval, proposals_per_round=batch, population_size=batch)
         t = time.perf_counter()
-        res = run_search(BusyProblem(spins), GaussianProposer(), ctx, cfg)
+        res = run_search(BusyProblem(spins), SlowProposer(propose_s), ctx, cfg)
         dt = time.perf_counter() - t
     assert res.n_evaluations == n_eval
     return n_eval / dt
@@ -81,12 +97,13 @@ def main() -> None:
     ap.add_argument("--work-ms", type=float, default=40.0)
     ap.add_argument("--batch", type=int, default=8, help="proposals per round")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--propose-ms", type=float, default=0.0, help="wait per proposal round")
     args = ap.parse_args()
     spins = calibrate(args.work_ms)
     rows = []
     for r in range(args.repeats):
-        one = measure(1, args.evaluations, spins, args.batch)
-        two = measure(2, args.evaluations, spins, args.batch)
+        one = measure(1, args.evaluations, spins, args.batch, args.propose_ms / 1000)
+        two = measure(2, args.evaluations, spins, args.batch, args.propose_ms / 1000)
         rows.append((one, two))
         print(
             f"repeat {r + 1}: 1 worker {one:7.2f} eval/s | 2 workers {two:7.2f} eval/s | ratio {two / one:.2f}x"

@@ -34,6 +34,10 @@ class LocalModelSettings(StrictModel):
     """Context length in tokens (the bundled model's is 8192; ~400 MB of RAM)."""
     threads: int = Field(default=1, ge=1, le=64)
     """llama.cpp threads (on 2 cores, 2 threads were slower than 1 under load)."""
+    parallel: int | None = Field(default=None, ge=1, le=16)
+    """Requests the server generates at once, one model instance each (the weights are
+    mapped once; each adds its KV cache, ~400 MB at the default ``n_ctx``). None: one per
+    ``threads`` cores, at most 4, as half the free memory allows."""
     max_tokens: int = Field(default=384, ge=16, le=32768)
     """Reply length when a caller names none (the bundled model, once in a loop, repeats
     itself to any limit: 384 tokens hold a program of ~40 lines)."""

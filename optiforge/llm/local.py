@@ -113,6 +113,7 @@ class LocalServer:
             sys.executable, "-m", "optiforge.llm.local_server",
             "--model-path", str(path), "--name", name, "--fd", str(listener.fileno()),
             "--n-ctx", str(settings.n_ctx), "--threads", str(settings.threads),
+            "--parallel", str(settings.parallel or 0),
         ]  # fmt: skip
         self._log = os.path.join(
             os.environ.get("TMPDIR", "/tmp"), f"optiforge-local-{os.getpid()}-{id(self)}.log"
@@ -178,7 +179,7 @@ class LocalServer:
             os.unlink(self._log)
 
 
-_SERVERS: dict[tuple[str, int, int], LocalServer] = {}
+_SERVERS: dict[tuple[str, int, int, int], LocalServer] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
@@ -186,7 +187,7 @@ def local_server(model: str, settings: LocalModelSettings | None = None) -> Loca
     """This process's server for ``model`` (started now if it is not running)."""
     settings = settings or LocalModelSettings()
     path, name = model_file(model, settings)
-    key = (str(path), settings.n_ctx, settings.threads)
+    key = (str(path), settings.n_ctx, settings.threads, settings.parallel or 0)
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None or not server.alive():

@@ -3,8 +3,14 @@
 One GGUF model (by default the bundled SmolLM2-135M-Instruct) loaded with llama.cpp
 (``llama-cpp-python``) and served on a listening socket its parent made (``--fd``), so
 the parent knows the address before the model has loaded: requests wait in the socket's
-backlog meanwhile. Requests are answered one at a time (one llama.cpp context; one
-thread by default: two collapse under load on two cores).
+backlog meanwhile. Concurrent requests are served by a small pool of model instances
+(``BackendPool``; ``--parallel``, ``llm.local.parallel``, by default sized by cores and
+free memory): llama-cpp-python 0.3's ``Llama`` has one context, not thread-safe, and no
+parallel-slot API for chat completions, so each generation holds one instance; the
+weights are memory-mapped once (the instances share the file's pages), each instance
+adds its own KV cache. Instances beyond the first load when a request finds every one
+busy. Accepted sockets set ``TCP_NODELAY`` and a reply is one write (headers and body),
+so a keep-alive request does not wait on Nagle's algorithm and a delayed ACK.
 
 ``POST /v1/chat/completions`` takes OpenAI's chat request. Structured output is enforced
 as a grammar: ``response_format`` of type ``json_schema`` (OpenAI's structured outputs)
@@ -51,6 +57,83 @@ class ChatBackend(Protocol):
     """What the server needs of a model (``llama_cpp.Llama`` has it)."""
 
     def create_chat_completion(self, **kwargs: Any) -> dict[str, Any]: ...
+
+
+class BackendPool:
+    """Up to ``size`` backends, one per generation in flight (a llama.cpp context is not
+    thread-safe); more are made by ``make`` when a request finds every one busy.
+
+    ``close`` wakes every waiter (they get ``RequestError``), so a shut-down server does
+    not leave request threads blocked.
+    """
+
+    def __init__(
+        self, first: ChatBackend, size: int = 1, make: Callable[[], ChatBackend] | None = None
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"a backend pool needs size >= 1, got {size}")
+        self.size = size if make is not None else 1
+        self.make = make
+        self.idle: list[ChatBackend] = [first]
+        self.made = 1
+        self.closed = False
+        self.cond = threading.Condition()
+
+    def acquire(self) -> ChatBackend:
+        """An idle backend (the most recently used: its prompt cache is warm), a new one
+        while the pool is below ``size``, else wait for one."""
+        with self.cond:
+            while True:
+                if self.closed:
+                    raise RequestError("the model server is shutting down")
+                if self.idle:
+                    return self.idle.pop()
+                if self.made < self.size:
+                    self.made += 1
+                    break
+                self.cond.wait()
+        assert self.make is not None
+        try:
+            return self.make()  # outside the lock: a load takes a while
+        except BaseException:
+            with self.cond:
+                self.made -= 1
+                self.size = self.made or 1  # a load that fails is not tried again
+                self.cond.notify_all()
+            raise
+
+    def release(self, backend: ChatBackend) -> None:
+        with self.cond:
+            self.idle.append(backend)
+            self.cond.notify()
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+
+def default_parallel(model_bytes: int, n_ctx: int, threads: int) -> int:
+    """Model instances to serve with: one per ``threads`` cores, at most 4, and as many
+    as half the available memory holds (an instance: its KV cache, ~48 KiB a token of
+    context for the bundled model, plus a tenth of the mapped file)."""
+    cores = max(1, (os.cpu_count() or 1) // max(1, threads))
+    per = n_ctx * (48 << 10) + model_bytes // 10
+    avail = _available_memory()
+    by_memory = max(1, (avail // 2) // per) if avail else 1
+    return int(max(1, min(4, cores, by_memory)))
+
+
+def _available_memory() -> int | None:
+    """``MemAvailable`` in bytes (None where /proc/meminfo does not say)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 class RequestError(ValueError):
@@ -162,7 +245,11 @@ def completion_reply(result: dict[str, Any], model: str) -> dict[str, Any]:
 
 
 class LocalModelServer:
-    """The HTTP front of one backend, on a listening socket made elsewhere."""
+    """The HTTP front of a pool of backends, on a listening socket made elsewhere.
+
+    parallel: generations served at once (backends made by ``make_backend`` on demand;
+    without it, one at a time on ``backend``).
+    """
 
     def __init__(
         self,
@@ -170,13 +257,16 @@ class LocalModelServer:
         model: str,
         sock: socket.socket,
         compile_grammar: Callable[[str], Any] | None = None,
+        *,
+        parallel: int = 1,
+        make_backend: Callable[[], ChatBackend] | None = None,
     ) -> None:
         self.backend = backend
+        self.pool = BackendPool(backend, parallel, make_backend)
+        """One backend per generation in flight: a llama.cpp context is not thread-safe."""
         self.compile_grammar = compile_grammar or llama_grammar
         """GBNF text -> what the backend's ``grammar=`` takes (``llama_cpp.LlamaGrammar``)."""
         self.model = model
-        self.lock = threading.Lock()
-        """One generation at a time: a llama.cpp context is not thread-safe."""
         self.httpd = ThreadingHTTPServer(sock.getsockname(), self._handler(), False)
         self.httpd.socket.close()
         self.httpd.socket = sock
@@ -186,6 +276,7 @@ class LocalModelServer:
         self.httpd.serve_forever(poll_interval=0.2)
 
     def shutdown(self) -> None:
+        self.pool.close()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -194,8 +285,11 @@ class LocalModelServer:
         kwargs = llama_request(body)
         if "grammar" in kwargs:
             kwargs["grammar"] = self.compile_grammar(kwargs["grammar"])
-        with self.lock:
-            result = self.backend.create_chat_completion(**kwargs)
+        backend = self.pool.acquire()
+        try:
+            result = backend.create_chat_completion(**kwargs)
+        finally:
+            self.pool.release(backend)
         return completion_reply(result, self.model)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -203,6 +297,13 @@ class LocalModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            wbufsize = -1  # a buffered writer: a reply is one write, not headers then body
+
+            def setup(self) -> None:
+                super().setup()
+                # a reply's last segment must not wait for the ACK of its first (Nagle's
+                # algorithm against the client's delayed ACK: ~40-55 ms a keep-alive call)
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return None
@@ -212,8 +313,9 @@ class LocalModelServer:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
+                self.end_headers()  # buffered (wbufsize): headers and body leave in one write
                 self.wfile.write(body)
+                self.wfile.flush()
 
             def _error(self, status: int, message: str, kind: str) -> None:
                 self._send(status, {"error": {"message": message, "type": kind, "code": status}})
@@ -285,11 +387,21 @@ def main() -> None:
     ap.add_argument("--fd", type=int, required=True, help="a listening socket to serve on")
     ap.add_argument("--n-ctx", type=int, default=8192)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--parallel", type=int, default=0,
+        help="model instances serving at once (0: by cores and free memory)",
+    )  # fmt: skip
     args = ap.parse_args()
     threading.Thread(target=_exit_with_parent, name="parent-watch", daemon=True).start()
     sock = socket.socket(fileno=args.fd)
     backend = load_llama(args.model_path, args.n_ctx, args.threads)
-    server = LocalModelServer(backend, args.name, sock)
+    parallel = args.parallel or default_parallel(
+        os.path.getsize(args.model_path), args.n_ctx, args.threads
+    )
+    server = LocalModelServer(
+        backend, args.name, sock, parallel=parallel,
+        make_backend=functools.partial(load_llama, args.model_path, args.n_ctx, args.threads),
+    )  # fmt: skip
     print("ready", flush=True)  # the parent waits for this line (or for our exit)
     server.serve_forever()
 

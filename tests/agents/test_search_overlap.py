@@ -215,3 +215,47 @@ def test_resume_after_a_kill_between_a_nodes_writes_and_its_checkpoint_is_exact(
     assert ref.n_evaluations == 20
     expected = f"DONE {ref.n_evaluations} {ref.stop_reason} {[e.id for e in ref.history]}"
     assert out.stdout.splitlines()[-1] == expected
+
+
+def test_default_overlap_is_on_with_two_workers_and_off_with_one(tmp_path: Path) -> None:
+    """``overlap=None`` (every agent's default but evolve's): a 2-worker run pipelines its
+    rounds (the LLM proposes while the workers evaluate), a 1-worker run keeps lock-step
+    rounds, exactly as the explicit settings do."""
+    auto2, ctx2 = _run(tmp_path, "auto2", None, 2)  # type: ignore[arg-type]
+    on2, _ = _run(tmp_path, "on2", True, 2)
+    assert [e.id for e in auto2.history] == [e.id for e in on2.history]
+    assert [e.value for e in auto2.history] == [e.value for e in on2.history]
+    assert any(e.get("ahead") for e in ctx2.tracer.of("proposed"))
+    auto1, ctx1 = _run(tmp_path, "auto1", None, None)  # type: ignore[arg-type]
+    off1, _ = _run(tmp_path, "off1", False, None)
+    assert [e.id for e in auto1.history] == [e.id for e in off1.history]
+    assert [e.value for e in auto1.history] == [e.value for e in off1.history]
+    assert not any(e.get("ahead") for e in ctx1.tracer.of("proposed"))
+    lock = _rounds_in_log_order(tmp_path / "auto1")
+    assert lock == sorted(lock)
+
+
+def test_default_overlap_is_decided_once_and_kept_on_resume(tmp_path: Path) -> None:
+    """A run begun with 2 workers pipelines to its end when resumed with one (the decision
+    lives in the checkpoint), and the resumed result equals an uninterrupted one."""
+
+    class Crash(GaussianProposer):
+        def propose(self, problem, population, n, round_, ctx):  # type: ignore[no-untyped-def]
+            if round_ == 4:
+                raise RuntimeError("killed at round 4")
+            return super().propose(problem, population, n, round_, ctx)
+
+    config = SearchConfig(max_evaluations=16, proposals_per_round=3)
+    whole, _ = _run(tmp_path, "whole", None, 2, max_evaluations=16)  # type: ignore[arg-type]
+    with ThreadExecutor(2) as ex:
+        ctx = RunContext(seed=5, run_dir=tmp_path / "cut", executor=ex, tracer=ListTracer())
+        with pytest.raises(RuntimeError, match="round 4"):
+            run_search(_UnevenProblem(), Crash(), ctx, config)
+    # evaluations still queued at the crash were cancelled, not run: none is logged
+    cut_log = (tmp_path / "cut" / "evaluations.jsonl").read_text()
+    assert "Cancelled" not in cut_log
+    ctx = RunContext(seed=5, run_dir=tmp_path / "cut", tracer=ListTracer())  # one worker now
+    res = run_search(_UnevenProblem(), GaussianProposer(), ctx, config, resume=True)
+    assert any(e.get("ahead") for e in ctx.tracer.of("proposed"))  # still pipelined
+    assert [e.id for e in res.history] == [e.id for e in whole.history]
+    assert [e.value for e in res.history] == [e.value for e in whole.history]

@@ -39,7 +39,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, runtime_checkable
@@ -138,14 +138,18 @@ class SearchConfig(BaseModel):
     recall_provenance: list[Provenance] | None = None
     """Recall only lessons of these provenances (``memory.provenance``; e.g. ``[measured,
     agent]`` for trusted text only). None: any, untrusted ones shown quoted as data."""
-    overlap: bool = False
+    overlap: bool | None = None
     """A steady pipeline instead of lock-step rounds: round r+1 is proposed, and its
     candidates submitted to the evaluators, while round r is still evaluating, so the
     workers never wait for a round's slowest candidate or for the LLM. Its proposals see
     the population and history of the rounds before r (results one round older; round 1
     still waits for the seeds). Deterministic: which results a proposal sees is fixed by
     round numbers, not by timing, so a replay or a resume proposes exactly the same. When
-    a stop is decided with a round in flight, that round is evaluated (it is paid for)."""
+    a stop is decided with a round in flight, that round is evaluated (it is paid for).
+    None (the default): on when the run's executor has more than one worker (``--workers
+    2``: the LLM proposes while the workers evaluate, in every agent on this loop), off
+    at one worker (lock-step, as before); decided at round 0 and kept in the checkpoint,
+    so a resume with other ``--workers`` goes on as the run began."""
 
 
 def payload_key(payload: dict[str, Any]) -> str:
@@ -271,6 +275,9 @@ class SearchState(TypedDict, total=False):
     """``overlap``: a stop was decided with a round in flight; it is evaluated, then done."""
     batch_ready: bool
     """``overlap``: ``batch`` is a round proposed ahead (no propose/materialize for it)."""
+    overlap: bool
+    """Whether this search pipelines its rounds (``SearchConfig.overlap`` resolved at
+    round 0; absent in checkpoints of older runs: the config's value then)."""
 
 
 class SearchResult(BaseModel):
@@ -528,10 +535,14 @@ class _Loop:
         """The search's history as of ``state`` (see ``_Logs.checked_history``)."""
         return self.run_logs(ctx).checked_history(self.id_prefix, state)
 
-    def pool(self, ctx: RunContext) -> Any:
+    def overlapping(self, state: SearchState | dict[str, Any]) -> bool:
+        """Whether this search pipelines its rounds (see ``SearchState.overlap``)."""
+        return bool(state.get("overlap", self.config.overlap))
+
+    def pool(self, ctx: RunContext, overlap: bool) -> Any:
         """Where evaluations run: the run's executor; with none, inline (lock-step
         rounds) or, under ``overlap``, one thread of the loop's own."""
-        if ctx.executor is not None or not self.config.overlap:
+        if ctx.executor is not None or not overlap:
             return ctx.executor
         if self.own_pool is None:
             from optiforge.sandboxes.executors import ThreadExecutor
@@ -539,10 +550,10 @@ class _Loop:
             self.own_pool = ThreadExecutor(1)
         return self.own_pool
 
-    def submit(self, ctx: RunContext, items: list[dict[str, Any]], rnd: int) -> None:
+    def submit(self, ctx: RunContext, items: list[dict[str, Any]], rnd: int, overlap: bool) -> None:
         """Start evaluating ``items`` (not logged, not in flight); each result is logged
         the moment it lands, by whichever thread sees it first (``record``)."""
-        pool = self.pool(ctx)
+        pool = self.pool(ctx, overlap)
         log = self.run_logs(ctx).evaluated
         fn = self.evaluator_for(ctx)
         for item in items:
@@ -564,6 +575,8 @@ class _Loop:
     def _landed(
         self, ctx: RunContext, item: dict[str, Any], rnd: int, t0: float, fut: Future[Score]
     ) -> None:
+        if fut.cancelled():  # the pool was shut down (Ctrl-C, a cap, a crash): not run
+            return
         try:
             self.record(ctx, item, rnd, t0, fut)
         except Exception as err:  # noqa: BLE001 - a callback must not die silently
@@ -572,8 +585,15 @@ class _Loop:
     def record(
         self, ctx: RunContext, item: dict[str, Any], rnd: int, t0: float, fut: Future[Score]
     ) -> dict[str, Any]:
-        """The finished evaluation's record, logged (once), charged and traced."""
+        """The finished evaluation's record, logged (once), charged and traced.
+
+        Raises:
+            CancelledError: the evaluation was cancelled, never run (nothing is logged: a
+                resume runs it).
+        """
         log = self.run_logs(ctx).evaluated
+        if fut.cancelled():
+            raise CancelledError(f"the evaluation of {item['id']} was cancelled")
         try:
             score: Score | BaseException = fut.result()
         except Exception as err:  # noqa: BLE001 - a crashing evaluator fails its candidate
@@ -590,9 +610,9 @@ class _Loop:
         )  # fmt: skip
         return rec
 
-    def wait(self, ctx: RunContext, items: list[dict[str, Any]], rnd: int) -> None:
+    def wait(self, ctx: RunContext, items: list[dict[str, Any]], rnd: int, overlap: bool) -> None:
         """Submit what is not yet running and wait for all of ``items`` to be logged."""
-        self.submit(ctx, items, rnd)
+        self.submit(ctx, items, rnd, overlap)
         log = self.run_logs(ctx).evaluated
         from concurrent.futures import as_completed
 
@@ -643,6 +663,8 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
             ctx, loop.problem.task, config.memory_recall, provenance=config.recall_provenance
         )
         update["recalled"] = ctx.recalled
+    if "overlap" not in state and rnd == 0:
+        update["overlap"] = resolve_overlap(config, ctx)
     try:
         if rnd == 0:
             props = loop.problem.initial(ctx)
@@ -678,6 +700,13 @@ def propose_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any
         "proposed", round=rnd, n=len(props), proposer=pick_proposer(loop.proposer, ctx).name
     )
     return {**update, "proposals": [p.model_dump(mode="json") for p in props]}
+
+
+def resolve_overlap(config: SearchConfig, ctx: RunContext) -> bool:
+    """``config.overlap``, or (None) whether the run's executor has more than one worker."""
+    if config.overlap is not None:
+        return config.overlap
+    return int(getattr(ctx.executor, "workers", 1) or 1) > 1
 
 
 def materialize_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]:
@@ -750,6 +779,9 @@ def propose_ahead_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[st
     rnd = state.get("round", 0)
     nxt = rnd + 1
     batch = state.get("batch", [])
+    # This round's candidates start first (round 1: not submitted yet), so the workers
+    # evaluate them while the LLM proposes the next round, in proposal order.
+    loop.submit(ctx, [b for b in batch if b.get("error") is None], rnd, True)
     pending = sum(1 for b in batch if not _is_invalid(b))
     remaining = config.max_evaluations - state.get("n_evaluations", 0) - pending
     if remaining <= 0 or nxt >= config.max_rounds or _budget_spent(ctx):
@@ -780,7 +812,7 @@ def propose_ahead_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[st
     ahead, n_dup, n_invalid = _materialize(
         loop, ctx, nxt, raw, seen, state.get("n_duplicates", 0), state.get("n_invalid", 0)
     )
-    loop.submit(ctx, [a for a in ahead if a.get("error") is None], nxt)
+    loop.submit(ctx, [a for a in ahead if a.get("error") is None], nxt, True)
     return {"ahead": ahead, "ahead_proposed": True, "n_duplicates": n_dup,
             "n_invalid": n_invalid}  # fmt: skip
 
@@ -793,7 +825,10 @@ def evaluate_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, An
     todo = [b for b in batch if b.get("error") is None and b["id"] not in log.done]
     if todo:
         _check_sandbox_budget(ctx)
-    loop.wait(ctx, [b for b in batch if b.get("error") is None], state.get("round", 0))
+    loop.wait(
+        ctx, [b for b in batch if b.get("error") is None], state.get("round", 0),
+        loop.overlapping(state),
+    )  # fmt: skip
     evaluated = [b if b.get("error") is not None else log.done[b["id"]] for b in batch]
     _remember(ctx, loop.problem, evaluated)
     n_new = sum(1 for e in evaluated if not _is_invalid(e))
@@ -843,7 +878,7 @@ def select_node(loop: _Loop, state: SearchState, runtime: Any) -> dict[str, Any]
     batch_new = [b for b in state.get("batch", []) if not _is_invalid(b)]
     dup_rounds = 0 if batch_new else state.get("duplicate_rounds", 0) + 1
     done, reason = bool(state.get("done")), state.get("stop_reason", "")
-    ahead_proposed = config.overlap and bool(state.get("ahead_proposed"))
+    ahead_proposed = loop.overlapping(state) and bool(state.get("ahead_proposed"))
     draining = bool(state.get("draining"))
     if draining:  # the round in flight at the stop is evaluated: now the search is done
         done = True
@@ -900,10 +935,12 @@ def _after_propose(state: SearchState) -> str:
     return "select" if state.get("done") else "materialize"
 
 
-def _after_materialize(state: SearchState) -> str:
+def _after_materialize(loop: _Loop, state: SearchState) -> str:
     """``overlap`` from round 1 on: the next round is proposed before this one evaluates
     (round 0's seeds are evaluated first: round 1 is proposed from their results)."""
-    return "propose_ahead" if state.get("round", 0) >= 1 else "evaluate"
+    if loop.overlapping(state) and state.get("round", 0) >= 1:
+        return "propose_ahead"
+    return "evaluate"
 
 
 def _after_select(state: SearchState) -> str:
@@ -944,7 +981,7 @@ def _graph(loop: _Loop) -> Any:
         "reflect": reflect_node,
         "select": select_node,
     }
-    if loop.config.overlap:
+    if loop.config.overlap is not False:  # on, or decided at round 0 (None)
         nodes["propose_ahead"] = propose_ahead_node
     for name, fn in nodes.items():
         graph.add_node(name, functools.partial(fn, loop))
@@ -952,9 +989,11 @@ def _graph(loop: _Loop) -> Any:
     graph.add_conditional_edges("propose", _after_propose, ["materialize", "select"])
     graph.add_edge("evaluate", "reflect")
     graph.add_edge("reflect", "select")
-    if loop.config.overlap:
+    if loop.config.overlap is not False:
         graph.add_conditional_edges(
-            "materialize", _after_materialize, ["propose_ahead", "evaluate"]
+            "materialize",
+            functools.partial(_after_materialize, loop),
+            ["propose_ahead", "evaluate"],
         )
         graph.add_edge("propose_ahead", "evaluate")
         graph.add_conditional_edges(
@@ -1194,7 +1233,8 @@ def _check_checkpoint(
         r for rid, r in logs.evaluated.done.items() if _mine(rid, prefix) and r["round"] >= through
     ]
     in_flight = max(config.proposals_per_round, len(values.get("batch") or []))
-    rounds_in_flight = 2 if config.overlap else 1  # overlap: this round and the next
+    overlap = values.get("overlap", config.overlap)
+    rounds_in_flight = 2 if overlap else 1  # overlap: this round and the next
     if len(ahead) > rounds_in_flight * in_flight or any(
         r["round"] >= through + rounds_in_flight for r in ahead
     ):
