@@ -546,9 +546,10 @@ def profile(results: list[dict[str, Any]], bare: dict[str, float]) -> dict[str, 
     Steady state is the window from the end of the first LLM call to the last
     ``round_done``: it holds every evaluation but the seed's and every LLM call but the
     first, so per evaluation: window / (n - 1) = sandboxed run + LLM call + the rest (the
-    loop's own work: proposing, materializing, dispatch, events, checkpoints), exactly so
-    at 1 worker (everything is serial); at 2 workers runs overlap and the parts are sums
-    of busy time, not a decomposition of the wall."""
+    loop's own work: proposing, materializing, dispatch, events, checkpoints) where
+    nothing overlaps; the loop proposes while it evaluates (already at 1 worker: the
+    next proposal's LLM call runs during an evaluation), so the parts are sums of busy
+    time and "the rest" goes negative by the overlap: not a decomposition of the wall."""
     out: dict[str, Any] = {}
     for system, w in sorted(
         {(r["system"], r["workers"]) for r in results if r["mode"] == "sandboxed"}
@@ -578,11 +579,9 @@ def profile(results: list[dict[str, Any]], bare: dict[str, float]) -> dict[str, 
                 "  sandbox run - bare cold subprocess (isolation, boot, contention; <0: warm fork)": 1000
                 * (sb - bare["runner_s"]),
                 "LLM call (llm_call latency; instant server)": llm_share,
-                (
-                    "loop overhead (the rest)"
-                    if w == 1
-                    else "the rest (negative: runs overlap at >1 worker, not a decomposition)"
-                ): per_eval - 1000 * sb - llm_share,
+                "the rest (loop overhead minus overlap; negative: LLM calls and runs overlap)": (
+                    per_eval - 1000 * sb - llm_share
+                ),
             },
             "one_off_s": {
                 "launch -> run_started (CLI, imports, config)": mean(
