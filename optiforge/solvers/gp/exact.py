@@ -48,8 +48,8 @@ _DT = torch.float64
 #: 1.5-2.1): the dense fit's time over BoTorch's is 0.75 / 0.40 / 0.82 / 0.90 / 0.35 at
 #: n = 100 / 300 / 800 / 1000 / 2000 (before the kernel-only gradient: 0.76 / 0.60 / 1.67
 #: / 2.14 / 1.32). Dense never lost in that range, but its margin is thinnest at 800-1000
-#: (GPyTorch leaves Cholesky above 800, and its CG fit is 8x slower per point at 2000
-#: than at 1000), so the subset path starts above 1000, where it is faster than dense
+#: (GPyTorch leaves Cholesky above 800; its CG fit takes 8x as long at 2000
+#: as at 1000), so the subset path starts above 1000, where it is faster than dense
 #: (n=2000: 34.6 s vs 41.3 s; BoTorch 116.7 s) within ``SUBSET_ERROR``. A subset of 800
 #: with 15 refinement iterations was tried at n=1000 and rejected: NLL/pt +0.0038 over
 #: dense (and over BoTorch's), predictive variance off by up to 2.5x.
