@@ -13,6 +13,17 @@ Modes (``--mode``):
 - ``fresh-process``: the evaluator runs the candidate in a new ``python`` process per
   evaluation (``subprocess.run``), the same runner logic as optiforge's funcfit sandbox
   runner, and scores its printed output.
+- ``fork``: the evaluator forks OpenEvolve's warm pool worker (numpy already imported)
+  once per candidate and runs it in the child: the isolation of optiforge's warm fork
+  without its sandbox (namespaces, rlimits, seccomp). OpenEvolve 0.4.0 offers no
+  pre-started isolated evaluator of its own (``evaluator.distributed``, ``memory_limit_mb``
+  and ``cpu_limit`` are "not implemented"); its one pre-started thing is the process pool
+  whose workers load ``evaluator.py`` once (``max_tasks_per_child=None``), which the
+  ``in-process`` mode uses. This mode is written here, not offered by OpenEvolve.
+
+Scheduling: every candidate child (fresh-process, fork) starts its own session, as
+optiforge's sandbox does with each of its candidates, so that on a loaded Linux machine
+the autogroup scheduler treats both tools' candidates alike.
 
 The evaluator appends one JSON line per evaluation to ``OUT/evals.jsonl`` (start, end, pid)
 so the caller can count evaluations and time them.
@@ -90,11 +101,56 @@ def evaluate(program_path):
     try:
         res = subprocess.run(
             [sys.executable, RUNNER, program_path, INPUTS],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True, text=True, timeout=10, start_new_session=True,
         )
         out = json.loads(res.stdout.strip().splitlines()[-1])
         if res.returncode != 0 or not out.get("ok"):
             raise RuntimeError(out.get("error", "exit %d" % res.returncode))
+        ys = out["y"]
+    except Exception:
+        _log(t0, False)
+        return {"combined_score": 0.0, "mse": 1e30, "error": 1.0}
+    return _score(ys, t0)
+"""
+)
+
+FORK_EVALUATOR = (
+    _COMMON
+    + """
+import signal
+
+
+def evaluate(program_path):
+    t0 = time.time()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own session, like every candidate of both tools
+        code = 0
+        try:
+            os.close(r)
+            os.setsid()
+            signal.alarm(10)
+            ns = {"np": np, "math": math}
+            exec(compile(open(program_path).read(), "candidate.py", "exec"), ns)
+            ys = np.asarray(ns["f"](XS), dtype=float) * np.ones_like(XS)
+            os.write(w, json.dumps({"ok": True, "y": ys.tolist()}).encode())
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    try:
+        out = json.loads(b"".join(chunks).decode())
+        if status != 0 or not out.get("ok"):
+            raise RuntimeError("child failed")
         ys = out["y"]
     except Exception:
         _log(t0, False)
@@ -130,6 +186,8 @@ def write_task(out: Path, mode: str) -> tuple[Path, Path]:
     ev = out / "evaluator.py"
     if mode == "in-process":
         ev.write_text(IN_PROCESS_EVALUATOR.replace("__LOG__", repr(str(log))))
+    elif mode == "fork":
+        ev.write_text(FORK_EVALUATOR.replace("__LOG__", repr(str(log))))
     else:
         import numpy as np
 
@@ -175,7 +233,7 @@ def make_config(api_base: str, workers: int, evaluations: int, log_level: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=["in-process", "fresh-process"], required=True)
+    ap.add_argument("--mode", choices=["in-process", "fresh-process", "fork"], required=True)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--evaluations", type=int, default=100)
     ap.add_argument("--api-base", required=True)

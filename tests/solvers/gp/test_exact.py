@@ -192,3 +192,60 @@ def test_bad_inputs_raise_solver_error() -> None:
         gp.fit(torch.zeros(5, 2), torch.zeros(4))
     with pytest.raises(SolverError, match="not fitted"):
         gp.loo()
+
+
+@pytest.mark.parametrize("spec", [rbf(ard=True), matern52(ard=True), rq()], ids=str)
+def test_gradient_without_autograd_through_cholesky_matches_autograd(spec) -> None:  # type: ignore[no-untyped-def]
+    """The fit's gradient (G = (K^-1 - alpha alpha^T)/2 through the kernel only) equals
+    autograd through the whole Cholesky objective."""
+    X, y = _data(40)
+    gp = ExactGP(spec)
+    layout, _, lo, hi = gp._layout(3, y)
+    for t in np.random.default_rng(0).uniform(lo, hi, size=(3, len(lo))):
+        f, g = gp._nll_and_grad(X, y, t, layout)
+        th = torch.tensor(t, dtype=DT, requires_grad=True)
+        f_ref = gp._nll(X, y, gp._unpack(th, layout, 3))
+        (g_ref,) = torch.autograd.grad(f_ref, th)
+        assert f == pytest.approx(float(f_ref.detach()), rel=1e-12)
+        np.testing.assert_allclose(g, g_ref.numpy(), rtol=1e-6, atol=1e-9)
+
+
+# Bounds of the subset-of-data fit against the dense fit at n=160, d=3, threshold 60
+# (measured: NLL/pt gap 1e-2 / 3e-3 without refinement, 4e-8 / 3e-6 with 15 refinement
+# iterations, for RBF-ARD / Matern-5/2-ARD).
+_SUBSET_BOUNDS = {0: (0.03, 0.05, 0.6), 15: (1e-4, 0.005, 0.02)}
+
+
+@pytest.mark.parametrize("refine", [0, 15])
+@pytest.mark.parametrize("spec", [rbf(ard=True), matern52(ard=True)], ids=str)
+def test_subset_of_data_fit_error_bound(spec, refine: int) -> None:  # type: ignore[no-untyped-def]
+    """Above ``dense_max_n`` the hyperparameters come from a seeded subset (+ refinement):
+    exact NLL/pt within the stated gap of the dense fit's, predictive mean within ``dmu``
+    y-sd and variance within ``exp(dvar)`` of it at new points; the model is conditioned
+    on every point."""
+    X, y = _data(160)
+    dense = ExactGP(spec, n_restarts=0, dense_max_n=None).fit(X, y)
+    sub = ExactGP(spec, n_restarts=0, dense_max_n=60, refine_iter=refine).fit(X, y)
+    assert dense.fit_mode_ == "dense"
+    assert sub.fit_mode_.startswith("subset 60/160")
+    assert ("refine" in sub.fit_mode_) == (refine > 0)
+    assert sub.X is not None and sub.X.shape[0] == 160  # conditioned on all points
+    gap, dmu, dvar = _SUBSET_BOUNDS[refine]
+    assert sub.nll_ - dense.nll_ <= gap
+    assert sub.nll_ == pytest.approx(-sub.log_marginal_likelihood() / 160, rel=1e-12)
+    Xs = torch.rand(200, 3, generator=torch.Generator().manual_seed(9), dtype=DT)
+    m1, v1 = sub.predict(Xs)
+    m2, v2 = dense.predict(Xs)
+    assert float((m1 - m2).abs().max()) / float(y.std()) <= dmu
+    assert float((v1 / v2).log().abs().max()) <= dvar
+    again = ExactGP(spec, n_restarts=0, dense_max_n=60, refine_iter=refine).fit(X, y)
+    assert again.nll_ == sub.nll_  # the subset is seeded
+
+
+def test_subset_threshold_is_validated_and_small_fits_stay_dense() -> None:
+    with pytest.raises(SolverError, match="dense_max_n"):
+        ExactGP(rbf(), dense_max_n=1)
+    with pytest.raises(SolverError, match="refine_iter"):
+        ExactGP(rbf(), refine_iter=-1)
+    X, y = _data(30)
+    assert ExactGP(rbf(), n_restarts=0, dense_max_n=30).fit(X, y).fit_mode_ == "dense"
