@@ -194,7 +194,7 @@ def test_bad_inputs_raise_solver_error() -> None:
         gp.loo()
 
 
-@pytest.mark.parametrize("spec", [rbf(ard=True), matern52(ard=True), rq()], ids=str)
+@pytest.mark.parametrize("spec", [rbf(ard=True), matern52(ard=True), rq()], ids=lambda s: s.name)
 def test_gradient_without_autograd_through_cholesky_matches_autograd(spec) -> None:  # type: ignore[no-untyped-def]
     """The fit's gradient (G = (K^-1 - alpha alpha^T)/2 through the kernel only) equals
     autograd through the whole Cholesky objective."""
@@ -217,7 +217,7 @@ _SUBSET_BOUNDS = {0: (0.03, 0.05, 0.6), 15: (1e-4, 0.005, 0.02)}
 
 
 @pytest.mark.parametrize("refine", [0, 15])
-@pytest.mark.parametrize("spec", [rbf(ard=True), matern52(ard=True)], ids=str)
+@pytest.mark.parametrize("spec", [rbf(ard=True), matern52(ard=True)], ids=lambda s: s.name)
 def test_subset_of_data_fit_error_bound(spec, refine: int) -> None:  # type: ignore[no-untyped-def]
     """Above ``dense_max_n`` the hyperparameters come from a seeded subset (+ refinement):
     exact NLL/pt within the stated gap of the dense fit's, predictive mean within ``dmu``
