@@ -332,33 +332,8 @@ def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str) -> Provide
         resp = litellm.completion(**kwargs)
     except Exception as e:  # translate everything at the boundary
         raise translate_exception(e, model) from e
-    if not getattr(resp, "choices", None):
-        raise LLMProviderError(f"{model}: provider returned no choices")
-    choice = resp.choices[0]
-    raw = choice.message.model_dump() if hasattr(choice.message, "model_dump") else {}
-    message: dict[str, Any] = {"role": "assistant", "content": raw.get("content")}
-    if raw.get("tool_calls"):
-        message["tool_calls"] = [
-            {
-                "id": c.get("id"),
-                "type": "function",
-                "function": {
-                    "name": (c.get("function") or {}).get("name"),
-                    "arguments": (c.get("function") or {}).get("arguments"),
-                },
-            }
-            for c in raw["tool_calls"]
-        ]
-    usage = getattr(resp, "usage", None)
     cost, known = _cost(litellm, resp, model)
-    return ProviderReply(
-        message=message,
-        finish_reason=getattr(choice, "finish_reason", None),
-        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-        cost_usd=cost,
-        cost_known=known,
-    )
+    return ProviderReply.from_response(resp, model, cost_usd=cost, cost_known=known)
 
 
 def _cost(litellm: ModuleType, resp: Any, model: str) -> tuple[float, bool]:

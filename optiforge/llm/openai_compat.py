@@ -128,32 +128,8 @@ def complete(kwargs: dict[str, Any], model: str) -> ProviderReply:
         )
     except Exception as e:  # translate everything at the boundary
         raise translate(e, model) from e
-    if not getattr(resp, "choices", None):
-        raise LLMProviderError(f"{model}: provider returned no choices")
-    choice = resp.choices[0]
-    raw = choice.message.model_dump()
-    message: dict[str, Any] = {"role": "assistant", "content": raw.get("content")}
-    if raw.get("tool_calls"):
-        message["tool_calls"] = [
-            {
-                "id": c.get("id"),
-                "type": "function",
-                "function": {
-                    "name": (c.get("function") or {}).get("name"),
-                    "arguments": (c.get("function") or {}).get("arguments"),
-                },
-            }
-            for c in raw["tool_calls"]
-        ]
-    usage = getattr(resp, "usage", None)
-    return ProviderReply(
-        message=message,
-        finish_reason=getattr(choice, "finish_reason", None),
-        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-        cost_usd=0.0,
-        cost_known=False,  # only unpriced models take this path (``handles``)
-    )
+    # cost unknown: only unpriced models take this path (``handles``)
+    return ProviderReply.from_response(resp, model)
 
 
 def translate(err: BaseException, model: str) -> LLMError:

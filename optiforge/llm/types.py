@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from optiforge.errors import LLMProviderError
+
 
 class ToolCall(BaseModel):
     """One function call requested by the model.
@@ -80,6 +82,42 @@ class ProviderReply(BaseModel):
     tokens_out: int = 0
     cost_usd: float = 0.0
     cost_known: bool = False
+
+    @classmethod
+    def from_response(
+        cls, resp: Any, model: str, *, cost_usd: float = 0.0, cost_known: bool = False
+    ) -> ProviderReply:
+        """The reply of an OpenAI-shaped chat-completion response (litellm's or ``openai``'s).
+
+        Raises:
+            LLMProviderError: the response has no choices.
+        """
+        if not getattr(resp, "choices", None):
+            raise LLMProviderError(f"{model}: provider returned no choices")
+        choice = resp.choices[0]
+        raw = choice.message.model_dump() if hasattr(choice.message, "model_dump") else {}
+        message: dict[str, Any] = {"role": "assistant", "content": raw.get("content")}
+        if raw.get("tool_calls"):
+            message["tool_calls"] = [
+                {
+                    "id": c.get("id"),
+                    "type": "function",
+                    "function": {
+                        "name": (c.get("function") or {}).get("name"),
+                        "arguments": (c.get("function") or {}).get("arguments"),
+                    },
+                }
+                for c in raw["tool_calls"]
+            ]
+        usage = getattr(resp, "usage", None)
+        return cls(
+            message=message,
+            finish_reason=getattr(choice, "finish_reason", None),
+            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost_usd=cost_usd,
+            cost_known=cost_known,
+        )
 
 
 class Completion(BaseModel):
