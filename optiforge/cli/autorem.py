@@ -33,7 +33,12 @@ def _context(
     seed: int,
     embed: bool = True,
 ) -> Any:
-    """A RunContext like the runner's; the memory opens with or without the MiniLM embedder."""
+    """A RunContext like the runner's; the memory opens with or without the MiniLM embedder.
+    The provider is checked first: a missing key, an unknown provider or a dead --api-base
+    is one line and exit 4, before any task is built."""
+    from optiforge.llm.preflight import check_provider
+
+    check_provider(model, api_base)
     from optiforge.config import RunSettings
     from optiforge.harness.context import build_context
     from optiforge.memory import Store

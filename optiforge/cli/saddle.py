@@ -27,6 +27,16 @@ AGENT_MODEL_HELP = (
 )
 
 
+def _check(model: str, api_base: str | None) -> None:
+    """The provider check of ``run`` (one line, exit 4) for a real model; the simulated
+    agents need none."""
+    if model in ("simulated", "unmatched"):
+        return
+    from optiforge.llm.preflight import check_provider
+
+    check_provider(model, api_base)
+
+
 def _agent_llm(name: str, api_base: str | None) -> Any:
     if name == "simulated":
         from optiforge.testing.saddle import simulated_llm
@@ -54,6 +64,7 @@ def _target(agent_model: str, api_base: str | None, sandbox: str, long: bool = F
     from optiforge.agents.autosaddler import TerminalTarget
     from optiforge.sandboxes import get_sandbox
 
+    _check(agent_model, api_base)
     return TerminalTarget(_agent_llm(agent_model, api_base), get_sandbox(sandbox), long=long)
 
 
@@ -111,6 +122,8 @@ def tune_cmd(
         raise typer.BadParameter(
             f"{err['msg']} (got {err['input']!r})", param_hint=f"--{name}"
         ) from None
+    _check(agent_model, api_base)  # before anything is written under --out
+    _check(model, api_base)
     out.mkdir(parents=True, exist_ok=True)
     target = _target(agent_model, api_base, sandbox, long)
     proposer = None

@@ -193,6 +193,35 @@ def test_bad_provider_is_one_line_and_exit_4_before_anything_runs(
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["autorem", "adapt", "--model", "nosuchprovider/m"], "unknown provider"),
+        (["saddle", "tune", "--model", "openai/x", "--api-base", "DEAD"], "nothing answers"),
+        (["saddle", "tune", "--agent-model", "nosuchprovider/m"], "unknown provider"),
+        (
+            ["saddle", "measure", "--agent-model", "openai/x", "--api-base", "DEAD"],
+            "nothing answers",
+        ),
+    ],
+)
+def test_agent_commands_check_the_provider_first(
+    args: list[str], needle: str, tmp_path: Path
+) -> None:
+    """autorem and saddle take the same provider check as run: one line, exit 4, nothing
+    written (their memory database and --out directory are not created)."""
+    args = [_dead_url() if a == "DEAD" else a for a in args]
+    out = tmp_path / "out"
+    db = tmp_path / "memory.db"
+    extra = ["--memory", f"sqlite:///{db}"] if args[0] == "autorem" else ["--out", str(out)]
+    if args[:2] == ["saddle", "measure"]:
+        extra = []
+    proc = optiforge(*args, *extra, cwd=tmp_path)
+    assert proc.returncode == ExitCode.ENVIRONMENT, proc.stderr[-2000:]
+    assert needle in one_error_line(proc)
+    assert not out.exists() and not db.exists()
+
+
 # ---------------------------------------------------------------------------- --out
 
 
