@@ -125,22 +125,37 @@ def translate_exception(err: BaseException, model: str) -> LLMError:
     a key) become ``LLMAuthError``, which is never retried and names the variable to set.
     """
     import litellm
+
+    return translate_openai_error(
+        err, model, context_window=isinstance(err, litellm.ContextWindowExceededError)
+    )
+
+
+def translate_openai_error(err: BaseException, model: str, *, context_window: bool) -> LLMError:
+    """The mapping of ``translate_exception`` on the ``openai`` classes, which litellm's
+    exceptions subclass, so the litellm path and the ``openai`` client's path
+    (``openai_compat``) give one error for one failure.
+
+    Args:
+        context_window: the caller's verdict that ``err`` says the prompt was too long
+            (litellm's own class, or the text markers litellm reads).
+    """
     import openai
 
     msg = f"{model}: {_short(err)}"
     status = getattr(err, "status_code", None)
-    if isinstance(err, litellm.ContextWindowExceededError):
+    if context_window:
         return LLMContextWindow(msg)
-    if isinstance(err, litellm.AuthenticationError | litellm.PermissionDeniedError) or status in (
+    if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError) or status in (
         401,
         403,
     ):
         return LLMAuthError(msg + _auth_hint(model))
     if any(m in str(err).lower() for m in _MISSING_KEY_MARKERS):
         return LLMAuthError(f"{model}: no API key" + _auth_hint(model))
-    if isinstance(err, litellm.RateLimitError) or status == 429:
+    if isinstance(err, openai.RateLimitError) or status == 429:
         return LLMRateLimited(msg, retry_after=retry_after_s(_headers(err)))
-    if isinstance(err, litellm.Timeout | openai.APITimeoutError | TimeoutError):
+    if isinstance(err, openai.APITimeoutError | TimeoutError):
         return LLMTimeout(msg)
     out = LLMProviderError(msg)
     transient = isinstance(err, openai.APIConnectionError | ConnectionError) or (

@@ -25,12 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from optiforge.errors import (
-    LLMAuthError,
-    LLMContextWindow,
     LLMError,
-    LLMProviderError,
-    LLMRateLimited,
-    LLMTimeout,
 )
 from optiforge.llm.types import ProviderReply
 
@@ -137,30 +132,9 @@ def translate(err: BaseException, model: str) -> LLMError:
     ``litellm_client.translate_exception`` makes of litellm's wrapper of it."""
     import openai
 
-    from optiforge.llm.litellm_client import _MISSING_KEY_MARKERS, _auth_hint, _headers, _short
-    from optiforge.llm.litellm_client import retry_after_s as _retry_after
+    from optiforge.llm.litellm_client import translate_openai_error
 
-    msg = f"{model}: {_short(err)}"
-    text = str(err).lower()
-    status = getattr(err, "status_code", None)
-    if isinstance(err, openai.BadRequestError | openai.APIStatusError) and any(
-        m in text for m in _CONTEXT_WINDOW_MARKERS
-    ):
-        return LLMContextWindow(msg)
-    if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError) or status in (
-        401,
-        403,
-    ):
-        return LLMAuthError(msg + _auth_hint(model))
-    if any(m in text for m in _MISSING_KEY_MARKERS):
-        return LLMAuthError(f"{model}: no API key" + _auth_hint(model))
-    if isinstance(err, openai.RateLimitError) or status == 429:
-        return LLMRateLimited(msg, retry_after=_retry_after(_headers(err)))
-    if isinstance(err, openai.APITimeoutError | TimeoutError):
-        return LLMTimeout(msg)
-    out = LLMProviderError(msg)
-    transient = isinstance(err, openai.APIConnectionError | ConnectionError) or (
-        isinstance(status, int) and status >= 500
+    context_window = isinstance(err, openai.BadRequestError | openai.APIStatusError) and any(
+        m in str(err).lower() for m in _CONTEXT_WINDOW_MARKERS
     )
-    out.retryable = transient  # type: ignore[attr-defined]
-    return out
+    return translate_openai_error(err, model, context_window=context_window)
