@@ -18,6 +18,7 @@ When the script is exhausted the ``default`` reply is used; without one the serv
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -216,3 +217,36 @@ class OpenAICompatServer:
             "usage": usage,
         }
         h._send(200, payload, headers)
+
+
+class SilentServer:
+    """Accepts connections on 127.0.0.1 and never answers: a provider that hangs (for
+    tests of timeouts and wall caps). ``accepted`` is set once a client has connected."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.accepted = threading.Event()
+        self._conns: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        """The OpenAI-style base URL (``http://127.0.0.1:PORT/v1``)."""
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            self.accepted.set()
+
+    def close(self) -> None:
+        """Stop accepting and drop every held connection."""
+        self.sock.close()
+        for c in self._conns:
+            c.close()

@@ -13,13 +13,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from optiforge.harness.status import ExitCode
-from optiforge.testing import OpenAICompatServer
+from optiforge.testing import OpenAICompatServer, SilentServer
 
 CLI = [sys.executable, "-m", "optiforge.cli"]
 RUN = ["run", "evolve", "--bench", "funcfit/quadratic", "--memory", "none"]
@@ -39,33 +38,6 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr[-2000:]
     return lines[0]
-
-
-class SilentServer:
-    """Accepts connections on 127.0.0.1 and never answers."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self._conns: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                self._conns.append(self.sock.accept()[0])
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self._conns:
-            c.close()
 
 
 # ---------------------------------------------------------------------------- caps

@@ -7,7 +7,6 @@ the fake blocks for ten minutes), with which error, exit code and records.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from optiforge.errors import BudgetExceeded
 from optiforge.harness.status import ExitCode, run_status
 from optiforge.harness.wallcap import WallCap, margin_s, mark_stopped
 from optiforge.llm import Budget
+from optiforge.testing import SilentServer
 
 
 @pytest.fixture(autouse=True)
@@ -27,36 +27,6 @@ def _disarmed() -> Iterator[None]:
     deadline.disarm()
     yield
     deadline.disarm()
-
-
-class SilentServer:
-    """Accepts connections on 127.0.0.1 and never answers (a provider that hangs)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.accepted = threading.Event()
-        self._conns: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self._conns.append(conn)
-            self.accepted.set()
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self._conns:
-            c.close()
 
 
 def test_margin_is_two_seconds_or_five_percent() -> None:
