@@ -87,6 +87,25 @@ ISOLATION = {
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
+def _launch(
+    cmd: list[str], env: dict[str, str], timeout_s: float, cwd: str | Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run one tool's whole command as both tools are run (so neither gets a scheduling or
+    threading advantage): in a new session, with ``THREAD_ENV`` over the environment;
+    ``env`` adds the tool's own variables. Returns the result and its wall seconds."""
+    t = time.perf_counter()
+    res = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **THREAD_ENV, **env},
+        timeout=timeout_s,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    return res, time.perf_counter() - t
+
+
 # ----------------------------------------------------------------------------- setup
 
 
@@ -259,20 +278,10 @@ def run_optiforge(
         "--set",
         f"agent.search.proposals_per_round={proposals}",
     ]
-    env = {**os.environ, **THREAD_ENV}
-    env["OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY", "instant")
-    env.update(launcher["env"])
-    t, t_launch = time.perf_counter(), time.time()
-    res = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout_s,
-        cwd=launcher["cwd"],
-        start_new_session=True,  # the same scheduling as OpenEvolve's command
-    )
-    wall, t_exit = time.perf_counter() - t, time.time()
+    env = {"OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "instant"), **launcher["env"]}
+    t_launch = time.time()
+    res, wall = _launch(cmd, env, timeout_s, cwd=launcher["cwd"])
+    t_exit = time.time()
     if res.returncode != 0:
         raise RuntimeError(
             f"optiforge exited {res.returncode}:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}"
@@ -334,17 +343,7 @@ def run_openevolve(
         "--out",
         str(out),
     ]
-    env = {**os.environ, **THREAD_ENV}
-    t = time.perf_counter()
-    res = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout_s,
-        start_new_session=True,  # the same scheduling as optiforge's command
-    )
-    wall = time.perf_counter() - t
+    res, wall = _launch(cmd, {}, timeout_s)
     (out / "driver.log").write_text(res.stdout + "\n--- stderr ---\n" + res.stderr)
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
     if res.returncode != 0 or not lines:
