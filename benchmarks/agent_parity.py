@@ -1,7 +1,8 @@
 """Same numbers before and after a refactor: every agent on its suite's dev split, offline.
 
-Runs ``optiforge eval AGENT --split dev --model offline`` for the five built-in agents
-(fixed seeds, tasks and budgets, baselines included), then writes one JSON of
+Runs ``optiforge eval AGENT --split dev --model offline`` for every registered agent
+(fixed seeds, tasks and budgets, baselines included) and ``optiforge saddle tune``
+(AutoSaddler, offline proposer, simulated terminal agent), then writes one JSON of
 ``{agent: {task/seed/runner: value}}``. Run it on two checkouts and compare::
 
     PYTHONPATH=/path/to/old python benchmarks/agent_parity.py --out old.json
@@ -9,7 +10,7 @@ Runs ``optiforge eval AGENT --split dev --model offline`` for the five built-in 
     python benchmarks/agent_parity.py --compare old.json new.json
 
 Numbers are compared exactly (offline runs are deterministic for a seed); a difference
-is printed per row. Takes about 10 minutes on 2 cores.
+is printed per row. Takes about 15 minutes on 2 cores (``--agents`` picks some).
 """
 
 from __future__ import annotations
@@ -30,7 +31,25 @@ PLAN: dict[str, tuple[str, str, int]] = {
     "hawkeye": ("kernelarena", "t2t_add,torch_softmax", 6),
     "autorem": ("autoro", "autoro-dev-d1-0000-s0,autoro-dev-d3-0002-s0,autoro-dev-d5-0004-s0", 0),
     "agent-cbo": ("cbo", "toy_graph,independent", 0),
+    "epb": ("nco", "tsp20", 6),
+    "knowevo": ("protein", "thermostability-a,solubility-a", 24),
+    "smith": ("procedural", "train-families", 9),
+    "formulator": ("bbowp", "logreg-wine,pressure-vessel", 0),
+    "terminal": ("saddle", "fix-median-bug,dedupe-events", 0),
+    "autosaddler": ("saddle", "", 0),  # `saddle tune`, not `eval` (see _saddle_tune)
 }
+SADDLE_TUNE = ["--iterations", "2", "--batch", "2", "--runs", "1", "--val-tasks", "2", "--val-runs", "1"]
+
+
+def _saddle_rows(out: Path) -> dict[str, str]:
+    """AutoSaddler's rounds (``rounds.jsonl``): each round's accepted/rejected verdict and rewards."""
+    rows: dict[str, str] = {}
+    for i, line in enumerate((out / "rounds.jsonl").read_text().splitlines()):
+        if line.strip():
+            r = json.loads(line)
+            keep = {k: v for k, v in sorted(r.items()) if not k.endswith(("_s", "time", "at"))}
+            rows[f"round{i}"] = json.dumps(keep, sort_keys=True)[:400]
+    return rows
 
 
 def _rows(eval_dir: Path) -> dict[str, str]:
@@ -59,6 +78,8 @@ def run(out: Path, agents: list[str], seeds: int) -> None:
             cmd = ["eval", agent, "--bench", suite, "--split", "dev"]
             cmd += ["--seeds", str(seeds), "--model", "offline", "--memory", "none"]
             cmd += ["--out", str(Path(tmp) / agent)]
+            if agent == "autosaddler":
+                cmd = ["saddle", "tune", "--out", str(Path(tmp) / agent), *SADDLE_TUNE]
             if tasks:
                 cmd += ["--tasks", tasks]
             if budget:
@@ -75,7 +96,8 @@ def run(out: Path, agents: list[str], seeds: int) -> None:
             if proc.returncode not in (0, 1):
                 print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
                 raise SystemExit(f"{agent}: eval exited {proc.returncode}")
-            results[agent] = _rows(Path(tmp) / agent)
+            rows = _saddle_rows if agent == "autosaddler" else _rows
+            results[agent] = rows(Path(tmp) / agent)
             print(f"{agent:18s} {len(results[agent]):3d} rows  {dt:6.1f} s", flush=True)
     out.write_text(json.dumps(results, indent=1, sort_keys=True))
     print(f"wrote {out}")

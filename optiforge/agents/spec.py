@@ -1,10 +1,15 @@
-"""``AgentSpec``: how the CLI and the eval runner see an agent (``build`` -> ``AgentRun``)."""
+"""``AgentSpec[T, C]``: how the CLI and the eval runner see an agent (``build`` -> ``AgentRun``).
+
+``T`` is the task family the agent runs on (a runtime-checkable Protocol declared beside
+the family's tasks, ``task_type``), ``C`` its config model. The harness checks a task with
+``isinstance(task, spec.task_type)`` (``check_task``), never by suite name or ``hasattr``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -14,31 +19,49 @@ from optiforge.agents.kit.run import AgentRun
 from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Task
 
-Build = Callable[[Task, BaseModel, int | None], AgentRun]
+T = TypeVar("T")
+C = TypeVar("C", bound=BaseModel)
+
+Build = Callable[[T, C, int | None], AgentRun]
 """``build(task, config, budget) -> AgentRun``: the agent's graph for one run on ``task``
 with its validated config and evaluation budget (None: the agent's own). No live handle
 is passed: the harness drives the run with the run's ``RunContext`` (``AgentRun.drive``,
 checkpoint and resume included) and reads its result (``AgentRun.outcome``). Bad input
 (a task the agent cannot read) raises here, before anything runs."""
 
-Baseline = Callable[[Task, RunContext, int | None, Any], AgentOutcome]
+Baseline = Callable[[T, RunContext, int | None, C], AgentOutcome]
 """``baseline(task, ctx, budget, config) -> AgentOutcome``: the agent's budget and its
 validated config (a baseline that needs no config ignores it)."""
 
 
+def protocol_members(proto: type) -> list[str]:
+    """The public attributes and methods a Protocol declares (its own and its bases')."""
+    names: set[str] = set()
+    for base in proto.__mro__:
+        if base is object or not getattr(base, "_is_protocol", False):
+            continue
+        names |= {n for n in getattr(base, "__annotations__", {}) if not n.startswith("_")}
+        names |= {n for n, v in vars(base).items() if callable(v) and not n.startswith("_")}
+    return sorted(names)
+
+
 @dataclass(frozen=True)
-class AgentSpec:
+class AgentSpec(Generic[T, C]):
     """A registered agent."""
 
     name: str
     description: str
-    config_model: type[BaseModel]
-    build: Build
+    config_model: type[C]
+    build: Build[T, C]
     default_benchmark: str | None = None
+    task_type: Any = Task
+    """The task family the agent runs on: a ``runtime_checkable`` Protocol (e.g.
+    ``NCOTask``) declared beside the family's tasks; the harness refuses a task that is not
+    an instance up front (``check_task``). ``Task``: any task of ``suites``."""
     suites: tuple[str, ...] | None = None
-    """Suites whose tasks the agent can solve; None: only ``default_benchmark``'s (an agent
-    without a default benchmark accepts any). The harness refuses other tasks up front."""
-    baselines: dict[str, Baseline] = field(default_factory=dict)
+    """Only for an agent whose ``task_type`` is the bare ``Task``: suites whose tasks it
+    can solve; None: only ``default_benchmark``'s (none either: any)."""
+    baselines: dict[str, Baseline[T, C]] = field(default_factory=dict)
     """Baselines measured in the same eval; the first is the primary one for ``run``."""
     default_budget: int = 32
     offline_equivalent: str | None = None
@@ -51,22 +74,37 @@ class AgentSpec:
     ``harness-patch``."""
 
     def accepts(self, suite: str) -> bool:
-        """Whether tasks of ``suite`` are ones this agent can run on."""
+        """Whether tasks of ``suite`` may be ones this agent can run on (a name-level
+        pre-check for listings; ``check_task`` decides on the task itself)."""
+        if self.task_type is not Task:
+            return True
         allowed = self.suites or ((self.default_benchmark,) if self.default_benchmark else None)
         return allowed is None or suite in allowed
 
-    def check_task(self, task: Task) -> None:
-        """The one task-type guard: ``ConfigError`` naming the suites the agent accepts.
+    def check_task(self, task: Any) -> T:
+        """The one task-type guard: ``task`` as the agent's task family, or a
+        ``ConfigError`` naming the family the agent runs on.
 
         Raises:
-            ConfigError: ``task`` belongs to a suite this agent cannot run on.
+            ConfigError: ``task`` is not of the agent's task family.
         """
+        if self.task_type is not Task:
+            if isinstance(task, self.task_type):
+                return task  # type: ignore[no-any-return]
+            want = getattr(self.task_type, "__name__", str(self.task_type))
+            missing = [m for m in protocol_members(self.task_type) if not hasattr(task, m)]
+            why = f" (it has no {', '.join(missing[:4])})" if missing else ""
+            raise ConfigError(
+                f"{self.name} runs on {want} tasks; {task.suite}/{task.name} is not one{why} "
+                f"(try --bench {self.default_benchmark})"
+            )
         if not self.accepts(task.suite):
             allowed = ", ".join(self.suites or (str(self.default_benchmark),))
             raise ConfigError(
                 f"{self.name} runs on {allowed} tasks, not {task.suite}/{task.name} "
                 f"(try --bench {self.default_benchmark or allowed})"
             )
+        return task  # type: ignore[no-any-return]
 
     @property
     def primary_baseline(self) -> str | None:

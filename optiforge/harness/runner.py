@@ -144,8 +144,9 @@ def run_task(
     try:
         if method == spec.name:
             run = spec.build(task, config, budget)
-            final = run.drive(ctx, resume=resume)  # run_graph: checkpoint, resume, close
-            outcome = run.outcome(final.state, ctx)
+            run_ctx = run.context(ctx)  # the handles plus task, config, budget
+            final = run.drive(run_ctx, resume=resume)  # run_graph: checkpoint, resume, close
+            outcome = run.outcome(final.state, run_ctx)
         else:
             outcome = spec.baselines[method](task, ctx, budget, config)
         _phase(ctx, "re-measuring the best candidate", "in a fresh sandbox")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from optiforge.agents.kit.context import RunContext
+from optiforge.agents.kit.context import AgentContext, RunContext
 from optiforge.agents.kit.driver import CHECKPOINTS, GraphRun, ResumeCheck, run_graph
 from optiforge.agents.kit.outcome import AgentOutcome
 
@@ -60,6 +60,18 @@ class AgentRun:
     durable: bool = True
     """Checkpoint when the context has a run directory (False: never, e.g. a baseline
     that runs the agent's graph beside the agent in the same run directory)."""
+    task: Any = None
+    """The run's task: set, ``drive`` gives the graph an ``AgentContext`` holding it, the
+    config and the budget (the graph's ``context_schema``); None: the ``RunContext`` as is."""
+    config: Any = None
+    eval_budget: int | None = None
+
+    def context(self, ctx: RunContext) -> RunContext:
+        """The runtime context the graph runs with: ``ctx`` with this run's task, config
+        and budget (``AgentContext.of``) when the run has a task, else ``ctx``."""
+        if self.task is None:
+            return ctx
+        return AgentContext.of(ctx, self.task, self.config, self.eval_budget)
 
     @property
     def state_type(self) -> Any:
@@ -78,11 +90,12 @@ class AgentRun:
     def drive(self, ctx: RunContext, *, resume: bool = False) -> GraphRun:
         """Run (or resume) the graph to its end with the kit's durable driver."""
         return run_graph(
-            self.compile, ctx, start=self.start, thread_id=self.thread_id, resume=resume,
+            self.compile, self.context(ctx), start=self.start, thread_id=self.thread_id, resume=resume,
             durable=self.durable, recursion_limit=self.recursion_limit, check=self.check,
             what=self.what, checkpoints=self.checkpoints,
         )  # fmt: skip
 
     def execute(self, ctx: RunContext, *, resume: bool = False) -> AgentOutcome:
         """``drive`` then ``outcome``: the run's ``AgentOutcome``."""
+        ctx = self.context(ctx)
         return self.outcome(self.drive(ctx, resume=resume).state, ctx)
