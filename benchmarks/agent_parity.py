@@ -107,7 +107,10 @@ def compare(old: Path, new: Path) -> int:
     a, b = json.loads(old.read_text()), json.loads(new.read_text())
     bad = 0
     print(f"{'agent':18s} {'rows':>5s} {'same':>5s}")
-    for agent in sorted(set(a) | set(b)):
+    left_out = sorted(set(a) - set(b))
+    if left_out:  # a run of some agents (--agents) is compared on those
+        print(f"(not in {new.name}, not compared: {', '.join(left_out)})")
+    for agent in sorted(b):
         ra, rb = a.get(agent, {}), b.get(agent, {})
         keys = sorted(set(ra) | set(rb))
         same = [k for k in keys if k in ra and k in rb and ra[k] == rb[k]]
