@@ -12,6 +12,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "optiforge"
 
 # Layer rank, higher = further up. The first matching prefix in LAYER_RULES wins, so specific
 # modules are listed before the packages that hold them.
+# Agents whose folder holds a cli.py (the verbs of ``optiforge.agents.AGENT_VERBS``).
+AGENT_CLIS = sorted(p.parent.name for p in (PACKAGE / "agents").glob("*/cli.py"))
+
 LAYERS = {"errors": 0, "base": 1, "evals": 2, "agents": 3, "harness": 4, "cli": 5}
 LAYER_RULES: list[tuple[str, str]] = [
     # Test doubles of agent code (an LLM that answers agent-CBO's sub-agent schemas, a toy
@@ -23,6 +26,10 @@ LAYER_RULES: list[tuple[str, str]] = [
     ("optiforge.testing.saddle", "agents"),
     ("optiforge.testing.hawkeye", "agents"),
     ("optiforge.testing.autorem", "agents"),
+    # An agent's own sub-commands (``AgentSpec.cli``, a ``module:attribute`` reference, so
+    # no agent module imports them) are CLI code kept in the agent's folder: they build run
+    # contexts with the harness and read suites, as the CLI does.
+    *((f"optiforge.agents.{agent}.cli", "cli") for agent in AGENT_CLIS),
     ("optiforge.cli", "cli"),
     ("optiforge.harness", "harness"),
     ("optiforge.agents", "agents"),

@@ -1,14 +1,24 @@
 """Agents, registered by name; third-party agents join through the ``optiforge.agents``
-entry-point group (an entry point must resolve to an ``AgentSpec``)."""
+entry-point group (an entry point must resolve to an ``AgentSpec``).
+
+This module is the registry the CLI reads at start-up (``optiforge --help`` lists the
+agents' own sub-commands from ``AGENT_VERBS``), so it imports nothing but the standard
+library: ``AgentSpec`` (pydantic, numpy, the kit) is imported where a spec is loaded.
+"""
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
 from importlib import metadata
+from typing import TYPE_CHECKING
 
-from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.errors import ConfigError
+
+if TYPE_CHECKING:
+    import typer
+
+    from optiforge.agents.spec import AgentSpec
 
 
 @dataclass(frozen=True)
@@ -82,11 +92,70 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
 }
 
 
+@dataclass(frozen=True)
+class VerbsInfo:
+    """A sub-command group an agent owns (``optiforge VERB ...``), known without importing
+    the agent: ``optiforge --help`` lists it, and the agent is imported only when the group
+    runs. ``tests/agents/test_agent_registry.py`` checks each entry against the owning
+    agent's ``SPEC.cli`` and the app's own help."""
+
+    agent: str
+    """``module:attribute`` of the ``AgentSpec`` that owns the verbs (its ``cli`` is ``app``)."""
+    app: str
+    """``module:attribute`` of the agent's ``typer.Typer`` (``SPEC.cli``)."""
+    help: str
+    """The app's help text, as ``optiforge --help`` shows it."""
+
+
+AGENT_VERBS: dict[str, VerbsInfo] = {
+    "autorem": VerbsInfo(
+        "optiforge.agents.autorem:SPEC",
+        "optiforge.agents.autorem.cli:app",
+        "AutoREM: build the experience memory (adapt), solve one instance, tabulate evals.",
+    ),
+    "knowevo": VerbsInfo(
+        "optiforge.agents.knowevo:SPEC",
+        "optiforge.agents.knowevo.cli:app",
+        "KnowEvo: inspect strategy mutation trees.",
+    ),
+    "smith": VerbsInfo(
+        "optiforge.agents.smith:SPEC",
+        "optiforge.agents.smith.cli:app",
+        "SMITH: train the tool-building policy.",
+    ),
+    "saddle": VerbsInfo(
+        "optiforge.agents.autosaddler:SPEC",
+        "optiforge.agents.autosaddler.cli:app",
+        "AutoSaddler: tune the terminal agent's harness on the saddle suite.",
+    ),
+}
+"""Sub-command groups by verb (``optiforge autorem ...``), in the order ``--help`` lists them."""
+
+
+def agent_cli(verb: str) -> typer.Typer:
+    """The ``typer`` app of the agent sub-command ``verb`` (imports the agent).
+
+    Raises:
+        ConfigError: no agent owns ``verb``, or its ``app`` is not a ``typer.Typer``.
+    """
+    import typer
+
+    if verb not in AGENT_VERBS:
+        raise ConfigError(f"no agent owns the command {verb!r} (known: {', '.join(AGENT_VERBS)})")
+    module, _, attr = AGENT_VERBS[verb].app.partition(":")
+    app = getattr(importlib.import_module(module), attr)
+    if not isinstance(app, typer.Typer):
+        raise ConfigError(f"{AGENT_VERBS[verb].app} is not a typer.Typer")
+    return app
+
+
 def agent_infos() -> dict[str, AgentInfo]:
     """Every agent's name, default benchmark and description; imports no built-in agent.
 
     Third-party agents (entry points) are loaded to read theirs.
     """
+    from optiforge.agents.spec import AgentSpec
+
     found = dict(BUILTIN_AGENTS)
     for ep in metadata.entry_points(group="optiforge.agents"):
         if ep.name not in found:
@@ -97,6 +166,8 @@ def agent_infos() -> dict[str, AgentInfo]:
 
 
 def _load(ref: str) -> AgentSpec:
+    from optiforge.agents.spec import AgentSpec
+
     module, _, attr = ref.partition(":")
     spec = getattr(importlib.import_module(module), attr)
     if not isinstance(spec, AgentSpec):
@@ -106,6 +177,8 @@ def _load(ref: str) -> AgentSpec:
 
 def available_agents() -> dict[str, AgentSpec]:
     """Built-in agents plus those from installed entry points."""
+    from optiforge.agents.spec import AgentSpec
+
     found = {name: _load(info.ref) for name, info in BUILTIN_AGENTS.items()}
     for ep in metadata.entry_points(group="optiforge.agents"):
         if ep.name not in found:
@@ -127,10 +200,11 @@ def get_agent(name: str) -> AgentSpec:
 
 
 __all__ = [
+    "AGENT_VERBS",
     "BUILTIN_AGENTS",
     "AgentInfo",
-    "AgentOutcome",
-    "AgentSpec",
+    "VerbsInfo",
+    "agent_cli",
     "agent_infos",
     "available_agents",
     "get_agent",

@@ -72,6 +72,11 @@ class AgentSpec(Generic[T, C]):
     """What the agent's best candidate is, as a pipeline passes it on: ``program``,
     ``gp-kernel``, ``triton-kernel``, ``formulation``, ``causal-model``, ``tool``,
     ``harness-patch``."""
+    cli: str | None = None
+    """The sub-command group the agent owns, as ``module:attribute`` of its ``typer.Typer``
+    (``optiforge.agents.autorem.cli:app``). A reference, not the app: the app sits on the
+    CLI layer (it builds run contexts and reads suites), which agent code never imports;
+    the registry's ``AGENT_VERBS`` mounts it under its verb and imports it when it runs."""
 
     def accepts(self, suite: str) -> bool:
         """Whether tasks of ``suite`` may be ones this agent can run on (a name-level

@@ -21,6 +21,7 @@ from rich.table import Table
 from optiforge import __version__
 from optiforge.errors import ConfigError, OptiforgeError
 from optiforge.harness.status import STATUS_EXIT, ExitCode, error_exit
+from optiforge.cli.verbs import RootGroup, mount_agent_verbs
 from optiforge.limits import MAX_BUDGET, MAX_SEEDS, MAX_WALL_S, MAX_WORKERS
 
 console = Console()
@@ -34,6 +35,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=RootGroup,
 )
 list_app = typer.Typer(
     help="List providers, agents, benchmarks, tasks or pipelines.", no_args_is_help=True
@@ -978,28 +980,18 @@ def report(directory: Annotated[Path, typer.Argument(help="A run or eval directo
 
 
 def _mount_optional() -> None:
-    """Sub-apps that live next to their services."""
+    """Sub-apps that live next to their services, then the agents' own (stand-ins until
+    one runs: ``optiforge.cli.verbs``)."""
     from optiforge.cli.memory import app as memory_app
 
     app.add_typer(memory_app, name="memory")
-    from optiforge.cli.autorem import app as autorem_app
-
-    app.add_typer(autorem_app, name="autorem")
     from optiforge.cli.pipeline import app as pipeline_app
 
     app.add_typer(pipeline_app, name="pipeline")
-    from optiforge.cli.knowevo import app as knowevo_app
-
-    app.add_typer(knowevo_app, name="knowevo")
-    from optiforge.cli.smith import app as smith_app
-
-    app.add_typer(smith_app, name="smith")
     from optiforge.cli.posttrain import app as posttrain_app
 
     app.add_typer(posttrain_app, name="posttrain")
-    from optiforge.cli.saddle import app as saddle_app
-
-    app.add_typer(saddle_app, name="saddle")
+    mount_agent_verbs(app)
 
 
 _mount_optional()

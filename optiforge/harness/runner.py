@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from optiforge import deadline
-from optiforge.agents import AgentOutcome, AgentSpec, get_agent
+from optiforge.agents import get_agent
+from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.agents.kit import RunContext
 from optiforge.config import RunSettings, build_config
 from optiforge.errors import ConfigError, OptiforgeError

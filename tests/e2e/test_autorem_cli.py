@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from optiforge.cli.autorem import app
+from optiforge.agents.autorem.cli import app
 from optiforge.errors import InvalidTask
 
 

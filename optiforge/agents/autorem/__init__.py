@@ -27,6 +27,7 @@ SPEC = AgentSpec(
     artifact="formulation",
     offline_equivalent="no-memory",
     summary_notes=summary_notes,
+    cli="optiforge.agents.autorem.cli:app",
 )
 
 __all__ = ["SPEC", "AutoREMConfig", "build"]

@@ -1,7 +1,9 @@
 """``optiforge autorem ...``: offline adaptation, single-instance solve, accuracy table.
 
-The lead mounts ``app`` as the ``autorem`` sub-command. Errors are ``OptiforgeError``
-subclasses with one-line messages; the top-level CLI prints them.
+The agent owns these verbs (``SPEC.cli``); the CLI mounts ``app`` as ``optiforge autorem``
+(``optiforge.agents.AGENT_VERBS``). This module is CLI code: it builds run contexts with the
+harness, so no agent module imports it. Errors are ``OptiforgeError`` subclasses with
+one-line messages; the top-level CLI prints them.
 """
 
 from __future__ import annotations

@@ -8,9 +8,24 @@ optiforge agent's config the same way. ``metrics.measure`` reports pass@1, pass^
 and cost per harness version. CLI: ``optiforge saddle tune`` / ``optiforge saddle measure``.
 """
 
+from typing import NoReturn
+
 from optiforge.agents.autosaddler.agent import build_tuning, tune
 from optiforge.agents.autosaddler.config import SaddlerConfig
 from optiforge.agents.autosaddler.metrics import measure
 from optiforge.agents.autosaddler.targets import TerminalTarget
+from optiforge.agents.spec import AgentSpec
+from optiforge.errors import ConfigError
 
-__all__ = ["SaddlerConfig", "TerminalTarget", "build_tuning", "measure", "tune"]
+
+def build(task: object, config: SaddlerConfig, budget: int | None) -> NoReturn:
+    """AutoSaddler tunes a harness over a suite, not one task: ``optiforge saddle tune``."""
+    raise ConfigError("autosaddler tunes a harness over the saddle suite: run `optiforge saddle tune`")
+
+
+# Minimal spec (issue 43, CLI part): it carries the verbs the agent owns; the full spec
+# (task family, build of a tuning run) is the autosaddler helper's.
+SPEC = AgentSpec(name="autosaddler", description="Tune an agent's harness from its failure traces",
+                 config_model=SaddlerConfig, build=build, cli="optiforge.agents.autosaddler.cli:app")  # fmt: skip
+
+__all__ = ["SPEC", "SaddlerConfig", "TerminalTarget", "build_tuning", "measure", "tune"]

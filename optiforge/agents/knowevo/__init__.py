@@ -28,6 +28,7 @@ SPEC = AgentSpec(
     default_budget=120,
     summary_notes=summary_notes,
     artifact="strategy",
+    cli="optiforge.agents.knowevo.cli:app",
 )
 
 __all__ = ["SPEC", "KnowEvoConfig", "build"]

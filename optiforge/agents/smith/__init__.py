@@ -22,6 +22,7 @@ SPEC = AgentSpec(
     default_budget=27,
     summary_notes=summary_notes,
     artifact="tool-pool",
+    cli="optiforge.agents.smith.cli:app",
 )
 
 __all__ = ["SPEC", "SmithConfig", "build"]

@@ -96,7 +96,7 @@ def test_the_gate_keeps_the_code_hook_and_refuses_the_switch_that_does_nothing(g
 def test_cli_measures_a_harness_with_a_code_hook_on_the_long_split(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from optiforge.cli.saddle import app
+    from optiforge.agents.autosaddler.cli import app
 
     folder = _h(CODE).save(tmp_path / "h")
     res = CliRunner().invoke(app, ["measure", "--harness", str(folder), "--long", "--runs", "1",

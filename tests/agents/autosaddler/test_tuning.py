@@ -183,7 +183,7 @@ def test_the_meta_harness_is_autorems_config_checked_on_every_patch() -> None:
 
 
 def test_cli_tune_writes_the_harness_rounds_and_summary(tmp_path: Path) -> None:
-    from optiforge.cli.saddle import app
+    from optiforge.agents.autosaddler.cli import app
 
     out = tmp_path / "t"
     res = CliRunner().invoke(app, ["tune", "--out", str(out), "--iterations", "1", "--batch", "2", "--runs", "1",
