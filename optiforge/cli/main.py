@@ -12,20 +12,33 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from optiforge import __version__
-from optiforge.errors import ConfigError, OptiforgeError
-from optiforge.harness.status import STATUS_EXIT, ExitCode, error_exit
+from optiforge.cli.launch import (
+    EVAL_MARKERS,
+    check_out_dir,
+    err_console,
+    final_status,
+    interrupted,
+    preflight_provider,
+    prewarm_llm,
+    run_settings,
+    sandbox_policy,
+)
+from optiforge.cli.memory import app as memory_app
+from optiforge.cli.pipeline import app as pipeline_app
+from optiforge.cli.posttrain import app as posttrain_app
 from optiforge.cli.verbs import RootGroup, mount_agent_verbs
+from optiforge.errors import ConfigError, OptiforgeError
+from optiforge.harness.status import ExitCode, error_exit
 from optiforge.limits import MAX_BUDGET, MAX_SEEDS, MAX_WALL_S, MAX_WORKERS
 
 console = Console()
-err_console = Console(stderr=True)
 # Listings piped to a file or a pager keep every column (rich assumes 80 off a terminal).
 list_console = Console(width=None if console.is_terminal else 1000)
 
@@ -70,76 +83,10 @@ UnsafeOpt = Annotated[
 ]
 
 
-def _prewarm_llm(model: str, api_base: str | None, replay: Path | None = None) -> None:
-    """Start the LLM provider process now, when the run will need it: litellm's import
-    (2-4 s) and warm-up then run on another core while this process builds the agent,
-    instead of stalling the first LLM call (``--model local``: the model's server too).
-    Not for a cassette replay, which calls no provider."""
-    if model.strip().lower() in ("", "offline") or replay is not None:
-        return
-    from optiforge.llm.local import is_local
-    from optiforge.llm.provider_process import shared
-
-    if is_local(model):  # the model's server starts once its settings (llm.local) are read
-        shared().start()
-        return
-    shared().warm(model.strip(), api_base)
-
-
-def _check_provider(model: str, api_base: str | None, replay: Path | None) -> None:
-    """Before a run starts: a missing key, an unknown provider or a dead ``--api-base`` is
-    one line and exit 4 (``optiforge.llm.preflight``), not a failed run a minute later.
-    Not for a cassette replay, which calls no provider."""
-    if replay is not None:
-        return
-    from optiforge.llm.preflight import check_provider
-
-    check_provider(model, api_base)
-
-
 def _check_settings_provider(settings: Any, model: str, api_base: str | None) -> None:
-    """``_check_provider`` again when a --config file chose another model or server."""
+    """``preflight_provider`` again when a --config file chose another model or server."""
     if (settings.model, settings.api_base) != (model, api_base):
-        _check_provider(settings.model, settings.api_base, settings.replay)
-
-
-RUN_MARKERS = ("manifest.json",)
-EVAL_MARKERS = ("eval.json", "results.jsonl")
-
-
-def check_out_dir(out: Path | None, markers: tuple[str, ...] = RUN_MARKERS) -> None:
-    """Refuse an ``--out`` that exists and is neither empty nor an optiforge run (one of
-    ``markers`` in it): a run must not scatter its files into a source tree or a home
-    directory. A run directory itself is for the command's own rules (resume, refuse)."""
-    if out is None or not out.exists():
-        return
-    if not out.is_dir():
-        raise ConfigError(f"--out {out}: exists and is not a directory")
-    if any((out / m).exists() for m in markers):
-        return
-    if next(out.iterdir(), None) is not None:
-        raise ConfigError(
-            f"--out {out}: the directory holds other files and is not an optiforge run "
-            f"(no {' or '.join(markers)}); choose a new or empty directory"
-        )
-
-
-def _sandbox_policy(unsafe: bool, backend: str) -> None:
-    """Fail fast (one line) when the sandbox cannot contain LLM code; shout when unsafe."""
-    from optiforge.sandboxes import UNSAFE_ENV, get_sandbox
-
-    if unsafe:
-        os.environ[UNSAFE_ENV] = "1"  # worker processes inherit it; sandboxed code never sees it
-    sb: Any = get_sandbox(backend)  # raises UnsafeSandbox unless allowed
-    unmet = sb.protections().unmet()
-    if unmet:
-        err_console.print(
-            "[bold red]" + "!" * 72 + "\n"
-            f"--unsafe-sandbox: LLM-written code runs in a {backend} sandbox "
-            f"({getattr(sb, 'isolation', backend)}) that does NOT meet: "
-            f"{', '.join(sorted(unmet))}.\nIt can read your files and reach the network. "
-            "Results are labelled unsafe in events.jsonl.\n" + "!" * 72 + "[/bold red]"
-        )
+        preflight_provider(settings.model, settings.api_base, settings.replay)
 
 
 @app.callback()
@@ -417,26 +364,6 @@ SetOpt = Annotated[
 ]
 
 
-def _settings(*, config: Path | None, overrides: list[str] | None, **fields: Any) -> Any:
-    from optiforge.config import RunSettings, build_config, load_yaml
-
-    base: dict[str, Any] = load_yaml(config) if config else {}
-    for key, value in fields.items():
-        if value is not None:
-            base[key] = value
-    where = "settings" if config is None else f"settings from {config}"
-    where += " and --set" if config is not None and overrides else ""
-    settings = build_config(RunSettings, base=base, overrides=overrides or [], where=where)
-    from optiforge.llm.local import is_local
-
-    if is_local(settings.model) and settings.api_base:
-        raise ConfigError(
-            f"--model {settings.model} is served by optiforge itself: drop --api-base "
-            "(or use --model openai/NAME --api-base URL for a server of your own)"
-        )
-    return settings
-
-
 def _progress_printer() -> tuple[Any, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -522,16 +449,16 @@ def run(
     overrides: SetOpt = None,
 ) -> None:
     """Run AGENT on one task; writes OUT/summary.json, events.jsonl and a convergence plot."""
-    _check_provider(model, api_base, replay)
-    _prewarm_llm(model, api_base, replay)
-    _sandbox_policy(unsafe_sandbox, sandbox)
+    preflight_provider(model, api_base, replay)
+    prewarm_llm(model, api_base, replay)
+    sandbox_policy(unsafe_sandbox, sandbox)
     from optiforge.agents import get_agent
     from optiforge.evals.registry import get_benchmark, resolve_task
     from optiforge.harness.plot_later import spawn_run_plot
     from optiforge.runs import new_run_id
 
     spec = get_agent(agent)
-    settings = _settings(
+    settings = run_settings(
         config=config,
         overrides=overrides,
         model=model,
@@ -607,11 +534,11 @@ def run(
     try:
         summary = _run_with_progress(prog, spec, task, settings, out_dir, resume is not None)
     except KeyboardInterrupt:
-        _interrupted(f"optiforge run {spec.name} --resume {out_dir}", out_dir)
+        interrupted(f"optiforge run {spec.name} --resume {out_dir}", out_dir)
     plot = spawn_run_plot(summary, out_dir)  # drawn in a process of its own: exit now
     _print_run_summary(summary, out_dir, plot)
     _print_notes(summary)
-    raise typer.Exit(_final_status(summary, out_dir))
+    raise typer.Exit(final_status(summary, out_dir))
 
 
 def _print_notes(summary: dict[str, Any]) -> None:
@@ -630,33 +557,8 @@ def _resumed_settings(cfg: dict[str, Any], settings: Any) -> Any:
     if warning:
         err_console.print(f"[yellow]warning[/]: {warning}", highlight=False, soft_wrap=True)
     kept = resumed_settings(recorded, settings)
-    _prewarm_llm(kept.model, kept.api_base, kept.replay)  # the recorded model, not the flag's
+    prewarm_llm(kept.model, kept.api_base, kept.replay)  # the recorded model, not the flag's
     return kept
-
-
-def _interrupted(command: str, out_dir: Path, note: str = "") -> NoReturn:
-    """Ctrl-C: say what was kept and the command that continues; exit 130."""
-    err_console.print(
-        f"[yellow]interrupted[/]: {out_dir} keeps everything finished so far; "
-        f"continue with `{command}`{note}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    raise typer.Exit(int(ExitCode.INTERRUPTED))
-
-
-def _final_status(summary: dict[str, Any], out_dir: Path) -> int:
-    """Print the one-line final status of a run or an eval; return its exit code."""
-    status = summary.get("status", "failed")
-    code = int(STATUS_EXIT.get(status, ExitCode.FAILED))
-    colour = {"finished": "green", "stopped": "yellow"}.get(status, "red")
-    reason = summary.get("status_reason") or ""
-    err_console.print(
-        f"[{colour}]status: {status}[/] ({reason}) · exit {code} · {out_dir}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    return code
 
 
 def _run_with_progress(
@@ -789,9 +691,9 @@ def eval_cmd(
     overrides: SetOpt = None,
 ) -> None:
     """All tasks x seeds of a suite split, agent vs baselines; resumable. Writes results.jsonl, summary.{json,md}, plots."""
-    _check_provider(model, api_base, replay)
-    _prewarm_llm(model, api_base, replay)
-    _sandbox_policy(unsafe_sandbox, "local")
+    preflight_provider(model, api_base, replay)
+    prewarm_llm(model, api_base, replay)
+    sandbox_policy(unsafe_sandbox, "local")
     from optiforge.agents import get_agent
     from optiforge.runs import new_run_id
 
@@ -799,7 +701,7 @@ def eval_cmd(
     bench = bench or spec.default_benchmark
     if not bench:
         raise ConfigError(f"{spec.name} has no default benchmark: pass --bench SUITE")
-    settings = _settings(
+    settings = run_settings(
         config=config,
         overrides=overrides,
         model=model,
@@ -828,9 +730,9 @@ def eval_cmd(
         )
     except KeyboardInterrupt:
         again = f"optiforge eval {spec.name} --bench {bench} --split {split} --seeds {seeds}"
-        _interrupted(f"{again} --out {out_dir}", out_dir, " (with the same options)")
+        interrupted(f"{again} --out {out_dir}", out_dir, " (with the same options)")
     _print_eval_summary(summary, spec, bench, split, seeds, out_dir)
-    raise typer.Exit(_final_status(summary, out_dir))
+    raise typer.Exit(final_status(summary, out_dir))
 
 
 def _eval_with_progress(
@@ -982,14 +884,8 @@ def report(directory: Annotated[Path, typer.Argument(help="A run or eval directo
 def _mount_optional() -> None:
     """Sub-apps that live next to their services, then the agents' own (stand-ins until
     one runs: ``optiforge.cli.verbs``)."""
-    from optiforge.cli.memory import app as memory_app
-
     app.add_typer(memory_app, name="memory")
-    from optiforge.cli.pipeline import app as pipeline_app
-
     app.add_typer(pipeline_app, name="pipeline")
-    from optiforge.cli.posttrain import app as posttrain_app
-
     app.add_typer(posttrain_app, name="posttrain")
     mount_agent_verbs(app)
 

@@ -7,6 +7,16 @@ from typing import Annotated, Any
 
 import typer
 
+from optiforge.cli.launch import (
+    check_out_dir,
+    err_console,
+    final_status,
+    interrupted,
+    preflight_provider,
+    prewarm_llm,
+    run_settings,
+    sandbox_policy,
+)
 from optiforge.errors import ConfigError
 
 app = typer.Typer(help="Run pipelines: agents composed into one graph.", no_args_is_help=True)
@@ -71,16 +81,6 @@ def pipeline_run(
     ] = False,
 ) -> None:
     """Run a pipeline end to end: one run directory, one event log, one ledger, one memory."""
-    from optiforge.cli.main import (
-        _check_provider,
-        _final_status,
-        _interrupted,
-        _prewarm_llm,
-        _sandbox_policy,
-        _settings,
-        check_out_dir,
-        err_console,
-    )
     from optiforge.harness.pipelines import (
         find_pipeline,
         load_pipeline,
@@ -113,7 +113,7 @@ def pipeline_run(
 
             scoped_url(memory, None)  # a bad scope fails here, before anything is written
             spec = spec.model_copy(update={"memory": memory})
-        settings = _settings(
+        settings = run_settings(
             config=None, overrides=None, model=model or spec.model or "offline", api_base=api_base,
             seed=seed, record=record, replay=replay, cache=cache, workers=workers,
             executor=executor, ray_address=ray_address,
@@ -121,9 +121,9 @@ def pipeline_run(
         check_out_dir(out)
         out_dir = out or Path("runs") / new_run_id(f"pipeline-{spec.name}")
         source = str(path)
-    _check_provider(settings.model, settings.api_base, settings.replay)
-    _prewarm_llm(settings.model, settings.api_base, settings.replay)
-    _sandbox_policy(unsafe_sandbox, settings.sandbox)
+    preflight_provider(settings.model, settings.api_base, settings.replay)
+    prewarm_llm(settings.model, settings.api_base, settings.replay)
+    sandbox_policy(unsafe_sandbox, settings.sandbox)
     err_console.print(
         f"{'resuming' if resume else 'pipeline'} {out_dir}: {spec.name} "
         f"({' -> '.join(n.id for n in spec.nodes)}), model {settings.model}",
@@ -166,9 +166,9 @@ def pipeline_run(
         summary = run_pipeline(spec, settings, out_dir, resume=resume is not None, source=source,
                                on_node=on_node, node_progress=node_progress)  # fmt: skip
     except KeyboardInterrupt:
-        _interrupted(f"optiforge pipeline run --resume {out_dir}", out_dir)
+        interrupted(f"optiforge pipeline run --resume {out_dir}", out_dir)
     print((Path(out_dir) / "summary.md").read_text(), end="")
-    raise typer.Exit(_final_status(summary, Path(out_dir)))
+    raise typer.Exit(final_status(summary, Path(out_dir)))
 
 
 @app.command("show")

@@ -23,8 +23,8 @@ from typing import Any
 
 from optiforge import deadline
 from optiforge.agents import get_agent
-from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.agents.kit import RunContext
+from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.config import RunSettings, build_config
 from optiforge.errors import ConfigError, OptiforgeError
 from optiforge.evals.registry import get_benchmark

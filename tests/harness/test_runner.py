@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.agents.kit import SearchConfig, search_run
+from optiforge.agents.spec import AgentOutcome, AgentSpec
 from optiforge.config import RunSettings
 from optiforge.harness.runner import average_ranks, mean_ci95, run_eval, run_task, summarize
 from optiforge.testing.toy_search import GaussianProposer, ToyProblem, ToyTask

@@ -20,7 +20,9 @@ from optiforge.errors import ConfigError
 
 def build(task: object, config: SaddlerConfig, budget: int | None) -> NoReturn:
     """AutoSaddler tunes a harness over a suite, not one task: ``optiforge saddle tune``."""
-    raise ConfigError("autosaddler tunes a harness over the saddle suite: run `optiforge saddle tune`")
+    raise ConfigError(
+        "autosaddler tunes a harness over the saddle suite: run `optiforge saddle tune`"
+    )
 
 
 # Minimal spec (issue 43, CLI part): it carries the verbs the agent owns; the full spec

@@ -25,7 +25,7 @@ import math
 from typing import Any
 
 from optiforge.errors import ConfigError
-from optiforge.harness.pipelines.steps import StepInput
+from optiforge.harness.pipelines.step_input import StepInput
 
 OPTIONS: dict[str, set[str]] = {
     "optimize": {"method", "kernel", "budget"},

@@ -224,7 +224,8 @@ def _artifact(node: NodeSpec, ctx: PipelineContext, out: Path, summary: dict[str
 
 def _step_node(node: NodeSpec, source: str) -> Callable[..., dict[str, Any]]:
     def run(state: PipelineState, runtime: Any) -> dict[str, Any]:
-        from optiforge.harness.pipelines.steps import STEPS, StepInput
+        from optiforge.harness.pipelines.step_input import StepInput
+        from optiforge.harness.pipelines.steps import STEPS
 
         ctx: PipelineContext = runtime.context
         path = list(state.get("path", []))

@@ -16,12 +16,14 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from optiforge.harness.pipelines.optimize import optimize, report
+from optiforge.harness.pipelines.step_input import StepInput
+from optiforge.harness.pipelines.tune import tune_step
 from optiforge.memory.provenance import Provenance, quote_untrusted
 from optiforge.runs import read_jsonl
 
@@ -88,29 +90,6 @@ class Diagnosis(BaseModel):
     llm_changes: int = 0
     """How many of ``changes`` (the first ones) the LLM wrote after reading the candidates'
     output: text distilled from untrusted data."""
-
-
-@dataclass
-class StepInput:
-    """What a step sees: the node it reads and the pipeline's live handles."""
-
-    node: str
-    result: dict[str, Any]
-    run_dir: Path | None
-    out_dir: Path
-    llm: Any | None
-    memory_url: str | None
-    tracer: Any
-    task: str | None = None
-    """The step node's own task (``formulate``: the problem to formulate)."""
-    options: dict[str, Any] = field(default_factory=dict)
-    """The node's ``set``: the step's options (references resolved)."""
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Every node that has run so far: its result, with its ``artifact``."""
-    pipeline_dir: Path | None = None
-    """The pipeline run's directory (node dirs in ``results`` are relative to it)."""
-    sandbox: str = "local"
-    """The sandbox back end of the pipeline's runs (steps that run an optimization)."""
 
 
 def ask(inp: StepInput, messages: list[dict[str, Any]], schema: type[BaseModel], what: str) -> Any:
@@ -438,30 +417,12 @@ def _llm_formulation(
     return str(parsed.method), str(getattr(parsed, "rationale", ""))[:300], "llm"  # type: ignore[attr-defined]
 
 
-def _optimize(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
-    from optiforge.harness.pipelines.optimize import optimize
-
-    return optimize(inp)
-
-
-def _report(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
-    from optiforge.harness.pipelines.optimize import report
-
-    return report(inp)
-
-
-def _tune(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
-    from optiforge.harness.pipelines.tune import tune_step
-
-    return tune_step(inp)
-
-
 STEPS: dict[str, Callable[[StepInput], tuple[dict[str, Any], dict[str, Any]]]] = {
     "diagnose": diagnose,
     "reflect": reflect,
     "formulate": formulate,
-    "optimize": _optimize,
-    "report": _report,
-    "tune": _tune,
+    "optimize": optimize,
+    "report": report,
+    "tune": tune_step,
 }
 """Glue steps by name: ``StepInput -> (result, artifact)``."""

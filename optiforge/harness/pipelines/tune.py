@@ -20,7 +20,7 @@ from typing import Any
 
 from optiforge.errors import ConfigError
 from optiforge.harness.pipelines.handoff import HarnessHandoff, require_artifact
-from optiforge.harness.pipelines.steps import StepInput
+from optiforge.harness.pipelines.step_input import StepInput
 
 
 def base_harness(inp: StepInput) -> tuple[dict[str, Any], int]:
