@@ -37,6 +37,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from optiforge.agents.autorem.events import ATTEMPT_EVENT
+
 HERE = Path(__file__).resolve().parent
 CASSETTES = HERE / "cassettes" / "local"
 
@@ -135,7 +137,7 @@ def formats(agent: str, out: Path) -> dict[str, dict[str, int]]:
                 row["valid"] += int(not invalid)
                 row["scored"] += int(bool(r.get("passed")))
         for e in events:
-            if e.get("kind") == "autorem_attempt" and e.get("origin") in ("llm", "repair"):
+            if e.get("kind") == ATTEMPT_EVENT and e.get("origin") in ("llm", "repair"):
                 row = table[f"counterpart program ({e['origin']})"]
                 row["replies"] += 1
                 reasons = " ".join(e.get("reasons") or []).lower()

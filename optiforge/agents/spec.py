@@ -77,6 +77,10 @@ class AgentSpec(Generic[T, C]):
     (``optiforge.agents.autorem.cli:app``). A reference, not the app: the app sits on the
     CLI layer (it builds run contexts and reads suites), which agent code never imports;
     the registry's ``AGENT_VERBS`` mounts it under its verb and imports it when it runs."""
+    attempt_event: str | None = None
+    """The kind of the event the agent writes once per candidate attempt (fields:
+    ``kit.events.AttemptEvent``); the pipelines' ``diagnose`` step counts them. None: the
+    agent's candidates are its evaluations (``evaluations.jsonl``)."""
 
     def accepts(self, suite: str) -> bool:
         """Whether tasks of ``suite`` may be ones this agent can run on (a name-level

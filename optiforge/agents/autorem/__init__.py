@@ -10,6 +10,7 @@ prunes it on a validation split. Offline: the reference modeller and reformulato
 from optiforge.agents.autorem.agent import build
 from optiforge.agents.autorem.baselines import no_memory_baseline, nominal_baseline
 from optiforge.agents.autorem.config import AutoREMConfig
+from optiforge.agents.autorem.events import ATTEMPT_EVENT
 from optiforge.agents.autorem.report import summary_notes
 from optiforge.agents.spec import AgentSpec
 
@@ -28,6 +29,7 @@ SPEC = AgentSpec(
     offline_equivalent="no-memory",
     summary_notes=summary_notes,
     cli="optiforge.agents.autorem.cli:app",
+    attempt_event=ATTEMPT_EVENT,
 )
 
 __all__ = ["SPEC", "AutoREMConfig", "build"]

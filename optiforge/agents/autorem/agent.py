@@ -31,6 +31,7 @@ from typing import Any, TypedDict, cast
 from pydantic import BaseModel
 
 from optiforge.agents.autorem.config import AutoREMConfig
+from optiforge.agents.autorem.events import ATTEMPT_EVENT
 from optiforge.agents.autorem.experience import (
     AGENT,
     Attempt,
@@ -224,7 +225,7 @@ def build_graph(task: AutoROTask, config: AutoREMConfig) -> Any:
         if "model_fields" in score.details:  # training label; read only by reflection
             att["model_fields"] = list(score.details["model_fields"])
         ctx.tracer.event(
-            "autorem_attempt",
+            ATTEMPT_EVENT,
             task=task.name,
             attempt=att["index"],
             origin=att["origin"],

@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from optiforge.agents import get_agent
+from optiforge.agents.kit.events import AttemptEvent
 from optiforge.harness.pipelines.optimize import optimize, report
 from optiforge.harness.pipelines.step_input import StepInput
 from optiforge.harness.pipelines.tune import tune_step
@@ -108,7 +110,10 @@ def ask(inp: StepInput, messages: list[dict[str, Any]], schema: type[BaseModel],
 
 def failure_texts(run_dir: Path | None, result: dict[str, Any]) -> tuple[int, list[str]]:
     """``(candidates, error strings)`` of one agent run: failed evaluations, rejected
-    candidates, failed LLM calls and AutoREM attempts, and a failed run's own reason."""
+    candidates, failed LLM calls and attempts (the agent's ``AgentSpec.attempt_event``),
+    and a failed run's own reason."""
+    agent = result.get("agent")
+    attempt = get_agent(str(agent)).attempt_event if agent else None
     texts: list[str] = []
     n = 0
     if run_dir is not None:
@@ -120,10 +125,11 @@ def failure_texts(run_dir: Path | None, result: dict[str, Any]) -> tuple[int, li
         for e in read_jsonl(run_dir / "events.jsonl"):
             if e.get("kind") == "llm_call" and e.get("ok") is False:
                 texts.append(f"LLM error: {e.get('error')}")
-            elif e.get("kind") == "autorem_attempt":
+            elif attempt is not None and e.get("kind") == attempt:
                 n += 1
-                if not e.get("passed"):
-                    texts.append("; ".join(e.get("reasons") or []) or "attempt failed")
+                att = AttemptEvent.model_validate(e)
+                if not att.passed:
+                    texts.append("; ".join(att.reasons) or "attempt failed")
     if result.get("status") == "failed" and not texts:
         texts.append(str(result.get("status_reason") or result.get("error") or "failed"))
     return n, texts
