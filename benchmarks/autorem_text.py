@@ -13,7 +13,7 @@ judges the answer against the hidden JSON. Steps:
    and intersections, unseen), for each proposer x memory (none / raw / curated):
    ``offline`` (reference modeller + reference reformulator: measures the sheet round
    trip and the checker, not a model), ``scripted-A`` and ``scripted-B`` (simulated base
-   models of ``optiforge.testing.autorem``; B has other gaps: the transfer), and
+   models of ``optiforge.agents.autorem.testing``; B has other gaps: the transfer), and
    ``local`` (the embedded SmolLM2-135M, ``--local-tasks`` tasks only: slow on CPU).
 
 Rows go to ``OUT/rows.jsonl`` (resumable: finished (proposer, memory, seed, task) rows are
@@ -41,7 +41,7 @@ def _llm(proposer: str, seed: int) -> Any:
     if proposer == "offline":
         return None
     if proposer.startswith("scripted-"):
-        from optiforge.testing.autorem import scripted_ro_model
+        from optiforge.agents.autorem.testing import scripted_ro_model
 
         return scripted_ro_model(proposer.split("-", 1)[1], seed)
     if proposer == "local":

@@ -6,7 +6,7 @@ Arms, each over the same seeds (paired):
 - ``plain-bo``: one GP over all manipulable variables;
 - ``discovery-only``: agent-CBO without an LLM (PC priors only; the offline agent);
 - ``correct-prior``: agent-CBO whose LLM believes the true graph
-  (``optiforge.testing.cbo.true_graph_llm``: the language prior, the Calibration and the
+  (``optiforge.agents.agent_cbo.testing.true_graph_llm``: the language prior, the Calibration and the
   Residual Repair agents all answer from the truth) — the ideal LLM;
 - ``wrong-prior``: agent-CBO whose LLM insists that every manipulable variable drives the
   outcome directly and that none of the outcome's true parents does (an adversary the
@@ -46,7 +46,7 @@ def _task(name: str) -> Any:
 
 def wrong_llm(task: Any) -> Any:
     """Believes do(any manipulable) -> target directly and no true parent of the target."""
-    from optiforge.testing.cbo import BeliefGraphLLM
+    from optiforge.agents.agent_cbo.testing import BeliefGraphLLM
 
     obs = set(task.variables)
     target = task.target
@@ -66,11 +66,11 @@ def run_one(
     torch.set_num_threads(1)
     from optiforge.agents.agent_cbo import AgentCBOConfig, run_agent
     from optiforge.agents.agent_cbo.baselines import known_graph_baseline, plain_bo_baseline
+    from optiforge.agents.agent_cbo.testing import true_graph_llm
     from optiforge.agents.kit import RunContext
     from optiforge.evals.suites.cbo.reference import trials_to_tolerance
     from optiforge.runs import ListTracer
     from optiforge.solvers.cbo import CBOTrace
-    from optiforge.testing.cbo import true_graph_llm
 
     task = _task(name)
     t0 = time.perf_counter()

@@ -37,8 +37,8 @@ TASKS = "t2t_softmax,torch_softmax,torch_logsoftmax,t2t_matmul,torch_matmul_bias
 
 def candidates(task: Any, variants: int = 3) -> dict[str, str]:
     from optiforge.agents.hawkeye.strategies import TAXONOMY
+    from optiforge.agents.hawkeye.testing import EXAMPLE_OPS
     from optiforge.kernels.templates import TEMPLATES, render
-    from optiforge.testing.hawkeye import EXAMPLE_OPS
 
     out = {"seed": task.seed_code}
     space = TEMPLATES[task.op][2]

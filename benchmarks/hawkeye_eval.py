@@ -9,7 +9,7 @@ kernel included); its best kernel is then re-scored by the suite on dev and on h
 (other sizes, non-power-of-two, strided and transposed inputs). Without a GPU the value is
 ``cost_speedup`` (``optiforge.kernels.traffic``: counted traffic and launches, a roofline
 estimate at the timing shape on sm90): a model, not a timing. The scripted LLM is
-``optiforge.testing.hawkeye.example_copier`` (answers the expert example when it computes
+``optiforge.agents.hawkeye.testing.example_copier`` (answers the expert example when it computes
 the task's op, else the current kernel unchanged). ``local``: the embedded SmolLM2-135M
 (no tool calling: one completion per proposal). Rows: OUT/rows.jsonl.
 """
@@ -33,7 +33,7 @@ from optiforge.sandboxes import get_sandbox
 
 def _llm(method: str) -> Any:
     if method == "scripted":
-        from optiforge.testing.hawkeye import example_copier
+        from optiforge.agents.hawkeye.testing import example_copier
 
         return example_copier()
     if method == "local":

@@ -20,7 +20,7 @@ validation and training tasks and seeds the mini-batches):
 - ``rules-pass-gate``: the same with the gate on passes alone (every long task fails under
   the base harness for several reasons at once, so no single patch gains a pass: it stalls);
 - ``switches``: the rule library without code hooks (``SWITCH_LIBRARY``): what code adds;
-- ``scripted``: the LLM-proposer path with a scripted LLM (``testing.saddle.scripted_proposer``);
+- ``scripted``: the LLM-proposer path with a scripted LLM (``agents.autosaddler.testing.scripted_proposer``);
 - ``random-patch`` (stand-in): a random library patch each round, whatever the diagnosis,
   same gate;
 - ``accept-all`` (stand-in): the rule library with a gate that accepts every patch.
@@ -46,9 +46,10 @@ from scipy import stats
 import optiforge.agents.autosaddler.agent as saddler_agent
 from optiforge.agents.autosaddler import SaddlerConfig, TerminalTarget, measure, tune
 from optiforge.agents.autosaddler.targets import SWITCH_LIBRARY, TERMINAL_LIBRARY
+from optiforge.agents.autosaddler.testing import scripted_proposer
 from optiforge.agents.kit import RunContext
+from optiforge.agents.terminal.testing import simulated_llm, unmatched_llm
 from optiforge.sandboxes import get_sandbox
-from optiforge.testing.saddle import scripted_proposer, simulated_llm, unmatched_llm
 
 MODELS = {"unmatched": unmatched_llm, "matched": simulated_llm}
 ARMS = ("rules", "rules-pass-gate", "switches", "scripted", "random-patch", "accept-all")

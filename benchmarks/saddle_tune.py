@@ -11,7 +11,7 @@ Arms (tuning on saddle/dev, 6 rounds; measured on saddle/heldout, 3 runs per tas
 - ``shallow-reflection`` (last error only), ``unconstrained-patch`` (every part at once),
   ``trajectory-repair`` (the repair gate): the paper's three ablations
   (``autosaddler.baselines.ABLATIONS``), otherwise as ``autosaddler``;
-- ``scripted``: the LLM-proposer path with a scripted LLM (``testing.saddle.scripted_proposer``);
+- ``scripted``: the LLM-proposer path with a scripted LLM (``agents.autosaddler.testing.scripted_proposer``);
 - ``meta``: AutoREM's harness (attempts, tools, time limit) tuned on autoro/dev with a
   simulated reformulator, measured on autoro/heldout (2 runs per task);
 - ``local``: the embedded SmolLM2-135M as the terminal agent, rule proposer, 2 rounds of a
@@ -32,12 +32,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from optiforge.agents.autorem.testing import simulated_reformulator
 from optiforge.agents.autosaddler import SaddlerConfig, TerminalTarget, measure, tune
 from optiforge.agents.autosaddler.baselines import ABLATIONS
 from optiforge.agents.autosaddler.report import ablation_table
+from optiforge.agents.autosaddler.testing import scripted_proposer
 from optiforge.agents.kit import RunContext
+from optiforge.agents.terminal.testing import simulated_llm
 from optiforge.sandboxes import get_sandbox
-from optiforge.testing.saddle import scripted_proposer, simulated_llm, simulated_reformulator
 
 ARMS = {**ABLATIONS, "scripted": {}}
 LEGACY = {"main": "autosaddler", "shallow": "shallow-reflection", "whole": "unconstrained-patch",

@@ -1,5 +1,5 @@
 """SMITH on the procedural suite: the agent and its baselines, offline, with the scripted
-tool writer (``optiforge.testing.smith``), and optionally with the embedded model; plus
+tool writer (``optiforge.agents.smith.testing``), and optionally with the embedded model; plus
 the student experiment (tools written by one model, used by another).
 
     .venv/bin/python benchmarks/smith_eval.py [--seeds 3] [--models offline,scripted]
@@ -32,10 +32,10 @@ def _run(
     memory: str = "none",
     agent: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    from optiforge.agents.smith.testing import smith_llm
     from optiforge.config import RunSettings
     from optiforge.evals.registry import resolve_task
     from optiforge.harness.runner import run_task
-    from optiforge.testing.smith import smith_llm
 
     llm = smith_llm(buggy_first=True) if model == "scripted" else None
     settings = RunSettings(

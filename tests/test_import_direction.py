@@ -17,15 +17,10 @@ AGENT_CLIS = sorted(p.parent.name for p in (PACKAGE / "agents").glob("*/cli.py")
 
 LAYERS = {"errors": 0, "base": 1, "evals": 2, "agents": 3, "harness": 4, "cli": 5}
 LAYER_RULES: list[tuple[str, str]] = [
-    # Test doubles of agent code (an LLM that answers agent-CBO's sub-agent schemas, a toy
-    # problem for the agent kit's search loop) sit on the agents layer, not with the rest
-    # of optiforge.testing: they are built from the agents' own types.
-    ("optiforge.testing.cbo", "agents"),
+    # A toy problem for the agent kit's search loop sits on the agents layer, not with the
+    # rest of optiforge.testing: it is built from the kit's public types. (Doubles of one
+    # agent's code live in that agent's folder: ``optiforge.agents.<agent>.testing``.)
     ("optiforge.testing.toy_search", "agents"),
-    ("optiforge.testing.smith", "agents"),
-    ("optiforge.testing.saddle", "agents"),
-    ("optiforge.testing.hawkeye", "agents"),
-    ("optiforge.testing.autorem", "agents"),
     # An agent's own sub-commands (``AgentSpec.cli``, a ``module:attribute`` reference, so
     # no agent module imports them) are CLI code kept in the agent's folder: they build run
     # contexts with the harness and read suites, as the CLI does.

@@ -133,8 +133,8 @@ def test_an_llm_proposal_can_carry_a_code_hook_and_a_bad_one_is_refused() -> Non
     from optiforge.agents.autosaddler import diagnosis
     from optiforge.agents.autosaddler.proposers import llm_propose, proposal_prompt
     from optiforge.agents.autosaddler.targets import TERMINAL_PARTS
+    from optiforge.agents.autosaddler.testing import scripted_proposer
     from optiforge.testing import FunctionLLM
-    from optiforge.testing.saddle import scripted_proposer
 
     h = base_harness().apply(Patch(target="hooks", op="append", value="verify_before_submit",
                                    why="x"))  # fmt: skip

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from _resume import kill_at_block, logging_model, read_prompts
 
+from optiforge.agents.agent_cbo.testing import true_graph_llm
 from optiforge.config import RunSettings
 from optiforge.errors import ConfigError
 from optiforge.evals.registry import resolve_task
@@ -21,7 +22,6 @@ from optiforge.harness.pipelines import load_pipeline, parse_pipeline, run_pipel
 from optiforge.harness.pipelines.run import meets
 from optiforge.runs import iter_events
 from optiforge.testing import FunctionLLM
-from optiforge.testing.cbo import true_graph_llm
 
 ROOT = Path(__file__).resolve().parents[2]
 

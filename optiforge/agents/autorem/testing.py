@@ -1,4 +1,5 @@
-"""Scripted base models for AutoREM (simulations, labelled so): ``scripted_ro_model("A")``.
+"""Scripted base models for AutoREM (simulations, labelled so): ``scripted_ro_model("A")``,
+and ``SimulatedReformulator`` (an oracle writer for AutoSaddler's AutoREM target).
 
 A ``ScriptedROModel`` answers AutoREM's three kinds of request with fixed, seeded rules,
 so the memory machinery (reflection, retrieval, consolidation, pruning, transfer between
@@ -23,12 +24,15 @@ measurement: a memory built with A is used by B.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from optiforge.agents.autorem.experience import EntryTrigger, ExperienceEntry
 from optiforge.agents.autorem.modeller import reference_modeller
@@ -245,4 +249,76 @@ def scripted_ro_model(profile: str = "A", seed: int = 0) -> Any:
     return ScriptedROModel(PROFILES[profile], seed).llm()
 
 
-__all__ = ["PROFILES", "WRONG_RULES", "Profile", "ScriptedROModel", "scripted_ro_model", "variants"]
+def _uniform(*salt: Any) -> float:
+    """A uniform draw in [0, 1) that is a function of ``salt`` (numpy's generator seeded by
+    its hash, as the terminal agent's simulated models draw)."""
+    h = hashlib.sha256(json.dumps([str(x) for x in salt]).encode()).hexdigest()
+    return float(np.random.default_rng(int(h[:16], 16)).random())
+
+
+@functools.cache
+def _autoro_programs() -> dict[str, str]:
+    from optiforge.evals.registry import get_benchmark
+
+    bench = get_benchmark("autoro")
+    out: dict[str, str] = {}
+    for split in ("dev", "heldout"):
+        for t in bench.tasks(split):
+            out[t.description] = counterpart_program(t.instance.problem)
+    return out
+
+
+class SimulatedReformulator:
+    """A simulated AutoREM writer (an oracle like ``SimulatedShellModel``, labelled so):
+    it knows the reference counterpart program of every ``autoro`` dev/heldout task. Its
+    first draft has a syntax error with probability ``p_broken``; after the verifier
+    rejects a draft it answers the right program with probability ``p_repair`` (else
+    another broken one); when it may call ``run_python`` it runs each draft first and
+    answers the right program when the draft fails. Draws depend on (seed, task, attempt)."""
+
+    def __init__(self, seed: int = 0, *, p_broken: float = 0.7, p_repair: float = 0.4) -> None:
+        self.seed, self.p_broken, self.p_repair = seed, p_broken, p_repair
+
+    def llm(self) -> Any:
+        from optiforge.testing.scripted import FunctionLLM
+
+        return FunctionLLM(self, model=f"simulated-reformulator-s{self.seed}")
+
+    def __call__(self, messages: list[dict[str, Any]], tools: Any, schema: Any) -> Any:
+        users = [str(m["content"]) for m in messages if m["role"] == "user"]
+        good = next(
+            (p for d, p in _autoro_programs().items() if users and users[0].startswith(d)), None
+        )
+        if good is None:
+            return "```python\nprint('no idea')\n```"
+        repairs = sum(1 for u in users if u.startswith("The verifier rejected"))
+        p = self.p_broken if repairs == 0 else 1.0 - self.p_repair
+        broken = _uniform("reformulator", self.seed, users[0][:200], repairs) < p
+        text = (
+            good.replace("import cvxpy as cp", "import cvxpy as cp\nx = = 1", 1) if broken else good
+        )
+        results = [str(m["content"]) for m in messages if m["role"] == "tool"]
+        if tools and not results and broken:
+            return {
+                "content": None,
+                "tool_calls": [{"name": "run_python", "arguments": {"code": text}}],
+            }
+        if results and '"returncode": 0' not in results[-1]:
+            text = good
+        return f"```python\n{text}\n```"
+
+
+def simulated_reformulator(seed: int = 0, **rates: float) -> Any:
+    return SimulatedReformulator(seed, **rates).llm()
+
+
+__all__ = [
+    "PROFILES",
+    "WRONG_RULES",
+    "Profile",
+    "ScriptedROModel",
+    "SimulatedReformulator",
+    "scripted_ro_model",
+    "simulated_reformulator",
+    "variants",
+]

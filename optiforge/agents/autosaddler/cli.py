@@ -20,7 +20,7 @@ app = typer.Typer(help="AutoSaddler: tune the terminal agent's harness on the sa
 
 AGENT_MODEL_HELP = (
     "The terminal agent's model: `simulated` (a labelled oracle with harness-sensitive "
-    "defects, each matched to a library rule, optiforge.testing.saddle: exercises the "
+    "defects, each matched to a library rule, optiforge.agents.terminal.testing: exercises the "
     "machinery, measures no model), `unmatched` (a labelled oracle whose defects are not "
     "matched to rules: stochastic, two-patch, uncurable, code-hook-only), "
     "`local` (the embedded SmolLM2), or a LiteLLM model name."
@@ -39,11 +39,11 @@ def _check(model: str, api_base: str | None) -> None:
 
 def _agent_llm(name: str, api_base: str | None) -> Any:
     if name == "simulated":
-        from optiforge.testing.saddle import simulated_llm
+        from optiforge.agents.terminal.testing import simulated_llm
 
         return simulated_llm
     if name == "unmatched":
-        from optiforge.testing.saddle import unmatched_llm
+        from optiforge.agents.terminal.testing import unmatched_llm
 
         return unmatched_llm
     from optiforge.llm.offline import make_llm

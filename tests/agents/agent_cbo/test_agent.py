@@ -9,13 +9,13 @@ from pydantic import ValidationError
 
 from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig, run_agent
 from optiforge.agents.agent_cbo.structure import EdgeBelief, EdgeBeliefs
+from optiforge.agents.agent_cbo.testing import BeliefGraphLLM, true_graph_llm
 from optiforge.agents.kit import RunContext
 from optiforge.config import RunSettings
 from optiforge.evals.suites.cbo import CBOBenchmark, CBOTask
 from optiforge.runs import ListTracer
 from optiforge.solvers.cbo import CBOTrace
 from optiforge.testing import FunctionLLM, ScriptedLLM
-from optiforge.testing.cbo import BeliefGraphLLM, true_graph_llm
 
 
 @pytest.fixture(scope="module")

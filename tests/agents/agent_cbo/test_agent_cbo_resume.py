@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig
+from optiforge.agents.agent_cbo.testing import BeliefGraphLLM
 from optiforge.agents.kit import RunContext
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import ConfigError
 from optiforge.evals.suites.cbo import CBOBenchmark, CBOTask
 from optiforge.runs import FileTracer
-from optiforge.testing.cbo import BeliefGraphLLM
 
 BUDGET = 8
 SEED = 1
@@ -48,7 +48,7 @@ from optiforge.agents.agent_cbo import SPEC, AgentCBOConfig
 from optiforge.agents.kit import RunContext
 from optiforge.evals.suites.cbo import CBOBenchmark
 from optiforge.runs import FileTracer
-from optiforge.testing.cbo import BeliefGraphLLM
+from optiforge.agents.agent_cbo.testing import BeliefGraphLLM
 
 run_dir = Path(sys.argv[1])
 llm = BeliefGraphLLM(WRONG[0], **WRONG[1]) if sys.argv[2] == "llm" else None

@@ -31,6 +31,12 @@ from optiforge.agents.autorem.experience import (
 from optiforge.agents.autorem.modeller import SHEET_HEADER, reference_modeller
 from optiforge.agents.autorem.problem import model_view
 from optiforge.agents.autorem.proposers import support_rule
+from optiforge.agents.autorem.testing import (
+    PROFILES,
+    WRONG_RULES,
+    ScriptedROModel,
+    scripted_ro_model,
+)
 from optiforge.agents.kit import RunContext
 from optiforge.errors import ConfigError, InvalidTask
 from optiforge.evals.suites.autoro import AutoROBenchmark, generate
@@ -39,7 +45,6 @@ from optiforge.evals.suites.autoro.text import problem_text
 from optiforge.memory import Store
 from optiforge.sandboxes import get_sandbox
 from optiforge.solvers.robust.compare import model_differences
-from optiforge.testing.autorem import PROFILES, WRONG_RULES, ScriptedROModel, scripted_ro_model
 
 CFG = AutoREMConfig(max_attempts=1, tools={"use": []})
 

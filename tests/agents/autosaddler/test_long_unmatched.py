@@ -13,8 +13,8 @@ from optiforge.agents.autosaddler.gate import validation_gate
 from optiforge.agents.autosaddler.problem import item_key, run_items
 from optiforge.agents.autosaddler.targets import VERIFY_FAILED_HOOK
 from optiforge.agents.kit.harness import Harness, Patch
+from optiforge.agents.terminal.testing import UnmatchedShellModel, unmatched_llm
 from optiforge.sandboxes import get_sandbox
-from optiforge.testing.saddle import UnmatchedShellModel, unmatched_llm
 
 SB = get_sandbox("local")
 TARGET = TerminalTarget(unmatched_llm, SB, long=True, memo=True)

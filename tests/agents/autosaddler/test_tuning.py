@@ -14,14 +14,15 @@ from optiforge.agents.autosaddler.diagnosis import diagnose, render
 from optiforge.agents.autosaddler.gate import needed, repair_gate, validation_gate
 from optiforge.agents.autosaddler.proposers import choose_rules, llm_propose, proposal_prompt
 from optiforge.agents.autosaddler.targets import TERMINAL_LIBRARY, TERMINAL_PARTS
+from optiforge.agents.autosaddler.testing import scripted_proposer
 from optiforge.agents.kit import RunContext
 from optiforge.agents.kit.harness import Patch
 from optiforge.agents.terminal.problem import base_harness
+from optiforge.agents.terminal.testing import simulated_llm
 from optiforge.errors import ConfigError
 from optiforge.memory import Store
 from optiforge.sandboxes import get_sandbox
 from optiforge.testing import FunctionLLM
-from optiforge.testing.saddle import scripted_proposer, simulated_llm
 
 SMALL = {"iterations": 2, "batch": 2, "runs": 1, "val_tasks": 3, "val_runs": 1, "workers": 1}
 

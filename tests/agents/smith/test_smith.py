@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from optiforge.agents.smith.testing import smith_llm
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task
 from optiforge.harness.runner import run_task
 from optiforge.runs import iter_events
 from optiforge.testing import FunctionLLM
-from optiforge.testing.smith import smith_llm
 
 
 def _run(tmp: Path, task: str, llm: Any = None, **kw: Any) -> dict[str, Any]:
