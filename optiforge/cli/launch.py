@@ -85,6 +85,8 @@ def sandbox_policy(unsafe: bool, backend: str) -> None:
 
 
 def run_settings(*, config: Path | None, overrides: list[str] | None, **fields: Any) -> Any:
+    """The run's ``RunSettings``: the ``--config`` file, the flags given (None: not given)
+    over it, then the ``--set`` overrides; a served local model with ``--api-base`` is refused."""
     from optiforge.config import RunSettings, build_config, load_yaml
 
     base: dict[str, Any] = load_yaml(config) if config else {}
