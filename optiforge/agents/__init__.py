@@ -96,7 +96,7 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
 class VerbsInfo:
     """A sub-command group an agent owns (``optiforge VERB ...``), known without importing
     the agent: ``optiforge --help`` lists it, and the agent is imported only when the group
-    runs. ``tests/agents/test_agent_registry.py`` checks each entry against the owning
+    runs. ``tests/e2e/test_cli_agent_verbs.py`` checks each entry against the owning
     agent's ``SPEC.cli`` and the app's own help."""
 
     agent: str

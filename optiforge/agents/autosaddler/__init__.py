@@ -25,8 +25,9 @@ def build(task: object, config: SaddlerConfig, budget: int | None) -> NoReturn:
     )
 
 
-# Minimal spec (issue 43, CLI part): it carries the verbs the agent owns; the full spec
-# (task family, build of a tuning run) is the autosaddler helper's.
+# A minimal spec: it carries the verbs the agent owns (``optiforge saddle``). Not in the
+# registry's BUILTIN_AGENTS, so `optiforge run` never reaches ``build``; the full spec
+# (its task family, a build of the tuning run) replaces this one.
 SPEC = AgentSpec(name="autosaddler", description="Tune an agent's harness from its failure traces",
                  config_model=SaddlerConfig, build=build, cli="optiforge.agents.autosaddler.cli:app")  # fmt: skip
 
