@@ -227,7 +227,9 @@ def llm_rewrites(ctx: RunContext, task: NCOTask, blamed: str, source: str, summa
     return code_rewrites(ctx, prompt, n, "scores(state)")
 
 
-def boost_prompt(task: NCOTask, bank: dict[str, str], cases: list[FailureCase], agree: float) -> str:
+def boost_prompt(
+    task: NCOTask, bank: dict[str, str], cases: list[FailureCase], agree: float
+) -> str:
     """The request for a new program aimed at the portfolio's residual failures."""
     shown = "\n\n".join(c.render(f"Case {i + 1}", None) for i, c in enumerate(cases))
     return (f"{task.description}\n\nThe portfolio ({', '.join(bank)}) agrees with the teacher in "
