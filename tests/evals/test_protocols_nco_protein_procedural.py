@@ -51,7 +51,14 @@ def test_a_task_of_another_family_is_refused_naming_what_it_lacks(agent: str, ot
     assert f"--bench {spec.default_benchmark}" in str(err.value)
 
 
-ALLOWED = ("optiforge.evals.protocol", "typing", "__future__", "numpy", "pydantic", "optiforge.sandboxes")
+ALLOWED = (
+    "optiforge.evals.protocol",
+    "typing",
+    "__future__",
+    "numpy",
+    "pydantic",
+    "optiforge.sandboxes",
+)
 """What a family's Protocol module may import (``optiforge.sandboxes``: for a type only)."""
 
 
