@@ -9,7 +9,6 @@ expansions) as the agent with the same settings."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from optiforge.agents.kit import RunContext
 from optiforge.agents.knowevo.agent import build
@@ -31,7 +30,7 @@ _SHARED = ("picks_per_rollout", "expand_every", "tests_per_expansion", "margin",
 
 
 def _variant(
-    name: str, with_llm: bool = False, **settings: Any
+    name: str, with_llm: bool = False, **settings: str | bool
 ) -> Baseline[ProteinTask, KnowEvoConfig]:
     """The agent run with ``settings`` (and the agent config's ``_SHARED`` settings)."""
 

@@ -59,7 +59,7 @@ def constants(source: str) -> dict[str, Any]:
     return out
 
 
-def set_constant(source: str, name: str, value: Any) -> str:
+def set_constant(source: str, name: str, value: float | str) -> str:
     """``source`` with the module constant ``name`` assigned ``value`` (one line changed)."""
     lines = source.split("\n")
     for node in ast.parse(source).body:
