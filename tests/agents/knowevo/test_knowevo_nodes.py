@@ -26,7 +26,7 @@ def test_step_called_directly_seeds_rolls_out_and_expands() -> None:
     top = sorted(range(len(root["scores"])), key=lambda i: (-root["scores"][i], i))[:4]
     assert list(first["measured"]) == [str(i) for i in top]
     assert list(first["measured"].values()) == task.measure(top)
-    assert first["rollouts"] == 1 and first["expansions"] == 0 and nodes.after(first) == "step"
+    assert first["rollouts"] == 1 and first["expansions"] == 0 and nodes.after(first) == "step"  # type: ignore[arg-type]
 
     second = nodes.step(first, runtime)  # type: ignore[arg-type]
     # 8 measured = min_measured: an expansion of guided edits spends its two tests
@@ -37,5 +37,5 @@ def test_step_called_directly_seeds_rolls_out_and_expands() -> None:
     state = second
     while not state.get("done"):
         state = nodes.step(state, runtime)  # type: ignore[arg-type]
-    assert len(state["measured"]) == 16 and state["rollouts"] == 4 and nodes.after(state) == END
+    assert len(state["measured"]) == 16 and state["rollouts"] == 4 and nodes.after(state) == END  # type: ignore[arg-type]
     assert state["best_found"] == sorted(state["best_found"])  # best so far, per measurement

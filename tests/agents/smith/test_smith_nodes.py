@@ -40,5 +40,5 @@ def test_the_routes_read_the_run_s_config_and_task() -> None:
     runtime = Runtime(context=ctx)
     assert nodes.after_start({}, runtime) == "use"  # a student only uses the pool
     done = {"builds": len(task.build_tasks), "done": True}
-    assert nodes.after_build(done, runtime) == "use" and nodes.after_use(done, runtime) == END
+    assert nodes.after_build(done, runtime) == "use" and nodes.after_use(done, runtime) == END  # type: ignore[arg-type]
     assert nodes.validation_budget(task, None) == task.budget == 3 * len(task.build_tasks)

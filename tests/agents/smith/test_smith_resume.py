@@ -50,7 +50,8 @@ def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -
     model = logging_model(prompts, block_at, reply)
     run_dir.mkdir(parents=True, exist_ok=True)
     llm = FunctionLLM(model)
-    llm.supports_tools = False  # calls answered as JSON text: the model sees no tools
+    # the logged model answers calls as JSON text: it is shown the tools in the prompt
+    llm.supports_tools = False  # type: ignore[attr-defined]
     ctx = RunContext(llm=llm, tracer=FileTracer(run_dir / "events.jsonl"), seed=0,
                      run_dir=run_dir, agent="smith")  # fmt: skip
     return SPEC.build(resolve_task(TASK), SmithConfig(), None).execute(ctx, resume=resume)
