@@ -11,7 +11,7 @@ states. ``W`` (programs x features) and ``log beta`` are fitted by Adam.
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -24,6 +24,26 @@ Data = dict[str, Any]
 """Stacked states: ``z`` (K x S x n, NaN where visited), ``features`` (S x F), ``teacher``
 (S x n), ``names`` (K), ``stage`` (S, 0..1 tour progress), ``where`` (S x 2: trajectory
 index and step)."""
+
+
+class EPBState(TypedDict, total=False):
+    """EPB's graph state (checkpointed after every node)."""
+
+    atoms: dict[str, str]
+    """Heuristic sources programs are built from: the seed bank and LLM-written programs."""
+    coefs: dict[str, dict[str, float]]
+    """Each program of the portfolio: its weights over atoms' standardized scores."""
+    bank: dict[str, str]
+    fit: dict[str, Any]
+    val: float
+    tour: float
+    """Mean greedy tour length of the portfolio on the practice instances (the guard)."""
+    rounds: int
+    history: list[dict[str, Any]]
+    errors: list[str]
+    tried: list[str]
+    """Programs (source hashes) whose edits all failed to help since the bank last changed."""
+    done: bool
 
 
 def stack(names: list[str], runs: list[dict[str, Any]], trajectories: list[dict[str, Any]]) -> Data:

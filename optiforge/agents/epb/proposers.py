@@ -30,6 +30,7 @@ import numpy as np
 from optiforge.agents.epb.problem import Data
 from optiforge.agents.kit import RunContext
 from optiforge.agents.kit.ask import code_rewrites
+from optiforge.evals.suites.nco.protocol import NCOTask
 from optiforge.memory.provenance import quote_untrusted
 
 STAGE_NAMES = ("early", "middle", "late")
@@ -172,7 +173,7 @@ def feedback(blamed: str, bank: dict[str, str], va: Data, blames: np.ndarray,
     return "\n".join(lines)
 
 
-def gradient_prompt(task: Any, blamed: str, source: str, summary: str,
+def gradient_prompt(task: NCOTask, blamed: str, source: str, summary: str,
                     cases: list[FailureCase]) -> str:  # fmt: skip
     """The request for the textual gradient: the failure cases in full, the blamed program,
     and the question what it gets wrong there."""
@@ -188,7 +189,7 @@ def gradient_prompt(task: Any, blamed: str, source: str, summary: str,
             "how its scores should change. No code.")  # fmt: skip
 
 
-def llm_gradient(ctx: RunContext, task: Any, blamed: str, source: str, summary: str,
+def llm_gradient(ctx: RunContext, task: NCOTask, blamed: str, source: str, summary: str,
                  cases: list[FailureCase]) -> tuple[str | None, list[str]]:  # fmt: skip
     """The LLM's critique of ``blamed`` from the failure cases (the textual gradient):
     ``(text or None, errors)``."""
@@ -207,7 +208,7 @@ def llm_gradient(ctx: RunContext, task: Any, blamed: str, source: str, summary: 
     return text, []
 
 
-def llm_rewrites(ctx: RunContext, task: Any, blamed: str, source: str, summary: str,
+def llm_rewrites(ctx: RunContext, task: NCOTask, blamed: str, source: str, summary: str,
                  gradient: str | None, n: int = 2) -> tuple[list[str], list[str]]:  # fmt: skip
     """``n`` rewrites of the blamed program: ``(sources, errors)``. With ``gradient`` (the
     LLM's critique, quoted: it was written from prompts that may hold LLM-written code) the
@@ -226,7 +227,9 @@ def llm_rewrites(ctx: RunContext, task: Any, blamed: str, source: str, summary: 
     return code_rewrites(ctx, prompt, n, "scores(state)")
 
 
-def boost_prompt(task: Any, bank: dict[str, str], cases: list[FailureCase], agree: float) -> str:
+def boost_prompt(
+    task: NCOTask, bank: dict[str, str], cases: list[FailureCase], agree: float
+) -> str:
     """The request for a new program aimed at the portfolio's residual failures."""
     shown = "\n\n".join(c.render(f"Case {i + 1}", None) for i, c in enumerate(cases))
     return (f"{task.description}\n\nThe portfolio ({', '.join(bank)}) agrees with the teacher in "
@@ -238,7 +241,7 @@ def boost_prompt(task: Any, bank: dict[str, str], cases: list[FailureCase], agre
             f"{STATE_DOC} Reply with one python code block.")  # fmt: skip
 
 
-def llm_boost(ctx: RunContext, task: Any, bank: dict[str, str], cases: list[FailureCase],
+def llm_boost(ctx: RunContext, task: NCOTask, bank: dict[str, str], cases: list[FailureCase],
               agree: float, n: int = 2) -> tuple[list[str], list[str]]:  # fmt: skip
     """``n`` new programs aimed at the residual failures: ``(sources, errors)``."""
     assert ctx.llm is not None

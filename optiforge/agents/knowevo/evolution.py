@@ -21,6 +21,7 @@ import numpy as np
 from optiforge.agents.kit import RunContext
 from optiforge.agents.knowevo.problem import monolithic_rewrite
 from optiforge.agents.knowevo.tree import Node
+from optiforge.evals.suites.protein.protocol import ProteinTask
 from optiforge.memory.provenance import quote_untrusted
 
 HEADER = re.compile(r"^# === block ([A-Za-z_]\w*) weight ([-+0-9.eE]+)[ \t]*$", re.M)
@@ -67,7 +68,9 @@ def _shown(node: Node) -> str:
     return f"```python\n{program}\n```"
 
 
-def program_prompt(task: Any, parent: Node, inspiration: Node | None, n_measured: int) -> str:
+def program_prompt(
+    task: ProteinTask, parent: Node, inspiration: Node | None, n_measured: int
+) -> str:
     """The LLM's request for one whole-program rewrite."""
     rho = "-" if parent["rho"] is None else f"{parent['rho']:+.3f}"
     insp = ""
@@ -90,7 +93,7 @@ def program_prompt(task: Any, parent: Node, inspiration: Node | None, n_measured
 
 
 def evolution_proposals(
-    ctx: RunContext, task: Any, nodes: list[Node], expansion: int, n: int,
+    ctx: RunContext, task: ProteinTask, nodes: list[Node], expansion: int, n: int,
     islands: int, n_measured: int, rng: np.random.Generator,
 ) -> tuple[list[tuple[dict[str, Any], int, int]], list[str]]:  # fmt: skip
     """``n`` whole-program rewrites: ``([(strategy, parent id, island)], errors)``."""

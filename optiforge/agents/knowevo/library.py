@@ -17,10 +17,11 @@ from typing import Any
 from optiforge.agents.kit import RunContext
 from optiforge.agents.kit.recall import run_started
 from optiforge.agents.knowevo.tree import Node
+from optiforge.evals.suites.protein.protocol import ProteinTask
 from optiforge.memory.provenance import TRUSTED
 
 
-def remember(ctx: RunContext, task: Any, node: Node, blocks: list[str], parent: Node | None,
+def remember(ctx: RunContext, task: ProteinTask, node: Node, blocks: list[str], parent: Node | None,
              effect: float = 0.0) -> dict[str, str]:  # fmt: skip
     """Store ``blocks`` of ``node`` as ``KnowledgeBlock`` records (lineage: the same block
     of the parent); the node's block-name -> record-id map."""
@@ -44,7 +45,9 @@ def remember(ctx: RunContext, task: Any, node: Node, blocks: list[str], parent: 
     return ids
 
 
-def recall_blocks(ctx: RunContext, task: Any, root: dict[str, Any], k: int) -> list[dict[str, Any]]:
+def recall_blocks(
+    ctx: RunContext, task: ProteinTask, root: dict[str, Any], k: int
+) -> list[dict[str, Any]]:
     """Up to ``k`` blocks of earlier runs to seed the tree with (see the module doc)."""
     store = ctx.memory
     if store is None or k <= 0:

@@ -14,15 +14,38 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from optiforge.agents.knowevo.blocks import ALTERNATIVES
+from optiforge.agents.knowevo.tree import Node
 
 HYDRO_SCALES = ("kd", "eisenberg", "ww")
 Edit = tuple[dict[str, Any], str, str]
 """``(strategy, block edited, what changed)``."""
+
+
+class KnowEvoState(TypedDict, total=False):
+    """KnowEvo's graph state (checkpointed after every step)."""
+
+    nodes: list[Node]
+    measured: dict[str, float]
+    """Held-in variant id -> measured fitness."""
+    rollouts: int
+    expansions: int
+    tests: int
+    """Candidate tests spent (strategies run on the held-in pool and tested)."""
+    best_found: list[float]
+    """Best measured fitness after each measurement."""
+    errors: list[str]
+    llm: dict[str, int]
+    """LLM replies asked for (turns), edits that ran (valid), and that became children."""
+    recalled: list[str]
+    """Memory block ids seeded into the tree."""
+    library_z: dict[str, list[float]]
+    """The library's alternative blocks' z-scored outputs on the held-in pool (evidence)."""
+    done: bool
 
 
 def constants(source: str) -> dict[str, Any]:
@@ -36,7 +59,7 @@ def constants(source: str) -> dict[str, Any]:
     return out
 
 
-def set_constant(source: str, name: str, value: Any) -> str:
+def set_constant(source: str, name: str, value: float | str) -> str:
     """``source`` with the module constant ``name`` assigned ``value`` (one line changed)."""
     lines = source.split("\n")
     for node in ast.parse(source).body:

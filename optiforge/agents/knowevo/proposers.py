@@ -16,6 +16,7 @@ from typing import Any
 from optiforge.agents.kit import RunContext
 from optiforge.agents.knowevo.problem import Edit, additions, edits_of_block
 from optiforge.agents.knowevo.tree import Node, spearman
+from optiforge.evals.suites.protein.protocol import ProteinTask
 from optiforge.memory.provenance import quote_untrusted
 
 Tested = tuple[Edit, dict[str, Any]]
@@ -104,7 +105,7 @@ def _show_source(node: Node, block: str) -> str:
     return f"```python\n{src}\n```"
 
 
-def edit_prompt(task: Any, node: Node, ev: dict[str, Any]) -> str:
+def edit_prompt(task: ProteinTask, node: Node, ev: dict[str, Any]) -> str:
     """The first message of the LLM's edit loop: the evidence and the blamed block."""
     strategy, block = node["strategy"], ev["blamed"]
     weights = ", ".join(f"{b} {w:g}" for b, w in strategy["weights"].items())
@@ -153,7 +154,7 @@ def _feedback(out: dict[str, Any], block: str, rho: float, base: float,
 
 def agentic_edits(
     ctx: RunContext,
-    task: Any,
+    task: ProteinTask,
     node: Node,
     ev: dict[str, Any],
     test: Callable[[dict[str, Any]], tuple[dict[str, Any], float]],

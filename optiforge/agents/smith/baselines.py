@@ -7,11 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from optiforge.agents.kit import RunContext
+from optiforge.agents.smith.config import SmithConfig
+from optiforge.agents.smith.nodes import validation_budget
 from optiforge.agents.smith.proposers import llm_answer, offline_build, offline_call
+from optiforge.agents.smith.report import SmithExtra
 from optiforge.agents.spec import AgentOutcome, Baseline
+from optiforge.evals.suites.procedural.protocol import ProceduralTask
 
 
-def templates(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
+def templates(
+    task: ProceduralTask, ctx: RunContext, budget: int | None, config: SmithConfig | None = None
+) -> AgentOutcome:
     """Template tools matched by signature, offline use policy; no validation, no LLM.
 
     ``budget``: the agent's validations; the agent builds at most one tool per validation,
@@ -28,17 +34,15 @@ def templates(task: Any, ctx: RunContext, budget: int | None, config: Any = None
     for q in task.use_questions:
         call = offline_call(q["question"], pool)
         calls[q["id"]] = [call] if call else []
+    extra = SmithExtra(pool=[t["name"] for t in pool], built=len(pool),
+                       build_tasks=len(task.build_tasks), budget=limit)  # fmt: skip
     return AgentOutcome(best_candidate={"tools": pool, "calls": calls}, stop_reason="baseline",
-                        extra={"pool": [t["name"] for t in pool], "built": len(pool),
-                               "build_tasks": len(task.build_tasks), "budget": limit})  # fmt: skip
+                        extra=extra.dump())  # fmt: skip
 
 
-def validation_budget(task: Any, budget: int | None) -> int:
-    """Tool validations a SMITH run may spend (its ``--budget``; the agent's rule)."""
-    return int(budget or task.budget or 3 * len(task.build_tasks))
-
-
-def no_tools(task: Any, ctx: RunContext, budget: int | None, config: Any = None) -> AgentOutcome:
+def no_tools(
+    task: ProceduralTask, ctx: RunContext, budget: int | None, config: SmithConfig | None = None
+) -> AgentOutcome:
     """Every question answered directly by the model (offline: no answers)."""
     calls: dict[str, list[dict[str, Any]]] = {}
     errors = []
@@ -50,9 +54,12 @@ def no_tools(task: Any, ctx: RunContext, budget: int | None, config: Any = None)
         calls[q["id"]] = [{"answer": value}] if not why else []
         if why:
             errors.append(why)
+    extra = SmithExtra(pool=[], built=0, build_tasks=len(task.build_tasks), errors=errors[-5:])
     return AgentOutcome(best_candidate={"tools": [], "calls": calls}, stop_reason="baseline",
-                        extra={"pool": [], "built": 0, "build_tasks": len(task.build_tasks),
-                               "errors": errors[-5:]})  # fmt: skip
+                        extra=extra.dump())  # fmt: skip
 
 
-BASELINES: dict[str, Baseline] = {"templates": templates, "no-tools": no_tools}
+BASELINES: dict[str, Baseline[ProceduralTask, SmithConfig]] = {
+    "templates": templates,
+    "no-tools": no_tools,
+}

@@ -30,7 +30,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optiforge.agents.smith.proposers import (
     FORMAT,
@@ -41,6 +41,11 @@ from optiforge.agents.smith.proposers import (
 )
 from optiforge.agents.smith.templates import TEMPLATES
 from optiforge.errors import ConfigError
+from optiforge.evals.protocol import Task
+from optiforge.evals.suites.procedural.protocol import ProceduralTask
+
+if TYPE_CHECKING:  # pragma: no cover
+    from optiforge.sandboxes import Sandbox
 
 AXES = ("schema", "code", "outcome")
 REWARD_NAMES = tuple(f"{ax}_reward" for ax in AXES)
@@ -66,7 +71,7 @@ def use_prompt(question: str, pool: list[dict[str, Any]]) -> str:
     return call_prompt(question, pool)
 
 
-def rollout_dataset(task: Any, episodes: int, seed: int) -> list[dict[str, Any]]:
+def rollout_dataset(task: ProceduralTask, episodes: int, seed: int) -> list[dict[str, Any]]:
     """GRPO rows ``{"prompt", "kind", "episode", "build_id", "question_id"}``: for each
     episode (``task.with_seed(seed * 1000 + e)``; ``episode`` is that seed) one build row
     per build task and one use row per use question, both kinds shuffled together."""
@@ -130,9 +135,9 @@ class SmithRewards:
 
     def __init__(
         self,
-        task: Any,
+        task: ProceduralTask,
         pool: list[dict[str, Any]] | None = None,
-        sandbox: Any | None = None,
+        sandbox: Sandbox | None = None,
         cache_size: int = 4096,
     ) -> None:
         self.task = task
@@ -140,10 +145,11 @@ class SmithRewards:
         self.sandbox = sandbox
         self.cache_size = cache_size
         self.runs = 0
-        self._episodes: dict[int, Any] = {}
+        self._episodes: dict[int, ProceduralTask] = {}
         self._cache: OrderedDict[tuple[str, int, str, str, str], dict[str, float]] = OrderedDict()
 
-    def episode(self, seed: int) -> Any:
+    def episode(self, seed: int) -> ProceduralTask:
+        """The task's episode ``seed`` (built once)."""
         if seed not in self._episodes:
             self._episodes[seed] = self.task.with_seed(seed)
         return self._episodes[seed]
@@ -167,6 +173,7 @@ class SmithRewards:
         self, kind: str, episode: int, build_id: str, question_id: str, text: str
     ) -> dict[str, float]:
         zero = dict.fromkeys(AXES, 0.0)
+        r: dict[str, Any] | None
         if kind == "build":
             try:
                 tool, _ = parse_tool(text)
@@ -222,7 +229,7 @@ class AxisReward:
         ]
 
 
-def reward_funcs(task: Any, sandbox: Any | None = None) -> list[AxisReward]:
+def reward_funcs(task: ProceduralTask, sandbox: Sandbox | None = None) -> list[AxisReward]:
     """``schema_reward, code_reward, outcome_reward`` for ``task``'s episodes, sharing one
     cache (see ``SmithRewards``)."""
     return SmithRewards(task, sandbox=sandbox).funcs()
@@ -300,15 +307,19 @@ def _local_model(model: str | Path) -> Path:
 # ---------------------------------------------------------------------------- training
 
 
-def _check_task(task: Any) -> None:
-    split = getattr(task, "split", None)
-    if split != "dev":
-        raise ConfigError(f"GRPO trains on dev tasks only: {getattr(task, 'name', task)!r} is split "
-                          f"{split!r}, and held-out families must stay out of training")  # fmt: skip
-    needs = ("with_seed", "build_tasks", "use_questions", "validate", "score_calls")
-    if not all(hasattr(task, a) for a in needs):
-        raise ConfigError(f"{getattr(task, 'name', task)!r} is not a procedural task (GRPO trains "
+def _check_task(task: Task) -> ProceduralTask:
+    """``task`` as a procedural dev task, or a ``ConfigError`` saying why not.
+
+    Raises:
+        ConfigError: not a procedural task, or not of the dev split.
+    """
+    if not isinstance(task, ProceduralTask):
+        raise ConfigError(f"{task.name!r} is not a procedural task (GRPO trains "
                           "SMITH on procedural/train-families)")  # fmt: skip
+    if task.split != "dev":
+        raise ConfigError(f"GRPO trains on dev tasks only: {task.name!r} is split "
+                          f"{task.split!r}, and held-out families must stay out of training")  # fmt: skip
+    return task
 
 
 def step_entries(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -317,7 +328,7 @@ def step_entries(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def train(
-    task: Any,
+    task: Task,
     model: str | None,
     out_dir: str | Path,
     steps: int,
@@ -326,7 +337,7 @@ def train(
     num_generations: int = 4,
     max_completion_length: int = 64,
     learning_rate: float = 1e-6,
-    sandbox: Any | None = None,
+    sandbox: Sandbox | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """GRPO on ``task``'s rollouts (see the module doc). ``model``: a local model directory,
@@ -335,7 +346,7 @@ def train(
     and the trained model and tokenizer (``out_dir/model``). ``on_step`` sees each step's
     entry as it is logged. Returns ``{"log": the trainer's log history, "steps",
     "model_dir", "sandbox_runs"}``."""
-    _check_task(task)
+    procedural = _check_task(task)
     for name, value, low in (("steps", steps, 1), ("episodes", episodes, 1),
                              ("num_generations", num_generations, 2),
                              ("max_completion_length", max_completion_length, 1)):  # fmt: skip
@@ -361,10 +372,10 @@ def train(
     policy = AutoModelForCausalLM.from_pretrained(
         str(model_dir), local_files_only=True, dtype=torch.float32
     )
-    rows = rollout_dataset(task, episodes, seed)
+    rows = rollout_dataset(procedural, episodes, seed)
     if getattr(tokenizer, "chat_template", None):  # an instruct model: conversational prompts
         rows = [{**r, "prompt": [{"role": "user", "content": r["prompt"]}]} for r in rows]
-    scorer = SmithRewards(task, sandbox=sandbox)
+    scorer = SmithRewards(procedural, sandbox=sandbox)
     config = GRPOConfig(
         output_dir=str(out),
         max_steps=steps,

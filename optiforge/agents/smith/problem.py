@@ -11,11 +11,28 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
 JsonType = Literal["integer", "string", "boolean", "array", "object"]
+
+
+class SmithState(TypedDict, total=False):
+    """SMITH's graph state (checkpointed after every node)."""
+
+    pool: list[dict[str, Any]]
+    builds: int
+    """Build tasks done."""
+    spent: int
+    """Validations made (the budget's evaluations)."""
+    log: list[dict[str, Any]]
+    """Every build rollout: build id, attempt, the three axes, passed."""
+    asked: int
+    """Use questions done."""
+    calls: dict[str, list[dict[str, Any]]]
+    errors: list[str]
+    done: bool
 
 
 class Param(BaseModel):
