@@ -36,7 +36,12 @@ class WordProblemTask(Task, Protocol):
         ...
 
     def pilot(
-        self, formulation: Any, evals: int, sandbox: Sandbox | None = None, *, seed: int | None = None
+        self,
+        formulation: Any,
+        evals: int,
+        sandbox: Sandbox | None = None,
+        *,
+        seed: int | None = None,
     ) -> Score:
         """A short run of ``formulation`` (at most half the budget) in the sandbox;
         ``details["evaluations"]`` lists what it saw."""
