@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
 
@@ -56,12 +56,13 @@ def build_graph() -> StateGraph[Any, Any, Any, Any]:
 
 def outcome(state: Mapping[str, Any], ctx: RunContext, *, t0: float) -> AgentOutcome:
     """The run's outcome read from its final state (the state, not a session, is the record)."""
-    trace = state_trace(state, ctx.seed)
+    final = cast(AgentCBOState, state)
+    trace = state_trace(final, ctx.seed)
     if not trace.trials:
         raise InvalidTask("agent-cbo ran no intervention")
     proposer = "llm" if ctx.llm is not None else "discovery-only"
-    extra = agent_extra(trace, time.perf_counter() - t0, state, proposer)
-    return cbo_outcome(trace, state.get("stop_reason", ""), extra)
+    extra = agent_extra(trace, time.perf_counter() - t0, final, proposer)
+    return cbo_outcome(trace, final.get("stop_reason", ""), extra)
 
 
 def build(

@@ -29,7 +29,6 @@ continuation makes the same choices as an uninterrupted run of the same seed.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
 from typing import Annotated, Any, TypedDict
 
 import networkx as nx
@@ -90,7 +89,7 @@ def session_graph(session: CBOSession) -> dict[str, Any]:
 
 
 def restore_session(task: CausalBOTask, config: AgentCBOConfig, n_trials: int | None, seed: int,
-                    state: Mapping[str, Any]) -> CBOSession:  # fmt: skip
+                    state: AgentCBOState) -> CBOSession:  # fmt: skip
     """The numerical session as it was when ``state`` was checkpointed."""
     sg = state.get("session_graph")
     if sg is None:
@@ -104,7 +103,7 @@ def restore_session(task: CausalBOTask, config: AgentCBOConfig, n_trials: int | 
     )  # fmt: skip
 
 
-def describes(state: Mapping[str, Any], session: CBOSession, seed: int) -> bool:
+def describes(state: AgentCBOState, session: CBOSession, seed: int) -> bool:
     """True when ``session`` is the session ``state`` describes for ``seed``.
 
     Same seed, assumed graph and exploration sets, the same trial records, and the last
@@ -120,7 +119,7 @@ def describes(state: Mapping[str, Any], session: CBOSession, seed: int) -> bool:
     )
 
 
-def state_trace(state: Mapping[str, Any], seed: int) -> CBOTrace:
+def state_trace(state: AgentCBOState, seed: int) -> CBOTrace:
     """The run's trace read from the state (equal to its session's ``trace``)."""
     sg = state.get("session_graph") or {"exploration_sets": []}
     return CBOTrace(
@@ -183,7 +182,7 @@ class SessionCache:
         )
         return self._session
 
-    def get(self, state: Mapping[str, Any], ctx: RunContext) -> CBOSession:
+    def get(self, state: AgentCBOState, ctx: RunContext) -> CBOSession:
         """The session ``state`` describes: the cached one if it is that, else rebuilt."""
         s = self._session
         if s is None or not describes(state, s, ctx.seed):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
+from optiforge.agents.agent_cbo.problem import AgentCBOState
 from optiforge.agents.kit import AgentOutcome
 from optiforge.solvers.cbo import CBOTrace
 
@@ -63,9 +63,7 @@ def baseline_outcome(trace: CBOTrace, wall: float, proposer: str) -> AgentOutcom
     return cbo_outcome(trace, "baseline", CBOTraceExtra(**trace_fields(trace, wall, proposer)))
 
 
-def agent_extra(
-    trace: CBOTrace, wall: float, final: Mapping[str, Any], proposer: str
-) -> AgentCBOExtra:
+def agent_extra(trace: CBOTrace, wall: float, final: AgentCBOState, proposer: str) -> AgentCBOExtra:
     """The agent's extra from its final graph state: every gate decision (``edits``), the
     beliefs, PC's result, the backbone and the committed graph."""
     decisions = final.get("decisions", [])
