@@ -11,7 +11,7 @@ Nodes (what each does: ``nodes.py``)::
 
 Offline (no LLM) the modeller is the reference modeller (a parser of the model sheet's
 grammar, ``modeller.reference_modeller``) and the writer is the reference reformulator
-emitted as code (``counterpart.counterpart_program``): offline accuracy measures the sheet
+emitted as code (``proposers.counterpart_program``): offline accuracy measures the sheet
 round trip and the checker, not an LLM.
 """
 

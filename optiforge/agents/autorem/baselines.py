@@ -14,8 +14,8 @@ from typing import Any
 
 from optiforge.agents.autorem.agent import instance_run
 from optiforge.agents.autorem.config import AutoREMConfig
-from optiforge.agents.autorem.counterpart import counterpart_program
 from optiforge.agents.autorem.modeller import reference_modeller
+from optiforge.agents.autorem.proposers import counterpart_program
 from optiforge.agents.autorem.report import NominalExtra
 from optiforge.agents.kit import AgentOutcome, RunContext
 from optiforge.evals.suites.autoro.protocol import ROTask

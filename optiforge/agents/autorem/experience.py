@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from optiforge.agents.autorem.counterpart import support_rule
-from optiforge.agents.autorem.problem import redact_reasons
+from optiforge.agents.autorem.proposers import redact_reasons, support_rule
 from optiforge.errors import MemoryStoreError, StructuredOutputError
 from optiforge.memory.provenance import Provenance, quote_untrusted
 from optiforge.solvers.robust.instance import ROInstance

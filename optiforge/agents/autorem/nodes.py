@@ -9,7 +9,7 @@
   (statement + the model as JSON + I/O protocol + the entries as "Lessons").
 - ``write``: the LLM writes cvxpy code (one fenced block; with tools it may run drafts
   first), or after a rejection repairs it with the verdict's reasons; offline the
-  reference reformulator as code (``counterpart.counterpart_program``).
+  reference reformulator as code (``proposers.counterpart_program``).
 - ``run``: the program runs in the sandbox (reading the agent's own model on text-only
   tasks) and the task's verifier judges it against the ground truth; every attempt is an
   ``autorem_attempt`` event and a memory ``Candidate`` (parent = the previous attempt).
@@ -28,7 +28,6 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from optiforge.agents.autorem.config import AutoREMConfig
-from optiforge.agents.autorem.counterpart import counterpart_program
 from optiforge.agents.autorem.experience import (
     AGENT,
     Attempt,
@@ -44,6 +43,7 @@ from optiforge.agents.autorem.experience import (
 from optiforge.agents.autorem.modeller import model_messages, model_with_llm, reference_modeller
 from optiforge.agents.autorem.problem import AutoREMState, model_view
 from optiforge.agents.autorem.proposers import (
+    counterpart_program,
     extract_code,
     first_prompt,
     render_lessons,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -27,7 +26,6 @@ __all__ = [
     "AutoROTask",
     "load_task",
     "model_view",
-    "redact_reasons",
     "structure_features",
     "with_timeout",
 ]
@@ -62,20 +60,6 @@ def with_timeout(task: ROTask, timeout_s: float) -> ROTask:
     out = copy.copy(task)
     out.timeout_s = timeout_s
     return out
-
-
-_REFERENCE_NUMBERS = re.compile(r"vs reference \S+ \(rel err [^)]*\)")
-
-
-def redact_reasons(reasons: list[str]) -> list[str]:
-    """Verifier reasons without the reference optimum (what the LLM may see).
-
-    The verifier's "objective mismatch" reason quotes the reference value and the
-    relative error; both would leak the answer into repair and reflection prompts.
-    """
-    return [
-        _REFERENCE_NUMBERS.sub("vs reference [hidden] (not within tolerance)", r) for r in reasons
-    ]
 
 
 def structure_features(problem: ROProblem) -> list[str]:
