@@ -14,19 +14,18 @@ The offline agent (no LLM) is the ``discovery-only`` baseline of the paper. With
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
 from optiforge.agents.agent_cbo import nodes
 from optiforge.agents.agent_cbo.config import AgentCBOConfig
-from optiforge.agents.agent_cbo.problem import AgentCBOState, state_trace
-from optiforge.agents.agent_cbo.report import agent_extra, cbo_outcome
+from optiforge.agents.agent_cbo.problem import AgentCBOState
+from optiforge.agents.agent_cbo.report import agent_outcome
 from optiforge.agents.kit import AgentOutcome, AgentRun, RunContext
 from optiforge.agents.kit.context import AgentContext
-from optiforge.errors import ConfigError, InvalidTask
+from optiforge.errors import ConfigError
 from optiforge.evals.suites.cbo.protocol import CausalBOTask
 
 CHECKPOINTS = "agent_cbo_checkpoints.sqlite"
@@ -54,17 +53,6 @@ def build_graph() -> StateGraph[Any, Any, Any, Any]:
     return g
 
 
-def outcome(state: Mapping[str, Any], ctx: RunContext, *, t0: float) -> AgentOutcome:
-    """The run's outcome read from its final state (the state, not a session, is the record)."""
-    final = cast(AgentCBOState, state)
-    trace = state_trace(final, ctx.seed)
-    if not trace.trials:
-        raise InvalidTask("agent-cbo ran no intervention")
-    proposer = "llm" if ctx.llm is not None else "discovery-only"
-    extra = agent_extra(trace, time.perf_counter() - t0, final, proposer)
-    return cbo_outcome(trace, final.get("stop_reason", ""), extra)
-
-
 def build(
     task: CausalBOTask, config: AgentCBOConfig, budget: int | None, *, durable: bool = True
 ) -> AgentRun:
@@ -72,7 +60,7 @@ def build(
     the cost budget is the task's). durable: checkpoint every node when the run has a
     run directory (``--resume`` continues there)."""
     return AgentRun(
-        graph=build_graph(), outcome=partial(outcome, t0=time.perf_counter()), thread_id=THREAD_ID,
+        graph=build_graph(), outcome=partial(agent_outcome, t0=time.perf_counter()), thread_id=THREAD_ID,
         recursion_limit=8 * (budget or task.n_trials) + 20, what="an agent-cbo run",
         checkpoints=CHECKPOINTS, durable=durable, task=task, config=config, eval_budget=budget,
     )  # fmt: skip

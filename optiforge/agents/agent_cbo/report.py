@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Mapping
+from typing import Any, cast
 
 from pydantic import BaseModel
 
-from optiforge.agents.agent_cbo.problem import AgentCBOState
-from optiforge.agents.kit import AgentOutcome
+from optiforge.agents.agent_cbo.problem import AgentCBOState, state_trace
+from optiforge.agents.kit import AgentOutcome, RunContext
+from optiforge.errors import InvalidTask
 from optiforge.solvers.cbo import CBOTrace
 
 
@@ -75,3 +78,15 @@ def agent_extra(trace: CBOTrace, wall: float, final: AgentCBOState, proposer: st
         backbone=final["structure"]["backbone"], final_graph=final["committed"],
         llm_error=final.get("llm_error"),
     )  # fmt: skip
+
+
+def agent_outcome(state: Mapping[str, Any], ctx: RunContext, *, t0: float) -> AgentOutcome:
+    """``AgentRun.outcome``: the run's outcome read from its final state (the state, not a
+    session, is the run's record); ``t0``: when the run was built (its wall time)."""
+    final = cast(AgentCBOState, state)
+    trace = state_trace(final, ctx.seed)
+    if not trace.trials:
+        raise InvalidTask("agent-cbo ran no intervention")
+    proposer = "llm" if ctx.llm is not None else "discovery-only"
+    extra = agent_extra(trace, time.perf_counter() - t0, final, proposer)
+    return cbo_outcome(trace, final.get("stop_reason", ""), extra)
