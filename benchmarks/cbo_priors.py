@@ -76,9 +76,9 @@ def run_one(
     t0 = time.perf_counter()
     ctx = RunContext(tracer=ListTracer(), seed=seed)
     if arm == "known-graph":
-        out = known_graph_baseline(task, ctx, None)
+        out = known_graph_baseline(task, ctx, None, AgentCBOConfig())
     elif arm == "plain-bo":
-        out = plain_bo_baseline(task, ctx, None)
+        out = plain_bo_baseline(task, ctx, None, AgentCBOConfig())
     else:
         llm = {"discovery-only": lambda: None, "correct-prior": lambda: true_graph_llm(task),
                "wrong-prior": lambda: wrong_llm(task)}[arm]()  # fmt: skip

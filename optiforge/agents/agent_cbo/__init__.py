@@ -1,7 +1,7 @@
 """``agent-cbo``: causal BO that learns only the structure the optimizer can feel.
 
-One LangGraph graph (``agent.py``, whose docstring walks through its nodes): LLM edge
-beliefs and PC (``structure.py``), cost-aware causal BO on the committed graph
+One LangGraph graph (``agent.py``; its nodes in ``nodes.py``, whose docstring walks
+through them): LLM edge beliefs and PC (``structure.py``), cost-aware causal BO on the committed graph
 (``problem.py``: the numerical session as a cache of the graph state), LLM calibration
 and repair (``proposers.py``) and a deterministic commit gate (``gate.py``).
 """
@@ -14,6 +14,7 @@ from optiforge.agents.agent_cbo.baselines import (
 )
 from optiforge.agents.agent_cbo.config import AgentCBOConfig
 from optiforge.agents.spec import AgentSpec
+from optiforge.evals.suites.cbo.protocol import CausalBOTask
 
 SPEC = AgentSpec(
     name="agent-cbo",
@@ -22,6 +23,7 @@ SPEC = AgentSpec(
     config_model=AgentCBOConfig,
     build=build,
     default_benchmark="cbo",
+    task_type=CausalBOTask,
     baselines={
         "known-graph-cbo": known_graph_baseline,
         "plain-bo": plain_bo_baseline,

@@ -1,445 +1,80 @@
 """``agent-cbo``: causal BO that learns only the structure the optimizer can feel.
 
-One LangGraph graph, nodes in order::
+One LangGraph graph (nodes and what each does: ``nodes.py``; the state and the numerical
+session behind it: ``problem.py``)::
 
     language_prior -> discovery -> calibration -> residual_repair -> commit_gate
                                         ^                                 |
                                         +------------ cbo_step <----------+  (until budget)
 
-- ``language_prior``: LLM beliefs about direct edges from the variables' names and
-  descriptions (structured output ``EdgeBeliefs``); offline: no beliefs.
-- ``discovery``: causal-learn PC on the observational sample (target a sink) merged with
-  the beliefs into a protected backbone (PC and LLM agree) and residual uncertain pairs.
-- ``cbo_step``: one intervention of cost-aware causal BO on the committed graph
-  (``solvers.cbo.CBOSession``).
-- ``calibration`` (the Calibration agent): scores every single-edge edit on uncertain
-  pairs and on the soft-protected backbone by the change of the structure score
-  (``NeighbourScore``: leave-one-out nearest-neighbour likelihood on observational +
-  interventional units, intervened mechanisms cut; a reversal or a backbone break counts
-  only the rows where the edited pair was intervened on) plus the LLM beliefs' log-odds
-  (a structure prior; zero offline). Every ``llm_every`` rounds the LLM first revises its beliefs on uncertain
-  pairs against the interventional evidence (``proposers.Calibration``).
-- ``residual_repair`` (the Residual Repair agent): picks at most ``max_edits_per_round``
-  edits: the language prior's proposals first, then (every ``llm_every`` rounds) the
-  candidate edits the LLM chooses (``proposers.RepairPlan``), then the best-scoring data
-  edits above the margin. An LLM choice that is not a local edit of an uncertain pair is
-  rejected here, with its reason, and never reaches the gate.
-- ``commit_gate``: deterministic; accepts an edit only if it keeps the graph acyclic,
-  keeps the backbone (unless a trial intervened on the edge's pair), gains the score
-  margin, and, when it changes the optimizer's routing (exploration sets or do-priors),
-  passes routing-proxy checks. Every decision is a
-  tracer event and is returned in ``AgentOutcome.extra["edits"]``.
-
-The offline agent (no LLM) is the ``discovery-only`` baseline of the paper.
-
-State: the graph state is the only source of truth. It is serializable (edge lists,
-decisions, trial records, and per trial the units and RNG state the numerical session
-needs), and the outcome is read from it (``problem.state_trace``), never from a live
-object. The numerical ``CBOSession`` and the structure score are a pure cache of that
-state (``problem.SessionCache``): a node uses the cached session only if it is the one the
-state describes (same seed, graph, exploration sets, trial records and last trial log),
-and otherwise rebuilds it from the state (``CBOSession.restore``). Why a cache and not the
-alternatives: rebuilding on every node entry costs 2-4 trials' worth of GP refits per
-entry, at three or four entries a round (measured on the dev SCMs), so it would multiply
-the run time; a session parked in LangGraph's runtime context (``Runtime.context``, the
-shared ``RunContext``) would still be a mutable second copy of the state next to it, only
-moved out of the closure. The cache check makes a stale session impossible to act on,
-whatever ran before (a fresh run, a resume, a node that failed half-way).
-
-With ``ctx.run_dir`` set, the harness checkpoints every node to ``agent_cbo_checkpoints.sqlite``
-(``durability="sync"``) and ``resume=True`` continues from the last checkpoint: finished
-interventions are neither repeated nor re-drawn, and the continuation makes the same
-choices as an uninterrupted run of the same seed.
+The offline agent (no LLM) is the ``discovery-only`` baseline of the paper. With
+``ctx.run_dir`` set every node is checkpointed and a resume continues from the last one.
 """
 
 from __future__ import annotations
 
-import operator
 import time
-from typing import Annotated, Any, TypedDict, cast
+from functools import partial
+from typing import Any
 
-import networkx as nx
-import numpy as np
-from pydantic import BaseModel
+from langgraph.graph import END, START, StateGraph
 
-from optiforge.agents.agent_cbo import proposers
+from optiforge.agents.agent_cbo import nodes
 from optiforge.agents.agent_cbo.config import AgentCBOConfig
-from optiforge.agents.agent_cbo.gate import CommitGate, GateDecision
-from optiforge.agents.agent_cbo.problem import SessionCache, session_graph, state_trace
-from optiforge.agents.agent_cbo.report import agent_extra, cbo_outcome
-from optiforge.agents.agent_cbo.structure import (
-    EdgeBelief,
-    EdgeBeliefs,
-    Edit,
-    InterventionalBIC,
-    NeighbourScore,
-    Structure,
-    belief_log_odds,
-    build_structure,
-    candidate_edits,
-    clean_beliefs,
-    language_prior_messages,
-    over_variables,
-    run_pc,
-    to_graph,
-)
-from optiforge.agents.kit import AgentRun, RunContext
-from optiforge.agents.spec import AgentOutcome
-from optiforge.errors import BudgetExceeded, ConfigError, InvalidTask, LLMError
-from optiforge.solvers.cbo.session import CBOSession
+from optiforge.agents.agent_cbo.problem import AgentCBOState
+from optiforge.agents.agent_cbo.report import agent_outcome
+from optiforge.agents.kit import AgentOutcome, AgentRun, RunContext
+from optiforge.agents.kit.context import AgentContext
+from optiforge.errors import ConfigError
+from optiforge.evals.suites.cbo.protocol import CausalBOTask
 
 CHECKPOINTS = "agent_cbo_checkpoints.sqlite"
-
-
-def edit_data_delta(
-    scorer: InterventionalBIC | NeighbourScore,
-    g: nx.DiGraph,
-    edit: Edit,
-    st: Structure,
-    evidence: NeighbourScore | None = None,
-) -> float:
-    """The data score change of ``edit``.
-
-    An edit that breaks the soft-protected backbone (``Structure.breaks_protection``) is
-    judged by ``evidence`` (the nearest-neighbour score, whatever ``scorer`` is) on the
-    rows where the edited pair was intervened on: the observational sample already spoke
-    through PC. With the ``knn`` score a reversal is judged the same way (observational
-    data cannot orient an edge, and that score is not score-equivalent: on CompleteGraph
-    it reversed the true B -> C at +44 nats from observational rows). Else: ``scorer``'s
-    change on all rows.
-    """
-    if st.breaks_protection(edit):
-        judge = evidence if evidence is not None else scorer
-        if isinstance(judge, NeighbourScore):
-            return judge.delta(g, edit, interventional=True)
-    if edit.op == "reverse" and isinstance(scorer, NeighbourScore):
-        return scorer.delta(g, edit, interventional=True)
-    return scorer.delta(g, edit)
-
-
-def structure_edits(g: nx.DiGraph, st: Structure, target: str) -> list[Edit]:
-    """Every local edit the agent may consider: uncertain pairs and the soft-protected
-    backbone pairs (the gate asks the latter for interventional evidence)."""
-    return candidate_edits(g, [*st.uncertain, *st.protected_pairs()], target)
-
-
 THREAD_ID = "agent_cbo"
 
 
-class AgentCBOState(TypedDict, total=False):
-    """Serializable graph state."""
-
-    beliefs: list[dict[str, Any]]
-    llm_error: str
-    pc: dict[str, Any]
-    structure: dict[str, Any]
-    committed: list[list[str]]
-    round: int
-    pending: list[dict[str, Any]]
-    deltas: dict[str, float]
-    """Edit label -> data score + prior log-odds (what the gate compares to the margin)."""
-    data_deltas: dict[str, float]
-    """Edit label -> structure-score change alone (what the repair prompt shows)."""
-    decisions: list[dict[str, Any]]
-    llm_tried: dict[str, int]
-    trials: list[dict[str, Any]]
-    trial_logs: Annotated[list[dict[str, Any]], operator.add]
-    """Per trial ``CBOSession.trial_log()`` (appended: a node returns only the new one)."""
-    session_graph: dict[str, Any]
-    """The graph the session optimises on (``nodes``, ``edges``) and its trace's
-    ``exploration_sets``: the committed graph may differ by routing-irrelevant edits."""
-    done: bool
-    stop_reason: str
-
-
-def build_graph(task: Any, config: AgentCBOConfig, n_trials: int | None) -> Any:
-    """The agent's StateGraph for ``task``, uncompiled.
-
-    The nodes hold no session of their own: each gets it from ``SessionCache`` for the
-    state it was handed (see the module docstring)."""
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.runtime import Runtime
-
-    scm = task.scm  # used only as the environment: sample() and do(), never its graph
-    target = task.target
-    manipulable = list(task.domains)
-    cache = SessionCache(task, config, n_trials)
-
-    def language_prior(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        ctx = runtime.context
-        if ctx.llm is None:
-            ctx.tracer.event("cbo_language_prior", n_beliefs=0, offline=True)
-            return {"beliefs": []}
-        msgs = language_prior_messages(task.variables, target, task.description)
-        try:
-            schema = over_variables(EdgeBeliefs, list(task.variables), "edges", EdgeBelief)
-            reply = ctx.llm.complete(msgs, schema=schema)
-        except (LLMError, BudgetExceeded) as err:
-            # No beliefs is the discovery-only agent: a failed prior degrades, not crashes.
-            ctx.tracer.event("cbo_language_prior", n_beliefs=0, error=str(err))
-            return {"beliefs": [], "llm_error": f"{type(err).__name__}: {err}"}
-        assert isinstance(reply.parsed, EdgeBeliefs)
-        beliefs = clean_beliefs(reply.parsed.edges, task.variables)
-        ctx.tracer.event("cbo_language_prior", n_beliefs=len(beliefs),
-                         dropped=len(reply.parsed.edges) - len(beliefs))  # fmt: skip
-        return {"beliefs": [b.model_dump() for b in beliefs]}
-
-    def discovery(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        ctx = runtime.context
-        session = cache.new(ctx.seed)
-        pc_res = run_pc(session.obs, target, alpha=config.pc_alpha, indep_test=config.pc_test)
-        beliefs = [EdgeBelief.model_validate(b) for b in state.get("beliefs", [])]
-        st = build_structure(
-            list(session.obs), target, manipulable, pc_res, beliefs,
-            confidence=config.belief_confidence, max_set_size=config.max_set_size,
-        )  # fmt: skip
-        g = to_graph(st.nodes, st.initial)
-        session.set_graph(g)
-        ctx.tracer.event("cbo_discovery", pc_directed=pc_res.directed,
-                         pc_undirected=pc_res.undirected, backbone=st.backbone,
-                         initial=st.initial, n_uncertain=len(st.uncertain),
-                         llm_proposals=st.proposals, sets=session.sets)  # fmt: skip
-        return {
-            "pc": pc_res.model_dump(), "structure": st.model_dump(),
-            "committed": [list(e) for e in g.edges], "round": 0, "decisions": [],
-            "llm_tried": {}, "trials": [], "session_graph": session_graph(session),
-        }  # fmt: skip
-
-    def cbo_step(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        session = cache.get(state, runtime.context)
-        rec = None if session.done else session.step()
-        if rec is None:
-            return {"done": True, "stop_reason": "intervention budget spent"}
-        runtime.context.tracer.event("cbo_trial", trial=rec.model_dump())
-        if runtime.context.progress is not None:
-            runtime.context.progress({"evaluations": rec.index + 1,
-                                      "max_evaluations": session.config.n_trials,
-                                      "best": rec.best_true})  # fmt: skip
-        out: dict[str, Any] = {"trials": [*state.get("trials", []), rec.model_dump()],
-                               "trial_logs": [session.trial_log()],
-                               "round": state.get("round", 0) + 1}  # fmt: skip
-        if session.done:  # no structure round after the last intervention
-            out.update(done=True, stop_reason="intervention budget spent")
-        return out
-
-    def _llm_due(state: AgentCBOState, ctx: RunContext) -> bool:
-        rnd = state.get("round", 0)
-        return (
-            ctx.llm is not None
-            and config.llm_every > 0
-            and rnd > 0
-            and (rnd % config.llm_every == 0)
-        )
-
-    def _evidence(session: CBOSession) -> list[proposers.SetEvidence]:
-        return proposers.intervention_evidence(
-            session.obs, [(d.x, d.units) for d in session.interventions]
-        )
-
-    def calibration(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        ctx = runtime.context
-        st = Structure.model_validate(state["structure"])
-        g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
-        session = cache.get(state, ctx)
-        scorer = cache.scorer(session)
-        edits = structure_edits(g, st, target)
-        beliefs = [EdgeBelief.model_validate(b) for b in state.get("beliefs", [])]
-        out: dict[str, Any] = {}
-        if _llm_due(state, ctx):
-            msgs = proposers.calibration_messages(
-                task.variables, target, list(g.edges), st.backbone, st.uncertain, beliefs,
-                _evidence(session),
-            )  # fmt: skip
-            schema = over_variables(proposers.Calibration, st.nodes, "revised", EdgeBelief)
-            reply = proposers.ask(ctx, "calibration", msgs, schema)
-            if isinstance(reply, proposers.Calibration):
-                beliefs, notes = proposers.merge_calibration(
-                    beliefs, reply.revised, st.uncertain, st.nodes
-                )
-                ctx.tracer.event("cbo_calibration", round=state.get("round", 0), changes=notes)
-                out["beliefs"] = [b.model_dump() for b in beliefs]
-        evidence = cache.evidence(session)
-        data = {e.label(): edit_data_delta(scorer, g, e, st, evidence) for e in edits}
-        deltas = {e.label(): data[e.label()] + config.prior_weight * belief_log_odds(e, g, beliefs)
-                  for e in edits}  # fmt: skip
-        return {**out, "deltas": deltas, "data_deltas": data}
-
-    def residual_repair(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        ctx = runtime.context
-        st = Structure.model_validate(state["structure"])
-        g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
-        rnd = state.get("round", 0)
-        k = config.max_edits_per_round
-        tried = dict(state.get("llm_tried", {}))
-        chosen: list[Edit] = []
-        for op, edge, _conf in st.proposals:  # the LLM's residual claims come first
-            if len(chosen) >= k:
-                break
-            e = Edit(op=op, edge=tuple(edge), source="llm")  # type: ignore[arg-type]
-            applicable = (op == "add" and not g.has_edge(*edge)) or (
-                op != "add" and g.has_edge(*edge)
-            )
-            last = tried.get(e.label())
-            if applicable and (last is None or rnd - last >= config.llm_recheck_every):
-                chosen.append(e)
-                tried[e.label()] = rnd
-        deltas = state.get("deltas", {})
-        candidates = structure_edits(g, st, target)
-        decisions = list(state.get("decisions", []))
-        if k > len(chosen) and _llm_due(state, ctx):
-            data = state.get("data_deltas", {})
-            shown = sorted(candidates, key=lambda e: -data.get(e.label(), 0.0))
-            msgs = proposers.repair_messages(
-                task.variables, target, list(g.edges), st.backbone,
-                _evidence(cache.get(state, ctx)),
-                shown[: config.repair_candidates_shown], data, k - len(chosen),
-            )  # fmt: skip
-            schema = over_variables(proposers.RepairPlan, st.nodes, "edits",
-                                    proposers.RepairChoice)  # fmt: skip
-            plan = proposers.ask(ctx, "repair", msgs, schema)
-            if isinstance(plan, proposers.RepairPlan):
-                picked, dropped = proposers.plan_edits(plan, candidates, k - len(chosen))
-                have = {c.label() for c in chosen}
-                chosen += [e for e in picked if e.label() not in have]
-                for why in dropped:  # rejected before the gate: recorded all the same
-                    label, reason = why.split(": ", 1)
-                    dec = GateDecision(
-                        round=rnd, edit=label, source="llm", accepted=False,
-                        routing_relevant=False, score_delta=0.0, reasons=[reason],
-                        sets_before=[], sets_after=[],
-                    )  # fmt: skip
-                    ctx.tracer.event("cbo_edit", **dec.model_dump())
-                    decisions.append(dec.model_dump())
-                ctx.tracer.event("cbo_repair", round=rnd, picked=[e.label() for e in picked],
-                                 dropped=dropped)  # fmt: skip
-        labels = {c.label() for c in chosen}
-        data_edits = [
-            e for e in candidates
-            if deltas.get(e.label(), -np.inf) >= config.score_margin and e.label() not in labels
-        ]  # fmt: skip
-        data_edits.sort(key=lambda e: -deltas[e.label()])
-        chosen += data_edits[: max(0, k - len(chosen))]
-        return {"pending": [c.model_dump() for c in chosen], "llm_tried": tried,
-                "decisions": decisions}  # fmt: skip
-
-    def commit_gate(state: AgentCBOState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        ctx = runtime.context
-        session = cache.get(state, ctx)
-        scorer = cache.scorer(session)  # calibration's, unless resumed in between
-        beliefs = [EdgeBelief.model_validate(b) for b in state.get("beliefs", [])]
-        st = Structure.model_validate(state["structure"])
-        g = to_graph(st.nodes, [(e[0], e[1]) for e in state["committed"]])
-        gate = CommitGate(
-            manipulable=manipulable, target=target, observed=list(session.obs),
-            backbone=st.backbone, protected_adjacent=st.protected_adjacent,
-            max_set_size=config.max_set_size, margin=config.score_margin,
-            prior_tolerance=config.prior_tolerance, prior_for=session.prior_for,
-            observed_outcomes=session.observed_outcomes,
-            incumbent_set=lambda: session.incumbent_set, scm_for_sets=scm,
-            intervened=lambda: {v for d in session.interventions for v in d.x},
-        )  # fmt: skip
-        decisions = list(state.get("decisions", []))
-        changed = False
-        for raw in state.get("pending", []):
-            edit = Edit.model_validate(raw)
-            valid = (edit.op == "add" and not g.has_edge(*edit.edge)) or (
-                edit.op != "add" and g.has_edge(*edit.edge)
-            )
-            if not valid:  # an earlier edit this round already changed this pair
-                continue
-            cand = edit.apply(g)
-            delta = (
-                edit_data_delta(scorer, g, edit, st, cache.evidence(session))
-                + config.prior_weight * belief_log_odds(edit, g, beliefs)
-                if nx.is_directed_acyclic_graph(cand)
-                else -np.inf
-            )
-            dec = gate.check(g, edit, delta, state.get("round", 0))
-            ctx.tracer.event("cbo_edit", **dec.model_dump())
-            decisions.append(dec.model_dump())
-            if dec.accepted:
-                g = cand
-                changed = changed or dec.routing_relevant
-        if changed:
-            session.set_graph(g)
-        return {"committed": [list(e) for e in g.edges], "decisions": decisions, "pending": [],
-                "session_graph": session_graph(session)}  # fmt: skip
-
-    def after_step(state: AgentCBOState) -> str:
-        return END if state.get("done") else "calibration"
-
-    builder = StateGraph(AgentCBOState, context_schema=RunContext)
-    builder.add_node("language_prior", language_prior)
-    builder.add_node("discovery", discovery)
-    builder.add_node("cbo_step", cbo_step)
-    builder.add_node("calibration", calibration)
-    builder.add_node("residual_repair", residual_repair)
-    builder.add_node("commit_gate", commit_gate)
-    builder.add_edge(START, "language_prior")
-    builder.add_edge("language_prior", "discovery")
+def build_graph() -> StateGraph[Any, Any, Any, Any]:
+    """The agent's StateGraph, uncompiled (the run's task and config are its context)."""
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(AgentCBOState, context_schema=AgentContext)
+    g.add_node("language_prior", nodes.language_prior)
+    g.add_node("discovery", nodes.discovery)
+    g.add_node("cbo_step", nodes.cbo_step)
+    g.add_node("calibration", nodes.calibration)
+    g.add_node("residual_repair", nodes.residual_repair)
+    g.add_node("commit_gate", nodes.commit_gate)
+    g.add_edge(START, "language_prior")
+    g.add_edge("language_prior", "discovery")
     # Round 0 gates the language prior's proposals on observational data alone, so a
     # good prior shapes the very first interventions.
-    builder.add_edge("discovery", "calibration")
-    builder.add_conditional_edges("cbo_step", after_step, ["calibration", END])
-    builder.add_edge("calibration", "residual_repair")
-    builder.add_edge("residual_repair", "commit_gate")
-    builder.add_edge("commit_gate", "cbo_step")
-    return builder
+    g.add_edge("discovery", "calibration")
+    g.add_conditional_edges("cbo_step", nodes.after_step, ["calibration", END])
+    g.add_edge("calibration", "residual_repair")
+    g.add_edge("residual_repair", "commit_gate")
+    g.add_edge("commit_gate", "cbo_step")
+    return g
 
 
-def agent_run(
-    task: Any, config: AgentCBOConfig, n_trials: int | None = None, *, durable: bool = True
+def build(
+    task: CausalBOTask, config: AgentCBOConfig, budget: int | None, *, durable: bool = True
 ) -> AgentRun:
-    """The agent graph on a CBO task as an ``AgentRun`` (LLM beliefs when ``ctx.llm`` is set).
-
-    n_trials: interventions (None: the task's). durable: checkpoint every node to
-    ``ctx.run_dir / CHECKPOINTS`` when the context has a run directory.
-    """
-    if not hasattr(task, "scm") or not hasattr(task, "domains"):
-        raise InvalidTask(f"agent-cbo needs a cbo-suite task, got {type(task).__name__}")
-    t0 = time.perf_counter()
-    budget_trials = n_trials or task.n_trials
-
-    def outcome(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
-        final = cast(AgentCBOState, state)
-        trace = state_trace(final, ctx.seed)  # the state, not a session, is the run's record
-        if not trace.trials:
-            raise InvalidTask("agent-cbo ran no intervention")
-        proposer = "llm" if ctx.llm is not None else "discovery-only"
-        return cbo_outcome(trace, final.get("stop_reason", ""), time.perf_counter() - t0,
-                           agent_extra(final, proposer))  # fmt: skip
-
+    """``AgentSpec.build``: ``budget`` is the number of interventions (None: the task's;
+    the cost budget is the task's). durable: checkpoint every node when the run has a
+    run directory (``--resume`` continues there)."""
     return AgentRun(
-        graph=build_graph(task, config, n_trials), outcome=outcome, thread_id=THREAD_ID,
-        recursion_limit=8 * budget_trials + 20, what="an agent-cbo run", checkpoints=CHECKPOINTS,
-        durable=durable,
+        graph=build_graph(), outcome=partial(agent_outcome, t0=time.perf_counter()), thread_id=THREAD_ID,
+        recursion_limit=8 * (budget or task.n_trials) + 20, what="an agent-cbo run",
+        checkpoints=CHECKPOINTS, durable=durable, task=task, config=config, eval_budget=budget,
     )  # fmt: skip
 
 
 def run_agent(
-    task: Any,
-    ctx: RunContext,
-    config: AgentCBOConfig,
-    n_trials: int | None = None,
-    *,
-    durable: bool = False,
-    resume: bool = False,
-) -> AgentOutcome:
-    """Run the agent graph on a CBO task (tests and benchmarks; the harness uses ``build``).
+    task: CausalBOTask, ctx: RunContext, config: AgentCBOConfig, n_trials: int | None = None,
+    *, durable: bool = False, resume: bool = False,
+) -> AgentOutcome:  # fmt: skip
+    """Run the agent graph on a CBO task (tests, benchmarks, the discovery-only baseline).
 
     durable: checkpoint every node to ``ctx.run_dir / CHECKPOINTS`` (needs ``run_dir``);
     resume: continue the checkpointed run there instead of refusing to overwrite it.
     """
     if (durable or resume) and ctx.run_dir is None:
         raise ConfigError("agent-cbo: checkpointing and resume need a run directory")
-    run = agent_run(task, config, n_trials, durable=durable or resume)
-    return run.execute(ctx, resume=resume)
-
-
-def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
-    """``AgentSpec.build``: ``budget`` is the number of interventions (cost budget: the task's).
-
-    With ``ctx.run_dir`` set every node is checkpointed, so ``--resume`` continues there.
-    """
-    assert isinstance(config, AgentCBOConfig)
-    return agent_run(task, config, budget)
+    return build(task, config, n_trials, durable=durable or resume).execute(ctx, resume=resume)

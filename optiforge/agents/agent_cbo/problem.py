@@ -1,6 +1,6 @@
 """agent-CBO's problem: the numerical CBO session behind the graph, and how state maps to it.
 
-The graph state holds everything a resume needs (``agent.AgentCBOState``): the assumed
+The graph state holds everything a resume needs (``AgentCBOState``): the assumed
 graph and exploration sets (``session_graph``), every trial record (``trials``) and per
 trial its units, unit-cube point, RNG and stuck-tracker state (``trial_logs``). From that
 and the run's seed, ``restore_session`` rebuilds the ``CBOSession`` without calling the
@@ -10,12 +10,26 @@ Rebuilding costs 2-4 trials' worth of GP refits (measured on the dev SCMs after 
 trials: 170-630 ms against 80-340 ms per trial), and a round enters three or four nodes,
 so nodes do not rebuild on every entry: ``SessionCache`` keeps the last session as a pure
 cache of the state (see its docstring for the rule).
+
+State: the graph state is the only source of truth. It is serializable (edge lists,
+decisions, trial records, and per trial the units and RNG state the numerical session
+needs), and the outcome is read from it (``state_trace``), never from a live object. Why a
+cache and not the alternatives: rebuilding on every node entry would multiply the run time
+(above); a session parked in the runtime context by itself would still be a mutable second
+copy of the state next to it. The cache check makes a stale session impossible to act on,
+whatever ran before (a fresh run, a resume, a node that failed half-way). The run keeps
+its cache in ``AgentContext.memo`` (``nodes.sessions``).
+
+With ``ctx.run_dir`` set, the harness checkpoints every node to
+``agent_cbo_checkpoints.sqlite`` (``durability="sync"``) and ``resume=True`` continues from
+the last checkpoint: finished interventions are neither repeated nor re-drawn, and the
+continuation makes the same choices as an uninterrupted run of the same seed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import operator
+from typing import Annotated, Any, TypedDict
 
 import networkx as nx
 import numpy as np
@@ -24,11 +38,38 @@ from optiforge.agents.agent_cbo.config import AgentCBOConfig
 from optiforge.agents.agent_cbo.structure import InterventionalBIC, NeighbourScore
 from optiforge.agents.kit import RunContext
 from optiforge.errors import InvalidTask
+from optiforge.evals.suites.cbo.protocol import CausalBOTask
 from optiforge.solvers.cbo import CBOConfig, CBOTrace, TrialRecord
 from optiforge.solvers.cbo.session import CBOSession
 
 
-def cbo_config(task: Any, config: AgentCBOConfig, n_trials: int | None) -> CBOConfig:
+class AgentCBOState(TypedDict, total=False):
+    """Serializable graph state."""
+
+    beliefs: list[dict[str, Any]]
+    llm_error: str
+    pc: dict[str, Any]
+    structure: dict[str, Any]
+    committed: list[list[str]]
+    round: int
+    pending: list[dict[str, Any]]
+    deltas: dict[str, float]
+    """Edit label -> data score + prior log-odds (what the gate compares to the margin)."""
+    data_deltas: dict[str, float]
+    """Edit label -> structure-score change alone (what the repair prompt shows)."""
+    decisions: list[dict[str, Any]]
+    llm_tried: dict[str, int]
+    trials: list[dict[str, Any]]
+    trial_logs: Annotated[list[dict[str, Any]], operator.add]
+    """Per trial ``CBOSession.trial_log()`` (appended: a node returns only the new one)."""
+    session_graph: dict[str, Any]
+    """The graph the session optimises on (``nodes``, ``edges``) and its trace's
+    ``exploration_sets``: the committed graph may differ by routing-irrelevant edits."""
+    done: bool
+    stop_reason: str
+
+
+def cbo_config(task: CausalBOTask, config: AgentCBOConfig, n_trials: int | None) -> CBOConfig:
     """The numerical session's options for ``task`` under the agent's ``config``."""
     return CBOConfig(
         n_trials=n_trials or task.n_trials, budget_cost=task.budget_cost, n_obs=config.n_obs,
@@ -47,8 +88,8 @@ def session_graph(session: CBOSession) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def restore_session(task: Any, config: AgentCBOConfig, n_trials: int | None, seed: int,
-                    state: Mapping[str, Any]) -> CBOSession:  # fmt: skip
+def restore_session(task: CausalBOTask, config: AgentCBOConfig, n_trials: int | None, seed: int,
+                    state: AgentCBOState) -> CBOSession:  # fmt: skip
     """The numerical session as it was when ``state`` was checkpointed."""
     sg = state.get("session_graph")
     if sg is None:
@@ -62,7 +103,7 @@ def restore_session(task: Any, config: AgentCBOConfig, n_trials: int | None, see
     )  # fmt: skip
 
 
-def describes(state: Mapping[str, Any], session: CBOSession, seed: int) -> bool:
+def describes(state: AgentCBOState, session: CBOSession, seed: int) -> bool:
     """True when ``session`` is the session ``state`` describes for ``seed``.
 
     Same seed, assumed graph and exploration sets, the same trial records, and the last
@@ -78,7 +119,7 @@ def describes(state: Mapping[str, Any], session: CBOSession, seed: int) -> bool:
     )
 
 
-def state_trace(state: Mapping[str, Any], seed: int) -> CBOTrace:
+def state_trace(state: AgentCBOState, seed: int) -> CBOTrace:
     """The run's trace read from the state (equal to its session's ``trace``)."""
     sg = state.get("session_graph") or {"exploration_sets": []}
     return CBOTrace(
@@ -128,7 +169,7 @@ class SessionCache:
     interventional BIC depends on nothing else).
     """
 
-    def __init__(self, task: Any, config: AgentCBOConfig, n_trials: int | None) -> None:
+    def __init__(self, task: CausalBOTask, config: AgentCBOConfig, n_trials: int | None) -> None:
         self.task, self.config, self.n_trials = task, config, n_trials
         self._session: CBOSession | None = None
         self._scorer: tuple[CBOSession, int, InterventionalBIC | NeighbourScore] | None = None
@@ -141,7 +182,7 @@ class SessionCache:
         )
         return self._session
 
-    def get(self, state: Mapping[str, Any], ctx: RunContext) -> CBOSession:
+    def get(self, state: AgentCBOState, ctx: RunContext) -> CBOSession:
         """The session ``state`` describes: the cached one if it is that, else rebuilt."""
         s = self._session
         if s is None or not describes(state, s, ctx.seed):

@@ -74,7 +74,7 @@ def adapt(
         tasks = [t for t in tasks if t.name in wanted]
     if n is not None:
         tasks = tasks[:n]
-    model = getattr(ctx.llm, "model", "offline") if ctx.llm is not None else "offline"
+    model = ctx.llm.model if ctx.llm is not None else "offline"
     report = AdaptationReport(split=split, model=model)
     t0 = time.perf_counter()
     # adaptation has no run directory per instance: no checkpoints, one thread each

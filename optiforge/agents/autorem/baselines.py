@@ -15,61 +15,55 @@ from typing import Any
 from optiforge.agents.autorem.agent import instance_run
 from optiforge.agents.autorem.config import AutoREMConfig
 from optiforge.agents.autorem.modeller import reference_modeller
-from optiforge.agents.autorem.problem import load_task
 from optiforge.agents.autorem.proposers import counterpart_program
-from optiforge.agents.kit import RunContext
-from optiforge.agents.spec import AgentOutcome
-from optiforge.evals.protocol import Task
+from optiforge.agents.autorem.report import NominalExtra
+from optiforge.agents.kit import AgentOutcome, RunContext
+from optiforge.evals.suites.autoro.protocol import ROTask
+from optiforge.sandboxes import get_sandbox
 
 
 def nominal_baseline(
-    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+    task: ROTask, ctx: RunContext, budget: int | None, config: AutoREMConfig
 ) -> AgentOutcome:
     """The nominal (non-robust) counterpart as a program: must score 0 on generated instances.
 
     On a text-only task the model comes from the reference modeller (the statement's model
     sheet), never from the hidden JSON.
     """
-    atask = load_task(task)
     candidate: Any
-    if atask.text_only:
-        model = reference_modeller(atask.statement)
+    if task.text_only:
+        model = reference_modeller(task.statement)
         code = counterpart_program(model, robust=False)
         candidate = {"model": model.model_dump(mode="json"), "code": code}
     else:
-        code = counterpart_program(atask.instance.problem, robust=False)
+        code = counterpart_program(task.instance.problem, robust=False)
         candidate = code
-    score = atask.evaluate(candidate, ctx.sandbox or _local_sandbox(ctx))
+    sandbox = ctx.sandbox if ctx.sandbox is not None else get_sandbox("local", tracer=ctx.tracer)
+    score = task.evaluate(candidate, sandbox)
     return AgentOutcome(
         best_candidate=candidate,
         claimed_value=score.value,
         trace=[1.0 if score.passed else None],
         n_evaluations=1,
         stop_reason="baseline",
-        extra={
-            "attempts": 1,
-            "llm_calls": 0,
-            "tokens": 0,
-            "retrieved": 0,
-            "memory_used": False,
-            "proposer": "nominal",
-            "last_reasons": list(score.details.get("reasons", []))[:3],
-        },
+        extra=NominalExtra(
+            attempts=1,
+            llm_calls=0,
+            tokens=0,
+            retrieved=0,
+            memory_used=False,
+            proposer="nominal",
+            last_reasons=list(score.details.get("reasons", []))[:3],
+        ).model_dump(),  # fmt: skip
     )
 
 
 def no_memory_baseline(
-    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+    task: ROTask, ctx: RunContext, budget: int | None, config: AutoREMConfig
 ) -> AgentOutcome:
     """The agent without retrieval or reflection (offline: identical to the agent)."""
     cfg = AutoREMConfig(use_memory=False, reflect="never")
     if budget is not None:
         cfg = cfg.model_copy(update={"max_attempts": max(1, min(cfg.max_attempts, budget))})
-    run = instance_run(load_task(task), cfg, thread_id=f"autorem-nomem-{task.name}")
+    run = instance_run(task, cfg, thread_id=f"autorem-nomem-{task.name}")
     return run.execute(ctx)  # memory_used is False: the config turns retrieval off
-
-
-def _local_sandbox(ctx: RunContext) -> object:
-    from optiforge.sandboxes import get_sandbox
-
-    return get_sandbox("local", tracer=ctx.tracer)

@@ -32,13 +32,14 @@ import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from optiforge.agents.autorem.agent import run_instance
 from optiforge.agents.autorem.config import AutoREMConfig
 from optiforge.agents.autorem.experience import (
     AGENT,
@@ -49,6 +50,11 @@ from optiforge.agents.autorem.experience import (
 )
 from optiforge.agents.kit import RunContext
 from optiforge.errors import ConfigError, MemoryStoreError
+from optiforge.evals.suites.autoro.protocol import ROTask
+
+if TYPE_CHECKING:
+    from optiforge.memory.records import Experience
+    from optiforge.memory.store import Store
 
 
 class LessonGroup(BaseModel):
@@ -116,7 +122,7 @@ def failure_key(entry: ExperienceEntry) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def consolidate(records: list[Any]) -> list[LessonGroup]:
+def consolidate(records: list[Experience]) -> list[LessonGroup]:
     """Group raw AutoREM experience records by failure key (records not AutoREM are skipped)."""
     members: dict[str, list[tuple[str, ExperienceEntry, str]]] = {}
     for rec in records:
@@ -147,7 +153,7 @@ def consolidate(records: list[Any]) -> list[LessonGroup]:
     return sorted(groups, key=lambda g: (-g.count, g.key))
 
 
-def curated_record(group: LessonGroup) -> Any:
+def curated_record(group: LessonGroup) -> Experience:
     """The ``memory.Experience`` of a kept group (tag ``curated``; the entry parses back)."""
     from optiforge.memory import Experience
 
@@ -171,14 +177,14 @@ def curated_record(group: LessonGroup) -> Any:
     )
 
 
-def write_curated(store: Any, groups: list[LessonGroup]) -> list[str]:
+def write_curated(store: Store, groups: list[LessonGroup]) -> list[str]:
     """Write the kept groups to ``store`` (which must hold no curated lessons yet)."""
     if has_curated(store):
         raise ConfigError("the destination store already holds curated lessons (use a fresh one)")
     return store.add_experiences([curated_record(g) for g in groups if g.kept])
 
 
-Evaluate = Callable[[list[LessonGroup], list[Any]], dict[str, tuple[bool, list[str]]]]
+Evaluate = Callable[[list[LessonGroup], Sequence[ROTask]], dict[str, tuple[bool, list[str]]]]
 """``(groups, tasks) -> {task name: (solved, ids of the curated records retrieved)}``."""
 
 
@@ -188,19 +194,20 @@ def agent_evaluator(ctx: RunContext, config: AutoREMConfig, workers: int = 2) ->
     Each call writes the groups to a fresh lexical store in a temporary directory, so
     validation never touches the stores being curated.
     """
-    from optiforge.agents.autorem.agent import run_instance
     from optiforge.memory import Store
 
     cfg = config.model_copy(update={"reflect": "never", "use_memory": True})
 
-    def evaluate(groups: list[LessonGroup], tasks: list[Any]) -> dict[str, tuple[bool, list[str]]]:
+    def evaluate(
+        groups: list[LessonGroup], tasks: Sequence[ROTask]
+    ) -> dict[str, tuple[bool, list[str]]]:
         with tempfile.TemporaryDirectory() as tmp:
             store = Store(f"sqlite:///{Path(tmp) / 'val.db'}", embedder=None)
             try:
                 if groups:
                     store.add_experiences([curated_record(g) for g in groups])
 
-                def one(task: Any) -> tuple[str, tuple[bool, list[str]]]:
+                def one(task: ROTask) -> tuple[str, tuple[bool, list[str]]]:
                     vctx = RunContext(
                         llm=ctx.llm, sandbox=ctx.sandbox, memory=store, executor=None,
                         budget=ctx.budget, tracer=ctx.tracer, seed=ctx.seed, run_dir=None,
@@ -222,7 +229,7 @@ def agent_evaluator(ctx: RunContext, config: AutoREMConfig, workers: int = 2) ->
 
 def prune(
     groups: list[LessonGroup],
-    tasks: list[Any],
+    tasks: Sequence[ROTask],
     evaluate: Evaluate,
     *,
     keep_untested: bool = False,
@@ -266,9 +273,9 @@ def prune(
 
 
 def curate(
-    source: Any,
-    destination: Any,
-    tasks: list[Any],
+    source: Store,
+    destination: Store,
+    tasks: Sequence[ROTask],
     evaluate: Evaluate,
     *,
     val_split: str = "app-val",

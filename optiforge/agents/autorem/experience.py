@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,6 +33,10 @@ from optiforge.agents.autorem.proposers import redact_reasons, support_rule
 from optiforge.errors import MemoryStoreError, StructuredOutputError
 from optiforge.memory.provenance import Provenance, quote_untrusted
 from optiforge.solvers.robust.instance import ROInstance
+
+if TYPE_CHECKING:  # the handles' modules are imported by whoever builds the context
+    from optiforge.llm.base import LLM
+    from optiforge.memory.store import Store
 
 AGENT = "autorem"
 GENERAL_TAG = "general"
@@ -186,7 +190,7 @@ def retrieval_query(instance: ROInstance) -> str:
     return " ".join(words) + " uncertainty robust counterpart " + instance.description[:400]
 
 
-def has_curated(memory: Any) -> bool:
+def has_curated(memory: Store) -> bool:
     """Whether ``memory`` holds curated AutoREM lessons (then retrieval reads only those)."""
     hits = memory.search(
         CURATED_TAG, k=1, kind="experience", agent=AGENT, tags=[AGENT, CURATED_TAG]
@@ -195,7 +199,7 @@ def has_curated(memory: Any) -> bool:
 
 
 def retrieve_entries(
-    memory: Any, instance: ROInstance, k: int = 4
+    memory: Store, instance: ROInstance, k: int = 4
 ) -> list[tuple[str, ExperienceEntry]]:
     """Up to ``k`` ``(id, entry)`` pairs relevant to ``instance``, best first.
 
@@ -229,7 +233,7 @@ def retrieve_entries(
 
 
 def retrieve_modelling_entries(
-    memory: Any, statement: str, k: int = 4
+    memory: Store | None, statement: str, k: int = 4
 ) -> list[tuple[str, ExperienceEntry]]:
     """Up to ``k`` modelling lessons for a statement (tag ``modelling``), best first."""
     if memory is None or k < 1:
@@ -510,7 +514,7 @@ def reflection_messages(instance: ROInstance, trajectory: list[Attempt]) -> list
 
 
 def diagnose_llm(
-    llm: Any, instance: ROInstance, trajectory: list[Attempt]
+    llm: LLM, instance: ROInstance, trajectory: list[Attempt]
 ) -> tuple[ExperienceEntry, int, int]:
     """One structured-output LLM call reflecting on the failed trajectory.
 

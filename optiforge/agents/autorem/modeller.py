@@ -18,12 +18,16 @@ it is labelled ``reference-modeller`` everywhere it is reported.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import model_validator
 
 from optiforge.errors import InvalidTask, StructuredOutputError
 from optiforge.solvers.robust.model import ROProblem
+
+if TYPE_CHECKING:
+    from optiforge.llm.base import LLM
+    from optiforge.llm.types import Completion
 
 SHEET_HEADER = "Model sheet (the data of the model, in words):"
 """The first line of the sheet (``evals.suites.autoro.text.SHEET_HEADER``; a test pins them equal)."""
@@ -68,7 +72,7 @@ def model_messages(text: str, lessons_block: str = "") -> list[dict[str, Any]]:
     ]
 
 
-def model_with_llm(llm: Any, messages: list[dict[str, Any]]) -> tuple[ROProblem, Any]:
+def model_with_llm(llm: LLM, messages: list[dict[str, Any]]) -> tuple[ROProblem, Completion]:
     """One structured-output call; returns the model and the reply (for calls/tokens).
 
     Raises ``StructuredOutputError`` when the reply does not parse after the re-asks.

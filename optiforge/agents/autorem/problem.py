@@ -1,22 +1,65 @@
-"""The task-facing glue of AutoREM: any accepted input becomes one ``AutoROTask``.
+"""AutoREM's problem: the graph state, the instance as the agent sees it, and any
+accepted input as a task.
 
+The agent reads its task through the ``ROTask`` family (``suites/autoro/protocol.py``).
 The instance type itself (``ROInstance``) lives in ``optiforge.solvers.robust.instance``;
-the task (``AutoROTask``: the instance plus the suite's verifier) is the one suite type
-the agent builds, so this module is the agent's only import of a suite.
+``load_task`` wraps a user's instance or problem in the suite's ``AutoROTask`` (the
+instance plus the suite's verifier: the ``autorem solve`` CLI), so this module is the
+agent's only import of a suite (``tests/test_import_direction.py`` allows it).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from optiforge.errors import InvalidTask
 from optiforge.evals.suites.autoro.benchmark import AutoROTask
+from optiforge.evals.suites.autoro.protocol import ROTask
 from optiforge.solvers.robust.instance import ROInstance, parse_instance
 from optiforge.solvers.robust.model import ROProblem
 
-__all__ = ["AutoROTask", "load_task", "model_view", "structure_features"]
+__all__ = [
+    "AutoREMState",
+    "AutoROTask",
+    "load_task",
+    "model_view",
+    "structure_features",
+    "with_timeout",
+]
+
+
+class AutoREMState(TypedDict, total=False):
+    """Graph state (serializable only)."""
+
+    messages: list[dict[str, Any]]
+    model: dict[str, Any] | None
+    """Text-only tasks: the model the agent wrote (ROProblem JSON); None otherwise."""
+    model_origin: str
+    """``llm`` or ``reference-modeller`` (text-only tasks)."""
+    model_retrieved: list[str]
+    """Ids of the modelling lessons shown to the modelling step."""
+    retrieved: list[dict[str, Any]]
+    """``{"id", "entry"}`` for every retrieved entry."""
+    attempts: list[dict[str, Any]]
+    reflected: list[str]
+    """Ids of the experience records written by this trajectory."""
+    llm_calls: int
+    tokens: int
+    done: bool
+    stop_reason: str
+
+
+def with_timeout(task: ROTask, timeout_s: float) -> ROTask:
+    """``task`` whose candidate programs run with ``timeout_s`` (a copy when it differs):
+    the agent's own attempts use the configured limit; the harness keeps the task's."""
+    if task.timeout_s == timeout_s:
+        return task
+    out = copy.copy(task)
+    out.timeout_s = timeout_s
+    return out
 
 
 def structure_features(problem: ROProblem) -> list[str]:
@@ -34,7 +77,7 @@ def structure_features(problem: ROProblem) -> list[str]:
     return sorted(feats)
 
 
-def model_view(task: AutoROTask, problem: ROProblem) -> ROInstance:
+def model_view(task: ROTask, problem: ROProblem) -> ROInstance:
     """The instance as the agent sees it on a text-only task: the statement and ITS model.
 
     Set types and features come from the agent's model, so retrieval and reflection read

@@ -23,15 +23,23 @@ an LLM.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from optiforge.agents.autorem.problem import AutoROTask
+from optiforge.evals.suites.autoro.protocol import ROTask
 from optiforge.llm.structured import extract_code_block
 from optiforge.memory.provenance import quote_untrusted
 from optiforge.solvers.robust.model import ROProblem
 
-if TYPE_CHECKING:  # experience imports support_rule from here
-    from optiforge.agents.autorem.experience import ExperienceEntry
+
+class Lesson(Protocol):
+    """What a prompt shows of a lesson (``experience.ExperienceEntry`` is one; declared
+    here, not imported: the experience module builds its lessons from this one's rules)."""
+
+    def render(self) -> str:
+        """The lesson as prompt text."""
+        ...
+
 
 # One rule per set type: the body lines of ``support(u, w, aux)`` for that type.
 # ``w = P^T x`` (length ``k``) is a cvxpy expression; auxiliary constraints go to ``aux``.
@@ -207,7 +215,7 @@ def redact_reasons(reasons: list[str]) -> list[str]:
     ]
 
 
-def render_lessons(entries: list[ExperienceEntry]) -> str:
+def render_lessons(entries: Sequence[Lesson]) -> str:
     """The "Lessons" block of a prompt."""
     if not entries:
         return ""
@@ -226,7 +234,7 @@ MODEL_MARKER = "Your model of this statement (the instance.json your program rea
 
 
 def first_prompt(
-    task: AutoROTask, lessons: list[ExperienceEntry], *, model: ROProblem | None = None
+    task: ROTask, lessons: Sequence[Lesson], *, model: ROProblem | None = None
 ) -> list[dict[str, Any]]:
     """System + user messages of the first attempt (lessons appended when retrieved).
 

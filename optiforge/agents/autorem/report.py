@@ -13,14 +13,14 @@ LLM.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
-from optiforge.agents.spec import AgentOutcome
+from pydantic import BaseModel
 
-if TYPE_CHECKING:  # the agent imports outcome_from_state from here
-    from optiforge.agents.autorem.agent import AutoREMState
+from optiforge.agents.autorem.problem import AutoREMState
+from optiforge.agents.kit import AgentOutcome, RunContext
 
 OFFLINE_NOTE = (
     "offline accuracy measures the checker (reference reformulator as code; on text-only "
@@ -122,6 +122,55 @@ def summary_notes(rows: list[dict[str, Any]]) -> list[str]:
     return accuracy_table(rows).splitlines()
 
 
+class NominalExtra(BaseModel):
+    """``AgentOutcome.extra`` of the ``nominal`` baseline (one program, no LLM)."""
+
+    attempts: int
+    llm_calls: int
+    tokens: int
+    retrieved: int
+    memory_used: bool
+    proposer: str
+    last_reasons: list[str]
+    """The verifier's first reasons (at most three)."""
+
+
+class AutoREMExtra(BaseModel):
+    """``AgentOutcome.extra`` of an AutoREM run on one instance."""
+
+    attempts: int
+    """Programs run (each judged by the verifier)."""
+    solved: bool
+    llm_calls: int
+    tokens: int
+    retrieved: int
+    """Experience entries shown to the writer."""
+    retrieved_ids: list[str]
+    memory_used: bool
+    entries_written: int
+    """Experience records this trajectory's reflection wrote."""
+    proposer: str | None
+    """Who wrote the first program: ``llm`` or ``reference`` (None: none ran)."""
+    tolerance: str | None
+    """The tolerances of the last verdict."""
+    last_reasons: list[str]
+    """The last verdict's first reasons (at most three)."""
+    text_only: bool
+    modeller: str | None
+    """Text-only tasks: ``llm`` or ``reference-modeller``."""
+    model_match: float | None
+    """Text-only tasks: 1.0 when the agent's model equals the hidden one."""
+    model_lessons: int
+    """Modelling lessons shown to the modelling step."""
+
+
+def autorem_outcome(state: Mapping[str, Any], ctx: RunContext, *, use_memory: bool) -> AgentOutcome:
+    """``AgentRun.outcome``: the outcome of the final ``state`` (memory was used when the
+    config asked for it and the run has one)."""
+    used = use_memory and ctx.memory is not None
+    return outcome_from_state(cast(AutoREMState, state), memory_used=used)
+
+
 def outcome_from_state(state: AutoREMState, *, memory_used: bool) -> AgentOutcome:
     """Agent outcome: the last code attempt as the candidate, metrics in ``extra``."""
     attempts = state.get("attempts", [])
@@ -143,21 +192,21 @@ def outcome_from_state(state: AutoREMState, *, memory_used: bool) -> AgentOutcom
         trace=trace,
         n_evaluations=len(ran),
         stop_reason=state.get("stop_reason", ""),
-        extra={
-            "attempts": len(ran),
-            "solved": solved,
-            "llm_calls": state.get("llm_calls", 0),
-            "tokens": state.get("tokens", 0),
-            "retrieved": len(state.get("retrieved", [])),
-            "retrieved_ids": [r["id"] for r in state.get("retrieved", [])],
-            "memory_used": memory_used,
-            "entries_written": len(state.get("reflected", [])),
-            "proposer": ran[0]["origin"] if ran else None,
-            "tolerance": ran[-1].get("tolerance") if ran else None,
-            "last_reasons": ran[-1].get("reasons", [])[:3] if ran else [],
-            "text_only": model is not None or bool(state.get("model_origin")),
-            "modeller": state.get("model_origin"),
-            "model_match": last_metrics.get("model_match"),
-            "model_lessons": len(state.get("model_retrieved", [])),
-        },
+        extra=AutoREMExtra(
+            attempts=len(ran),
+            solved=solved,
+            llm_calls=state.get("llm_calls", 0),
+            tokens=state.get("tokens", 0),
+            retrieved=len(state.get("retrieved", [])),
+            retrieved_ids=[r["id"] for r in state.get("retrieved", [])],
+            memory_used=memory_used,
+            entries_written=len(state.get("reflected", [])),
+            proposer=ran[0]["origin"] if ran else None,
+            tolerance=ran[-1].get("tolerance") if ran else None,
+            last_reasons=ran[-1].get("reasons", [])[:3] if ran else [],
+            text_only=model is not None or bool(state.get("model_origin")),
+            modeller=state.get("model_origin"),
+            model_match=last_metrics.get("model_match"),
+            model_lessons=len(state.get("model_retrieved", [])),
+        ).model_dump(),
     )

@@ -13,6 +13,7 @@ from optiforge.agents.formulator.baselines import default_baseline, human_baseli
 from optiforge.agents.formulator.config import FormulatorConfig
 from optiforge.agents.formulator.report import summary_notes
 from optiforge.agents.spec import AgentSpec
+from optiforge.evals.suites.bbowp.protocol import WordProblemTask
 
 SPEC = AgentSpec(
     name="formulator",
@@ -21,6 +22,7 @@ SPEC = AgentSpec(
     config_model=FormulatorConfig,
     build=build,
     default_benchmark="bbowp",
+    task_type=WordProblemTask,
     baselines={"default": default_baseline, "human": human_baseline},
     default_budget=1,
     summary_notes=summary_notes,

@@ -3,23 +3,25 @@ paper's comparison point) and the human-designed formulation of the instance."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from optiforge.agents.kit import RunContext
-from optiforge.agents.spec import AgentOutcome
+from optiforge.agents.formulator.config import FormulatorConfig
+from optiforge.agents.formulator.report import FormulationExtra
+from optiforge.agents.kit import AgentOutcome, RunContext
+from optiforge.evals.suites.bbowp.protocol import WordProblemTask
 
 
 def default_baseline(
-    task: Any, ctx: RunContext, budget: int | None, config: Any = None
+    task: WordProblemTask, ctx: RunContext, budget: int | None, config: FormulatorConfig
 ) -> AgentOutcome:
     """The fixed default formulation."""
     form = task.default_formulation()  # the optimizer seed is the harness's
-    return AgentOutcome(best_candidate=form, stop_reason="baseline", extra={"formulation": form})
+    extra = FormulationExtra(formulation=form).model_dump()
+    return AgentOutcome(best_candidate=form, stop_reason="baseline", extra=extra)
 
 
 def human_baseline(
-    task: Any, ctx: RunContext, budget: int | None, config: Any = None
+    task: WordProblemTask, ctx: RunContext, budget: int | None, config: FormulatorConfig
 ) -> AgentOutcome:
     """The instance's human-designed formulation."""
     form = dict(task.human)  # the optimizer seed is the harness's (the run's seed)
-    return AgentOutcome(best_candidate=form, stop_reason="baseline", extra={"formulation": form})
+    extra = FormulationExtra(formulation=form).model_dump()
+    return AgentOutcome(best_candidate=form, stop_reason="baseline", extra=extra)

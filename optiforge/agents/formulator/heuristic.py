@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from optiforge.evals.suites.bbowp.protocol import WordProblemTask
 from optiforge.solvers.blackbox import SearchSpace
 
 NUISANCE = re.compile(
@@ -59,7 +60,7 @@ _NUM = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 _RANGE = re.compile(rf"(?:between\s+)?({_NUM})\s*(?:-|–|to|and)\s*({_NUM})", re.I)
 
 
-def heuristic_formulation(task: Any) -> dict[str, Any]:
+def heuristic_formulation(task: WordProblemTask) -> dict[str, Any]:
     """A formulation of ``task`` (a bbowp word problem) from its description and knobs.
 
     Returns ``{"space", "method", "rationale"}`` (``rationale``: one line per rule that

@@ -4,13 +4,25 @@ shape the LLM is asked for (its variable names an enum of the system's knobs).""
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from optiforge.solvers.blackbox import PORTFOLIO, SearchSpace
 
 Scalar = str | int | float | bool
+
+
+class FormulatorState(TypedDict, total=False):
+    """The formulator graph's state (serializable only)."""
+
+    formulation: dict[str, Any]
+    by: str
+    """Who wrote the formulation: ``llm``, ``heuristic`` or ``default``."""
+    reasks: int
+    error: str
+    pilot: dict[str, Any]
+    """What the revision step did: ``{"evals", "best"}`` or ``{"evals": 0, "error"}``."""
 
 
 def llm_schema(knobs: list[str], max_variables: int) -> type[BaseModel]:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from optiforge.agents.formulator.problem import llm_schema, to_formulation
 from optiforge.agents.kit import RunContext
+from optiforge.evals.suites.bbowp.protocol import WordProblemTask
 from optiforge.solvers.blackbox.portfolio import PORTFOLIO
 
 SYSTEM = (
@@ -19,7 +20,7 @@ SYSTEM = (
 )
 
 
-def prompt(task: Any) -> list[dict[str, Any]]:
+def prompt(task: WordProblemTask) -> list[dict[str, Any]]:
     options = ", ".join(PORTFOLIO)
     return [
         {"role": "system", "content": SYSTEM},
@@ -31,7 +32,7 @@ def prompt(task: Any) -> list[dict[str, Any]]:
 
 
 def llm_formulation(
-    task: Any,
+    task: WordProblemTask,
     ctx: RunContext,
     max_reasks: int,
     max_variables: int,
@@ -67,7 +68,7 @@ def _why(e: Exception) -> str:
 
 
 def revision_prompt(
-    task: Any, form: dict[str, Any], evaluations: list[dict[str, Any]], reply: str
+    task: WordProblemTask, form: dict[str, Any], evaluations: list[dict[str, Any]], reply: str
 ) -> list[dict[str, Any]]:
     """The conversation that asks for a revision: the first formulation (as the model's
     own reply) and what its pilot run found: the best configurations, how many failed,

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from optiforge.agents.agent_cbo.agent import edit_data_delta, structure_edits
 from optiforge.agents.agent_cbo.gate import CommitGate
+from optiforge.agents.agent_cbo.nodes import edit_data_delta, structure_edits
 from optiforge.agents.agent_cbo.structure import (
     EdgeBelief,
     Edit,

@@ -187,9 +187,19 @@ def test_bad_input_gives_one_line_invalid_task(data, match) -> None:
     with pytest.raises(InvalidTask, match=match) as err:
         load_task(data)
     assert "\n" not in str(err.value)
-    # the agent's build entry point fails the same way before running anything
-    with pytest.raises(InvalidTask, match=match):
-        SPEC.build(data, AutoREMConfig(), None)
+
+
+def test_the_agent_runs_on_ro_tasks_and_the_harness_refuses_others_up_front() -> None:
+    # raw input reaches the agent only through ``load_task``; ``build`` takes an ``ROTask``
+    from optiforge.errors import ConfigError
+    from optiforge.evals.registry import resolve_task
+    from optiforge.evals.suites.autoro.protocol import ROTask
+
+    assert SPEC.task_type is ROTask
+    t = load_task(instance("dev", 0, 1))
+    assert SPEC.check_task(t) is t
+    with pytest.raises(ConfigError, match="autorem runs on ROTask tasks"):
+        SPEC.check_task(resolve_task("bbowp/pressure-vessel@dev"))
 
 
 def test_a_valid_problem_becomes_a_verifiable_task() -> None:
