@@ -175,7 +175,7 @@ def counterpart_program(
     robust: False emits the nominal program (uncertainty ignored): the baseline that
     the verifier must reject on generated instances.
     rules: support branches replacing ``SUPPORT_RULES`` for some set types (the
-    simulated models of ``optiforge.testing.autorem`` write their beliefs this way).
+    simulated models of ``optiforge.agents.autorem.testing`` write their beliefs this way).
     """
     kind = "robust" if robust else "nominal (NON-robust)"
     code = _HEADER.format(kind=kind)

@@ -5,7 +5,7 @@ re-asked within the turn (the error and the format restated) up to ``harness.ret
 times, and never past ``harness.max_llm_calls``. With ``harness.structured_actions`` the
 action is asked for with the ``ActionReply`` JSON schema (the LLM's own schema re-asks
 count as calls). There is no offline writer: without an
-LLM the agent has nothing to act with (``optiforge.testing.saddle`` simulates one).
+LLM the agent has nothing to act with (``optiforge.agents.terminal.testing`` simulates one).
 """
 
 from __future__ import annotations

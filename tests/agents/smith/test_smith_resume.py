@@ -17,10 +17,10 @@ from optiforge.agents.kit import RunContext
 from optiforge.agents.smith import SPEC, SmithConfig
 from optiforge.agents.smith.nodes import USE_CHUNK
 from optiforge.agents.smith.problem import ToolReply
+from optiforge.agents.smith.testing import smith_llm
 from optiforge.evals.registry import resolve_task
 from optiforge.runs import FileTracer
 from optiforge.testing import FunctionLLM
-from optiforge.testing.smith import smith_llm
 
 TASK = "procedural/train-families@dev"
 
