@@ -13,35 +13,78 @@ agent's claim), ``stop``, ``steps``, ``llm_calls`` and ``tokens``. Implementatio
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, runtime_checkable
+
+from optiforge.agents.kit.harness import Patch
+from optiforge.evals.protocol import Task
 
 
+class TunedHarness(Protocol):
+    """What the loop does with a harness: version it, save it as files, patch it."""
+
+    @property
+    def version(self) -> str:
+        """A short hash of the harness's content."""
+        ...
+
+    def files(self) -> dict[str, str]:
+        """The harness as files (``Target.load`` reads them back)."""
+        ...
+
+    def apply(self, patch: Patch) -> Any:
+        """A new harness with ``patch`` applied (of the same kind)."""
+        ...
+
+
+@runtime_checkable
 class Target(Protocol):
+    """What AutoSaddler tunes (its "task", ``SPEC.task_type``): see the module doc."""
+
     name: str
     categories: dict[str, str]
     library: dict[str, list[Any]]
     parts_doc: str
 
-    def base(self) -> Any: ...
-    def load(self, files: dict[str, str]) -> Any: ...
-    def tasks(self, split: str) -> list[Any]: ...
-    def run(self, harness: Any, task: Any, seed: int) -> dict[str, Any]: ...
+    def base(self) -> TunedHarness: ...
+    def load(self, files: dict[str, str]) -> TunedHarness: ...
+    def tasks(self, split: str) -> list[Task]: ...
+    def run(self, harness: Any, task: Task, seed: int) -> dict[str, Any]: ...
     def diagnose(self, ep: dict[str, Any], mode: str) -> dict[str, Any]: ...
     def render(self, ep: dict[str, Any], mode: str) -> str: ...
 
 
-def failed_episode(task: Any, seed: int, why: str, **extra: Any) -> dict[str, Any]:
+class SaddlerState(TypedDict, total=False):
+    """The tuning graph's state (``nodes``): the harness, the task split, every round."""
+
+    files: dict[str, str]
+    """The current harness's files."""
+    base_files: dict[str, str]
+    train: list[str]
+    val: list[str]
+    iteration: int
+    cursor: int
+    history: list[dict[str, Any]]
+    val_cache: dict[str, dict[str, bool]]
+    val_causes: dict[str, dict[str, str]]
+    """Per harness version: each validation item's ``"pass"`` or diagnosed failure category."""
+    tried: list[str]
+    """Patches tried on the current harness (emptied when a patch is accepted: a patch
+    refused on one harness may help once another part has changed, e.g. a check turn
+    that needs turns to spare)."""
+
+
+def failed_episode(task: Task, seed: int, why: str, **extra: Any) -> dict[str, Any]:
     """An episode that could not run (e.g. the sandbox failed): not passed, nothing spent."""
     return {"task": task.name, "seed": seed, "passed": False, "stop": why[:300], "steps": 0, "llm_calls": 0,
             "tokens": 0, **extra}  # fmt: skip
 
 
-def item_key(task: Any, seed: int) -> str:
+def item_key(task: Task, seed: int) -> str:
     return f"{task.name}#{seed}"
 
 
 def run_items(
-    target: Target, harness: Any, items: list[tuple[Any, int]], workers: int
+    target: Target, harness: TunedHarness, items: list[tuple[Task, int]], workers: int
 ) -> list[dict[str, Any]]:
     """Episodes of ``harness`` on (task, seed) items, in item order (``workers`` threads:
     each episode's work is sandbox runs and LLM calls)."""

@@ -7,7 +7,26 @@ import json
 import statistics
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from optiforge.agents.autosaddler.baselines import ABLATIONS
+
+
+class SaddlerExtra(BaseModel):
+    """``AgentOutcome.extra`` of a tuning run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    accepted: int
+    """Patches accepted over the run."""
+    history: list[dict[str, Any]]
+    """Every round's record (``nodes.iterate``)."""
+    base_files: dict[str, str] | None
+    """The harness the run started from, as files."""
+    train: list[str] | None
+    """The training tasks."""
+    val: list[str] | None
+    """The validation tasks the gate runs."""
 
 
 def metrics_head(runs: int) -> str:

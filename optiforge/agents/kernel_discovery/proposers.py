@@ -229,7 +229,7 @@ def form_prompt(
     task = problem.task
     return (
         f"We run Bayesian optimization on a {d}-dimensional black-box function "
-        f"(task {getattr(task, 'agent_name', '') or 'unnamed'}: {task.description}). A GP "
+        f"(task {task.agent_name or 'unnamed'}: {task.description}). A GP "
         f"surrogate is fitted to {n} observations in the unit "
         "cube; kernels are scored by leave-one-out CRPS (lower is better: it penalizes "
         "overconfident fits).\n\nKernels scored so far (best first):\n"
