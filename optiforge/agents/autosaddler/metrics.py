@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optiforge.agents.autosaddler.problem import run_items
+from optiforge.agents.autosaddler.problem import Target, TunedHarness, run_items
 
 EVAL_SEED = 90_000
 
@@ -35,7 +35,7 @@ def summarize(eps: list[dict[str, Any]], runs: int) -> dict[str, Any]:
 
 
 def measure(
-    target: Any, harness: Any, split: str, runs: int = 3, workers: int = 2
+    target: Target, harness: TunedHarness, split: str, runs: int = 3, workers: int = 2
 ) -> dict[str, Any]:
     items = [(t, EVAL_SEED + r) for t in target.tasks(split) for r in range(runs)]
     eps = run_items(target, harness, items, workers)

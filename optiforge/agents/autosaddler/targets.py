@@ -22,7 +22,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optiforge.agents import get_agent
 from optiforge.agents.autosaddler import diagnosis
@@ -33,6 +33,10 @@ from optiforge.agents.kit.harness import Harness, Patch
 from optiforge.errors import SandboxError
 from optiforge.evals.protocol import Score
 from optiforge.evals.suites.saddle.protocol import SaddleTask
+
+if TYPE_CHECKING:
+    from optiforge.llm.base import LLM
+    from optiforge.sandboxes.base import Sandbox
 
 EXAMPLE = '{"command": "grep -c ERROR app.log"} runs a command; {"submit": true} ends the task'
 CHECK_ADVICE = ("After each command read its exit code; a command that failed must be fixed and "
@@ -254,7 +258,7 @@ class TerminalTarget:
     library = TERMINAL_LIBRARY
     parts_doc = TERMINAL_PARTS
 
-    def __init__(self, agent_llm: Callable[[int], Any], sandbox: Any, *,
+    def __init__(self, agent_llm: Callable[[int], LLM], sandbox: Sandbox, *,
                  temperature: float = 0.7, step_timeout_s: float = 30.0, long: bool = False,
                  library: dict[str, list[Maker]] | None = None, memo: bool = False) -> None:  # fmt: skip
         """``long``: tune on ``long-dev`` and measure on ``long-heldout`` (the long-horizon

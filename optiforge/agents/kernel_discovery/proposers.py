@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
-from optiforge.agents.kernel_discovery.problem import describe, validate_source
+from optiforge.agents.kernel_discovery.problem import KernelSearchProblem, describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.recall import lessons_block
 from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, StructuredOutputError
@@ -171,7 +171,7 @@ class LLMKernelProposer:
 
     def _form(
         self,
-        problem: Any,
+        problem: KernelSearchProblem,
         population: list[Evaluated],
         parents: list[Evaluated],
         op: str,
@@ -218,7 +218,7 @@ def _parents_text(parents: list[Evaluated]) -> str:
 
 
 def form_prompt(
-    problem: Any, population: list[Evaluated], parents: list[Evaluated], op: str
+    problem: KernelSearchProblem, population: list[Evaluated], parents: list[Evaluated], op: str
 ) -> str:
     """Stage-one prompt: the data's size, the scored kernels, the operation.
 

@@ -127,7 +127,7 @@ def _agent_name(task: HDBOTask) -> str:
     return task.agent_name or "task"
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: float | None) -> str:
     return f"{v:.4f}" if isinstance(v, float) and math.isfinite(v) else "n/a"
 
 

@@ -188,7 +188,9 @@ def final_comparison(
     y = standardize(trace.y)
     events = str(ctx.run_dir / "events.jsonl") if ctx.run_dir else None
 
-    def evaluator(X: torch.Tensor, yy: torch.Tensor, heldout: Any) -> KernelEvaluator:
+    def evaluator(
+        X: torch.Tensor, yy: torch.Tensor, heldout: list[list[int]] | None
+    ) -> KernelEvaluator:
         return KernelEvaluator(task, X, yy, seed=ctx.seed, restarts=config.gp_restarts,
                                events_path=events, heldout=heldout)  # fmt: skip
 
