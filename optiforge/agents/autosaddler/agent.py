@@ -6,12 +6,12 @@ nodes: ``nodes.py``).
 - **iterate** (one round): run the current harness on the next mini-batch (``batch``
   training tasks x ``runs`` seeds, fresh seeds each round); diagnose every failed
   trajectory (``diagnosis``: the whole trace, or its last error); propose (the LLM, or the
-  rule library: one patch to one part, or ``whole``); apply; gate (``gate.py``: the paired
+  rule library: one patch to one part, or ``whole``); apply; gate (``problem.py``: the paired
   validation gate, or the trajectory-repair ablation); record the proposal with its
   diagnosis and result in memory (an ``Experience`` tagged ``autosaddler``) and in the
   run's state; continue from the accepted harness.
 
-The heldout split is never run while tuning (``metrics.measure`` reports it afterwards).
+The heldout split is never run while tuning (``report.measure`` reports it afterwards).
 Every episode is scored by the task's own verifier; the loop never reads an agent's claim.
 """
 

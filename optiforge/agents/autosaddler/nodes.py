@@ -15,8 +15,15 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from optiforge.agents.autosaddler.config import SaddlerConfig
-from optiforge.agents.autosaddler.gate import cause_gate, repair_gate, validation_gate
-from optiforge.agents.autosaddler.problem import SaddlerState, Target, item_key, run_items
+from optiforge.agents.autosaddler.problem import (
+    SaddlerState,
+    Target,
+    cause_gate,
+    item_key,
+    repair_gate,
+    run_items,
+    validation_gate,
+)
 from optiforge.agents.autosaddler.proposers import (
     Maker,
     choose_rules,
