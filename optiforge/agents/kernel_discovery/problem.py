@@ -1,10 +1,12 @@
-"""Kernel Discovery's domain: one kernel refresh as a search problem, and its sandbox glue.
+"""Kernel Discovery's domain: the graph's state, one kernel refresh as a search problem,
+and its sandbox glue.
 
+``DiscoveryState`` is what the graph checkpoints (``nodes.py`` reads and writes it);
 ``KernelSearchProblem`` is one refresh's search (kernels for the current BO data);
 ``KernelEvaluator`` scores a kernel payload by held-out (k-fold, refit per fold) CRPS or
 LOO-CRPS (library kernels in process, LLM code through the hdbo harness in the sandbox); ``validate_source`` runs the kernel
-validator in the sandbox for the re-ask loop; ``functional_clusters`` groups functional
-duplicates.
+validator in the sandbox for the re-ask loop; ``SandboxedKernel`` is an LLM kernel as a BO
+round sees it (``spec_of``); ``functional_clusters`` groups functional duplicates.
 """
 
 from __future__ import annotations
