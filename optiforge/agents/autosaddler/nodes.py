@@ -111,8 +111,75 @@ def start(state: SaddlerState, runtime: Runtime[Ctx]) -> dict[str, Any]:
             "val_causes": causes}  # fmt: skip
 
 
+def propose_patches(
+    ctx: Ctx, h: Any, failed: list[dict[str, Any]], diags: list[dict[str, Any]],
+    state: SaddlerState, tried: list[str], rec: dict[str, Any],
+) -> tuple[list[Patch], set[str]]:  # fmt: skip
+    """The round's new patches (none tried on ``h`` yet) and the failure categories they
+    target: the LLM's (shown the failed traces), or the rule library's. Notes who proposed
+    (and the LLM's diagnosis and errors) in ``rec``."""
+    target, config = ctx.task, ctx.config
+    use_llm = config.proposer == "llm" or (config.proposer == "auto" and ctx.llm is not None)
+    if not use_llm:
+        rec["proposer"] = "rules"
+        patches = choose_rules(
+            [d["category"] for d in diags], h, target.library, set(tried), config.scope
+        )
+        return patches, _targeted(patches, h, target.library)
+    if ctx.llm is None:
+        raise ConfigError("proposer=llm needs an LLM (--model)")
+    shown = [target.render(e, config.diagnosis) for e in failed[: config.traces_per_prompt]]
+    prompt = proposal_prompt(h, target.parts_doc, target.categories, shown, state["history"],
+                             mode=config.diagnosis, scope=config.scope)  # fmt: skip
+    diag, patches, err = llm_propose(ctx.llm, h, prompt, scope=config.scope)
+    rec["proposer"] = "llm"
+    rec["llm_diagnosis"] = diag
+    targeted = {str(diag.get("category", ""))} - {""}
+    if err:
+        rec["proposal_errors"] = err
+    return [p for p in patches if patch_key(p) not in tried], targeted
+
+
+def gate_patch(
+    ctx: Ctx, h: Any, new: Any, failed: list[dict[str, Any]], state: SaddlerState,
+    cache: dict[str, dict[str, bool]], causes: dict[str, dict[str, str]], targeted: set[str],
+    rec: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """The gate's verdict on the patched harness ``new`` against ``h`` (``config.gate``):
+    the paired validation gate (then the root-cause gate, when on), or the repair gate.
+    Adds validation results to ``cache``/``causes``; writes ``rec["result"]``."""
+    target, config, dev = ctx.task, ctx.config, dev_tasks(ctx)
+    if config.gate != "validation":
+        again = run_items(
+            target, new, [(dev[e["task"]], e["seed"]) for e in failed], config.workers
+        )
+        verdict = repair_gate({item_key(dev[e["task"]], e["seed"]): e["passed"] for e in again})
+        rec["result"] = f"repaired {verdict['fixed']} of {verdict['n']} failed trajectories"
+        return verdict
+    if h.version not in cache or h.version not in causes:
+        eps0 = run_items(target, h, val_items(ctx, state["val"]), config.workers)
+        cache[h.version] = {item_key(dev[e["task"]], e["seed"]): e["passed"] for e in eps0}
+        causes[h.version] = _causes(target, eps0, dev, config.diagnosis)
+    eps1 = run_items(target, new, val_items(ctx, state["val"]), config.workers)
+    after = {item_key(dev[e["task"]], e["seed"]): e["passed"] for e in eps1}
+    verdict = validation_gate(cache[h.version], after, config.margin_sd)
+    rec["result"] = (f"validation {verdict['before']}/{verdict['n']} -> {verdict['after']}/{verdict['n']} "
+                     f"(wins {verdict['wins']}, losses {verdict['losses']}, lead needed {verdict['need']})")  # fmt: skip
+    after_causes = _causes(target, eps1, dev, config.diagnosis)
+    if not verdict["accepted"] and config.cause_gate and verdict["wins"] >= verdict["losses"]:
+        cv = cause_gate(causes[h.version], after_causes, targeted, config.margin_sd)
+        verdict = {**verdict, "cause": cv, "accepted": cv["accepted"]}
+        rec["result"] += (f"; root cause {'/'.join(cv['targeted']) or '?'}: removed on "
+                          f"{cv['fixed']}, new on {cv['new']}, lead needed {cv['need']}")  # fmt: skip
+    if verdict["accepted"]:
+        cache[new.version] = after
+        causes[new.version] = after_causes
+    return verdict
+
+
 def iterate(state: SaddlerState, runtime: Runtime[Ctx]) -> dict[str, Any]:
-    """One round: the next mini-batch, diagnoses of its failures, a patch, the gate, memory."""
+    """One round: the next mini-batch, diagnoses of its failures, a patch
+    (``propose_patches``), the gate (``gate_patch``), memory."""
     ctx = runtime.context
     target, config, dev = ctx.task, ctx.config, dev_tasks(ctx)
     it = int(state["iteration"])
@@ -137,26 +204,7 @@ def iterate(state: SaddlerState, runtime: Runtime[Ctx]) -> dict[str, Any]:
         diags = [target.diagnose(e, config.diagnosis) for e in failed]
         rec["diagnoses"] = dict(Counter(d["category"] for d in diags))
         rec["evidence"] = [d["evidence"] for d in diags[:3]]
-        use_llm = config.proposer == "llm" or (config.proposer == "auto" and ctx.llm is not None)
-        if use_llm:
-            if ctx.llm is None:
-                raise ConfigError("proposer=llm needs an LLM (--model)")
-            shown = [target.render(e, config.diagnosis) for e in failed[: config.traces_per_prompt]]
-            prompt = proposal_prompt(h, target.parts_doc, target.categories, shown, state["history"],
-                                     mode=config.diagnosis, scope=config.scope)  # fmt: skip
-            diag, patches, err = llm_propose(ctx.llm, h, prompt, scope=config.scope)
-            rec["proposer"] = "llm"
-            rec["llm_diagnosis"] = diag
-            targeted = {str(diag.get("category", ""))} - {""}
-            if err:
-                rec["proposal_errors"] = err
-            patches = [p for p in patches if patch_key(p) not in tried]
-        else:
-            rec["proposer"] = "rules"
-            patches = choose_rules(
-                [d["category"] for d in diags], h, target.library, set(tried), config.scope
-            )
-            targeted = _targeted(patches, h, target.library)
+        patches, targeted = propose_patches(ctx, h, failed, diags, state, tried, rec)
         if not patches:
             rec["result"] = "no new patch proposed" + (
                 f" ({rec.get('proposal_errors')})" if rec.get("proposal_errors") else ""
@@ -167,36 +215,7 @@ def iterate(state: SaddlerState, runtime: Runtime[Ctx]) -> dict[str, Any]:
                 new = new.apply(p)
             tried += [patch_key(p) for p in patches]
             rec["patches"] = [p.model_dump() for p in patches]
-            if config.gate == "validation":
-                if h.version not in cache or h.version not in causes:
-                    eps0 = run_items(target, h, val_items(ctx, state["val"]), config.workers)
-                    cache[h.version] = {
-                        item_key(dev[e["task"]], e["seed"]): e["passed"] for e in eps0
-                    }
-                    causes[h.version] = _causes(target, eps0, dev, config.diagnosis)
-                eps1 = run_items(target, new, val_items(ctx, state["val"]), config.workers)
-                after = {item_key(dev[e["task"]], e["seed"]): e["passed"] for e in eps1}
-                verdict = validation_gate(cache[h.version], after, config.margin_sd)
-                rec["result"] = (f"validation {verdict['before']}/{verdict['n']} -> {verdict['after']}/{verdict['n']} "
-                                 f"(wins {verdict['wins']}, losses {verdict['losses']}, lead needed {verdict['need']})")  # fmt: skip
-                after_causes = _causes(target, eps1, dev, config.diagnosis)
-                if (not verdict["accepted"] and config.cause_gate
-                        and verdict["wins"] >= verdict["losses"]):  # fmt: skip
-                    cv = cause_gate(causes[h.version], after_causes, targeted, config.margin_sd)
-                    verdict = {**verdict, "cause": cv, "accepted": cv["accepted"]}
-                    rec["result"] += (f"; root cause {'/'.join(cv['targeted']) or '?'}: removed on "
-                                      f"{cv['fixed']}, new on {cv['new']}, lead needed {cv['need']}")  # fmt: skip
-                if verdict["accepted"]:
-                    cache[new.version] = after
-                    causes[new.version] = after_causes
-            else:
-                again = run_items(
-                    target, new, [(dev[e["task"]], e["seed"]) for e in failed], config.workers
-                )
-                verdict = repair_gate(
-                    {item_key(dev[e["task"]], e["seed"]): e["passed"] for e in again}
-                )
-                rec["result"] = f"repaired {verdict['fixed']} of {verdict['n']} failed trajectories"
+            verdict = gate_patch(ctx, h, new, failed, state, cache, causes, targeted, rec)
             rec["gate"] = verdict
             rec["accepted"] = bool(verdict["accepted"])
             if rec["accepted"]:
