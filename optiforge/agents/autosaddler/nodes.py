@@ -18,6 +18,7 @@ from optiforge.agents.autosaddler.config import SaddlerConfig
 from optiforge.agents.autosaddler.problem import (
     SaddlerState,
     Target,
+    TunedHarness,
     cause_gate,
     item_key,
     repair_gate,
@@ -78,7 +79,7 @@ def _causes(
             str(target.diagnose(e, mode)["category"]) for e in eps}  # fmt: skip
 
 
-def _targeted(patches: list[Patch], h: Any, library: dict[str, list[Maker]]) -> set[str]:
+def _targeted(patches: list[Patch], h: TunedHarness, library: dict[str, list[Maker]]) -> set[str]:
     """The failure categories whose library rules propose these patches on ``h``."""
     keys = {patch_key(p) for p in patches}
     out = set()
@@ -112,7 +113,7 @@ def start(state: SaddlerState, runtime: Runtime[Ctx]) -> dict[str, Any]:
 
 
 def propose_patches(
-    ctx: Ctx, h: Any, failed: list[dict[str, Any]], diags: list[dict[str, Any]],
+    ctx: Ctx, h: TunedHarness, failed: list[dict[str, Any]], diags: list[dict[str, Any]],
     state: SaddlerState, tried: list[str], rec: dict[str, Any],
 ) -> tuple[list[Patch], set[str]]:  # fmt: skip
     """The round's new patches (none tried on ``h`` yet) and the failure categories they
@@ -141,7 +142,7 @@ def propose_patches(
 
 
 def gate_patch(
-    ctx: Ctx, h: Any, new: Any, failed: list[dict[str, Any]], state: SaddlerState,
+    ctx: Ctx, h: TunedHarness, new: TunedHarness, failed: list[dict[str, Any]], state: SaddlerState,
     cache: dict[str, dict[str, bool]], causes: dict[str, dict[str, str]], targeted: set[str],
     rec: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
