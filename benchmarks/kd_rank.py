@@ -159,14 +159,14 @@ def _run_row(args: tuple[str, str, int, str, str]) -> dict[str, Any]:
 
 def _replay_oos(row: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """The three out-of-sample measures of a finished offline KD run, recomputed from its
-    trace and refresh record (``_final_comparison``; for runs made before those measures
+    trace and refresh record (``final_comparison``; for runs made before those measures
     existed: their refreshes name the chosen grammar expression)."""
     from types import SimpleNamespace
 
     import torch
 
-    from optiforge.agents.kernel_discovery.agent import _final_comparison
     from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
+    from optiforge.agents.kernel_discovery.selection import final_comparison
     from optiforge.evals.suites.hdbo import HDBOBenchmark
 
     task = next(t for t in HDBOBenchmark().tasks(row["split"]) if t.name == row["task"])
@@ -180,7 +180,7 @@ def _replay_oos(row: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     ]
     carried = [refreshes[-1]["kernel"]] if refreshes else []
     ctx = SimpleNamespace(seed=int(row["seed"]), run_dir=None)
-    return _final_comparison(task, trace, carried, ctx, KernelDiscoveryConfig(), refreshes)  # type: ignore[arg-type]
+    return final_comparison(task, trace, carried, ctx, KernelDiscoveryConfig(), refreshes)  # type: ignore[arg-type]
 
 
 def _replayed(spec: str, out: Path) -> list[dict[str, Any]]:
@@ -219,15 +219,15 @@ def _selection_replay(args: tuple[dict[str, Any], str, str]) -> list[dict[str, A
     """Old vs new selection on the *same* BO data: one finished offline KD run (old rule)
     replayed refresh by refresh with the default (new) selection, its compositional search
     seeded as the agent seeds it; both rules' choices are then measured out of sample
-    (``_final_comparison``: LOO refit, 5-fold held-out, forward CRPS on the points BO
+    (``final_comparison``: LOO refit, 5-fold held-out, forward CRPS on the points BO
     evaluated after each refresh). Two rows: NAME-old (the recorded choices) and NAME-new."""
     from types import SimpleNamespace
 
     import torch
 
-    from optiforge.agents.kernel_discovery.agent import _refresh
     from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
     from optiforge.agents.kernel_discovery.proposers import CompositionalProposer
+    from optiforge.agents.kernel_discovery.selection import refresh_kernels
     from optiforge.agents.kit import RunContext
     from optiforge.evals.suites.hdbo import HDBOBenchmark
     from optiforge.solvers.bo.loop import standardize
@@ -251,16 +251,16 @@ def _selection_replay(args: tuple[dict[str, Any], str, str]) -> list[dict[str, A
     state: dict[str, Any] = {"incumbent": {"expression": "RBF_ARD"}, "carried": [], "refreshes": []}
     for r in row["extra"]["refreshes"]:
         n = int(r["n_data"])
-        out = _refresh(task, ctx, config, CompositionalProposer(config), seeds, state,  # type: ignore[arg-type]
+        out = refresh_kernels(task, ctx, config, CompositionalProposer(config), seeds, state,  # type: ignore[arg-type]
                        Xu[:n], standardize(yy[:n]), int(r["round"]))  # fmt: skip
         state.update(out)
     new = dict(row)
     new["extra"] = {**row["extra"], "refreshes": state["refreshes"]}
     new["method"], new["oos_only"] = f"{name}-new", True
-    from optiforge.agents.kernel_discovery.agent import _final_comparison
+    from optiforge.agents.kernel_discovery.selection import final_comparison
 
     trace = SimpleNamespace(X=X, y=yy)
-    new["extra"]["final_loo_crps"] = _final_comparison(
+    new["extra"]["final_loo_crps"] = final_comparison(
         task, trace, state["carried"], SimpleNamespace(seed=int(row["seed"]), run_dir=None),  # type: ignore[arg-type]
         config, state["refreshes"],
     )  # fmt: skip

@@ -43,7 +43,7 @@ from typing import Any
 
 from scipy import stats
 
-import optiforge.agents.autosaddler.agent as saddler_agent
+import optiforge.agents.autosaddler.nodes as saddler_agent
 from optiforge.agents.autosaddler import SaddlerConfig, TerminalTarget, measure, tune
 from optiforge.agents.autosaddler.targets import SWITCH_LIBRARY, TERMINAL_LIBRARY
 from optiforge.agents.autosaddler.testing import scripted_proposer

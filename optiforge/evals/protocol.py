@@ -63,6 +63,28 @@ class Task(Protocol):
 
 
 @runtime_checkable
+class CodeTask(Task, Protocol):
+    """A task whose candidates are programs, run in a sandbox (``funcfit``): the family of
+    the program evolver (``evolve``)."""
+
+    warm_modules: tuple[str, ...]
+    """Modules the task's runner imports (a warm sandbox pre-imports them)."""
+
+    def check(self, candidate: Any, sandbox: Any) -> str:
+        """A run of ``candidate`` on probe inputs in ``sandbox``: whether it runs and what it
+        returns (``"ok: ..."`` or ``"error: ..."``), never its score."""
+        ...
+
+
+@runtime_checkable
+class SeededTask(Protocol):
+    """A task that names the program a search starts from (``kernelarena``'s seed kernel)."""
+
+    seed_code: str
+    """The starting candidate's source (what a baseline submits unchanged)."""
+
+
+@runtime_checkable
 class Benchmark(Protocol):
     """A named collection of tasks with splits, and the report hooks of ``SuiteHooks``."""
 

@@ -38,12 +38,12 @@ class SaddlerConfig(BaseModel):
     trajectory-repair ablation)."""
     margin_sd: float = Field(default=1.0, ge=0.0)
     """Validation margin in standard deviations of the paired sign statistic: accept when
-    ``wins - losses >= max(1, ceil(margin_sd * sqrt(wins + losses)))`` (see ``gate.py``)."""
+    ``wins - losses >= max(1, ceil(margin_sd * sqrt(wins + losses)))`` (see ``problem.validation_gate``)."""
     cause_gate: bool = False
     """With the validation gate: when a patch wins no passes but loses none net, accept it
     if it removes the root cause it was proposed for on the validation items (the paired
     count of items failing with that diagnosed category drops by the same margin;
-    ``gate.cause_gate``). For tasks where several defects each fail an episode (the long
+    ``problem.cause_gate``). For tasks where several defects each fail an episode (the long
     split), so no single patch can turn a failure into a pass."""
     proposer: Literal["auto", "llm", "rules"] = "auto"
     """Who diagnoses and patches: ``llm``, ``rules`` (the patch library); auto: llm if any."""

@@ -20,10 +20,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from optiforge.agents import get_agent
 from optiforge.agents.autosaddler.problem import failed_episode
 from optiforge.agents.autosaddler.proposers import Maker
+from optiforge.agents.kit import RunContext
 from optiforge.agents.kit.harness import Patch, files_diff
 from optiforge.errors import ConfigError, SandboxError
+from optiforge.evals.protocol import Task
 
 AUTOREM_PARTS = ("max_attempts", "tools_use", "timeout_s")
 
@@ -131,9 +134,7 @@ class AutoREMTarget:
 
     def __init__(self, agent_llm: Callable[[int], Any], sandbox: Any, *, base: dict[str, Any] | None = None,
                  limit: int | None = None) -> None:  # fmt: skip
-        from optiforge.agents.autorem import SPEC
-
-        self.spec = SPEC
+        self.spec = get_agent("autorem")
         self.agent_llm = agent_llm
         self.sandbox = sandbox
         self.base_values = base or {"max_attempts": 1, "tools_use": [], "timeout_s": 60.0}
@@ -153,9 +154,7 @@ class AutoREMTarget:
         tasks = list(get_benchmark("autoro").tasks(split))
         return tasks[: self.limit] if self.limit else tasks
 
-    def run(self, harness: ConfigHarness, task: Any, seed: int) -> dict[str, Any]:
-        from optiforge.agents.kit import RunContext
-
+    def run(self, harness: ConfigHarness, task: Task, seed: int) -> dict[str, Any]:
         config = harness.config().model_copy(update={"use_memory": False})
         ctx = RunContext(llm=self.agent_llm(seed), sandbox=self.sandbox, seed=seed, agent="autorem")
         try:

@@ -6,9 +6,11 @@ A target gives: ``base()`` (the harness to start from), ``load(files)``, ``tasks
 ``diagnose(episode, mode)``, ``render(episode, mode)``, ``categories``, ``library`` (the
 rule patches per category) and ``parts_doc`` (what each patchable part means, for the LLM).
 
-``TerminalTarget``: the ``terminal`` agent on the ``saddle`` suite. The agent model of a run
-is ``agent_llm(seed)`` (one per run, so a simulated model can draw per seed; a real model
-varies through its sampling temperature). ``optiforge.agents.autosaddler.meta`` holds the
+``TerminalTarget``: the ``terminal`` agent on the ``saddle`` suite, driven through its
+``SPEC`` (``build(task, config, None)`` with the harness in the config; the episode is the
+run's final ``episode`` state). The agent model of a run is ``agent_llm(seed)`` (one per
+run, so a simulated model can draw per seed; a real model varies through its sampling
+temperature). ``optiforge.agents.autosaddler.meta`` holds the
 meta-use target (another optiforge agent's config as its harness).
 """
 
@@ -19,15 +21,22 @@ import json
 import math
 import threading
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
+from optiforge.agents import get_agent
 from optiforge.agents.autosaddler import diagnosis
 from optiforge.agents.autosaddler.problem import failed_episode
 from optiforge.agents.autosaddler.proposers import Maker
+from optiforge.agents.kit import RunContext
 from optiforge.agents.kit.harness import Harness, Patch
-from optiforge.agents.terminal.agent import run_episode
-from optiforge.agents.terminal.problem import base_harness
 from optiforge.errors import SandboxError
+from optiforge.evals.protocol import Score
+from optiforge.evals.suites.saddle.protocol import SaddleTask
+
+if TYPE_CHECKING:
+    from optiforge.llm.base import LLM
+    from optiforge.sandboxes.base import Sandbox
 
 EXAMPLE = '{"command": "grep -c ERROR app.log"} runs a command; {"submit": true} ends the task'
 CHECK_ADVICE = ("After each command read its exit code; a command that failed must be fixed and "
@@ -116,9 +125,20 @@ def _advice(text: str, why: str) -> Maker:
     return make
 
 
+_SCALED: dict[str, Callable[[Harness], int | None]] = {
+    "max_steps": lambda h: h.max_steps,
+    "keep_turns": lambda h: h.keep_turns,
+    "output_chars": lambda h: h.output_chars,
+    "max_llm_calls": lambda h: h.max_llm_calls,
+}
+"""The numeric harness parts the rule library scales, and how each is read."""
+
+
 def _scale(part: str, factor: float, cap: int, why: str) -> Maker:
+    read = _SCALED[part]
+
     def make(h: Harness) -> Patch | None:
-        cur = getattr(h, part)
+        cur = read(h)
         if cur is None or cur >= cap:
             return None
         return Patch(target=part, value=min(cap, int(math.ceil(cur * factor))), why=why)
@@ -196,16 +216,25 @@ ablation that shows what writing control logic as code adds."""
 
 
 class _MemoSteps:
-    """A task whose ``step`` reuses the result of the same (files, command) (``memo``)."""
+    """A saddle task whose ``step`` reuses the result of the same (files, command) (``memo``)."""
 
-    def __init__(self, task: Any, owner: TerminalTarget) -> None:
+    def __init__(self, task: SaddleTask, owner: TerminalTarget) -> None:
         self._task, self._owner = task, owner
         self.name, self.instruction = task.name, task.instruction
+        self.suite, self.split, self.metric = task.suite, task.split, task.metric
+        self.higher_is_better, self.description = task.higher_is_better, task.description
+        self.budget = task.budget
+
+    def evaluate(self, candidate: Any, sandbox: Any | None = None) -> Score:
+        return self._task.evaluate(candidate, sandbox)
 
     def initial_files(self) -> dict[str, bytes]:
         return dict(self._task.initial_files())
 
-    def step(self, files: dict[str, bytes], command: str, sandbox: Any, timeout_s: float) -> Any:
+    def step(
+        self, files: dict[str, bytes], command: str, sandbox: Any | None = None,
+        timeout_s: float = 30.0,
+    ) -> tuple[dict[str, bytes], dict[str, Any]]:  # fmt: skip
         h = hashlib.sha256(self.name.encode() + b"\0" + command.encode())
         for rel in sorted(files):
             h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
@@ -229,7 +258,7 @@ class TerminalTarget:
     library = TERMINAL_LIBRARY
     parts_doc = TERMINAL_PARTS
 
-    def __init__(self, agent_llm: Callable[[int], Any], sandbox: Any, *,
+    def __init__(self, agent_llm: Callable[[int], LLM], sandbox: Sandbox, *,
                  temperature: float = 0.7, step_timeout_s: float = 30.0, long: bool = False,
                  library: dict[str, list[Maker]] | None = None, memo: bool = False) -> None:  # fmt: skip
         """``long``: tune on ``long-dev`` and measure on ``long-heldout`` (the long-horizon
@@ -240,6 +269,7 @@ class TerminalTarget:
         the files (the saddle reference commands are; ``ls -la`` times are not, and a
         simulated model never reads them). For the simulated-model benchmarks only: a real
         model reads the outputs, so leave it off there."""
+        self.spec = get_agent("terminal")
         self.agent_llm = agent_llm
         self.sandbox = sandbox
         self.temperature = temperature
@@ -254,21 +284,33 @@ class TerminalTarget:
         self._lock = threading.Lock()
 
     def base(self) -> Harness:
-        return base_harness()
+        """The terminal agent's own harness under its default config (the base harness)."""
+        base: Harness = self.spec.config_model().load_harness()
+        return base
 
     def load(self, files: dict[str, str]) -> Harness:
         return Harness.from_files(files)
 
-    def tasks(self, split: str) -> list[Any]:
+    def tasks(self, split: str) -> list[Any]:  # SaddleTask
         from optiforge.evals.registry import get_benchmark
 
         return list(get_benchmark("saddle").tasks(f"long-{split}" if self.long else split))
 
-    def run(self, harness: Harness, task: Any, seed: int) -> dict[str, Any]:
+    def episode(self, harness: Harness, task: SaddleTask, seed: int) -> dict[str, Any]:
+        """One terminal run on ``task`` through ``harness`` (the agent's ``SPEC``, not
+        checkpointed): the episode the run's final state holds."""
+        config = self.spec.config_model(harness=harness, temperature=self.temperature,
+                                        step_timeout_s=self.step_timeout_s)  # fmt: skip
+        run = self.spec.build(_MemoSteps(task, self) if self.memo else task, config, None)
+        ctx = RunContext(
+            llm=self.agent_llm(seed), sandbox=self.sandbox, seed=seed, agent="terminal"
+        )
+        ep: dict[str, Any] = replace(run, durable=False).drive(ctx).state["episode"]
+        return ep
+
+    def run(self, harness: Harness, task: SaddleTask, seed: int) -> dict[str, Any]:
         try:
-            ep = run_episode(_MemoSteps(task, self) if self.memo else task, harness,
-                             self.agent_llm(seed), self.sandbox, temperature=self.temperature,
-                             step_timeout_s=self.step_timeout_s)  # fmt: skip
+            ep = self.episode(harness, task, seed)
             score = self._score(task, ep["commands"])
         except SandboxError as e:
             return failed_episode(task, seed, f"sandbox error: {e}", turns=[])
@@ -276,7 +318,7 @@ class TerminalTarget:
                   verdict=score.details.get("reason"))  # fmt: skip
         return ep
 
-    def _score(self, task: Any, commands: list[str]) -> Any:
+    def _score(self, task: SaddleTask, commands: list[str]) -> Score:
         if not self.memo:
             return task.evaluate({"commands": commands}, self.sandbox)
         key = json.dumps([task.name, commands])

@@ -11,6 +11,7 @@ from optiforge.agents.evolve.agent import build
 from optiforge.agents.evolve.baselines import random_restart_baseline, seed_baseline
 from optiforge.agents.evolve.config import EvolveConfig
 from optiforge.agents.spec import AgentSpec
+from optiforge.evals.protocol import CodeTask
 
 SPEC = AgentSpec(
     name="evolve",
@@ -18,6 +19,7 @@ SPEC = AgentSpec(
     config_model=EvolveConfig,
     build=build,
     default_benchmark="funcfit",
+    task_type=CodeTask,
     baselines={"seed": seed_baseline, "random-programs": random_restart_baseline},
     default_budget=40,
     artifact="program",

@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from functools import partial
 
 from optiforge.agents.evolve.config import EvolveConfig
-from optiforge.agents.evolve.problem import SEED_CODE, CodeProblem
+from optiforge.agents.evolve.problem import CodeProblem, seed_code
 from optiforge.agents.evolve.proposers import LLMCodeProposer, MutationProposer
-from optiforge.agents.evolve.report import evolve_outcome
-from optiforge.agents.kit import AgentRun, LLMOrOffline, RunContext, SearchResult, search_run
-from optiforge.agents.kit.search import pick_proposer
-from optiforge.agents.spec import AgentOutcome
-from optiforge.evals.protocol import Task
+from optiforge.agents.evolve.report import evolve_result
+from optiforge.agents.kit import AgentRun, LLMOrOffline, search_run
+from optiforge.evals.protocol import CodeTask
 
 
-def build(task: Task, config: BaseModel, budget: int | None) -> AgentRun:
+def build(task: CodeTask, config: EvolveConfig, budget: int | None) -> AgentRun:
     """The evolver on a code-scored task (``funcfit`` and similar): LLM rewrites when the
     run has an LLM, else syntax-tree mutations."""
-    assert isinstance(config, EvolveConfig)
     search = config.search.model_copy(update={"max_evaluations": budget} if budget else {})
-    problem = CodeProblem(task, getattr(task, "seed_code", SEED_CODE), config.function_name)
+    problem = CodeProblem(task, seed_code(task), config.function_name)
     proposer = LLMOrOffline(
         llm=LLMCodeProposer(config.parents_shown, config.function_name, config.tools),
         offline=MutationProposer(),
     )
-
-    def outcome(result: SearchResult, ctx: RunContext) -> AgentOutcome:
-        name = pick_proposer(proposer, ctx).name
-        return evolve_outcome(result, name, task.higher_is_better, ctx.llm is not None)
-
+    outcome = partial(evolve_result, proposer=proposer, higher_is_better=task.higher_is_better)
     return search_run(problem, proposer, search, outcome=outcome)

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from optiforge.agents.evolve.problem import SEED_CODE
+from optiforge.agents.evolve.config import EvolveConfig
+from optiforge.agents.evolve.problem import SEED_CODE, seed_code
 from optiforge.agents.evolve.proposers import mutate_code
 from optiforge.agents.kit import RunContext
 from optiforge.agents.spec import AgentOutcome
-from optiforge.evals.protocol import Task
+from optiforge.evals.protocol import CodeTask
 
 
 def seed_baseline(
-    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+    task: CodeTask, ctx: RunContext, budget: int | None, config: EvolveConfig
 ) -> AgentOutcome:
     """The seed program, unchanged (what the search starts from)."""
-    payload = {"code": getattr(task, "seed_code", SEED_CODE)}
+    payload = {"code": seed_code(task)}
     score = task.evaluate(payload, ctx.sandbox)
     return AgentOutcome(
         best_candidate=payload,
@@ -28,7 +28,7 @@ def seed_baseline(
 
 
 def random_restart_baseline(
-    task: Task, ctx: RunContext, budget: int | None, config: Any = None
+    task: CodeTask, ctx: RunContext, budget: int | None, config: EvolveConfig
 ) -> AgentOutcome:
     """Random programs (one mutation of the seed each), best of the same budget."""
     rng = ctx.rng("random-baseline")

@@ -10,10 +10,16 @@ from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.evaluator import SandboxedTaskEvaluator
 from optiforge.agents.kit.lineage import Lesson
 from optiforge.errors import InvalidCandidate
-from optiforge.evals.protocol import Score, Task
+from optiforge.evals.protocol import CodeTask, Score, SeededTask, Task
 
 SEED_CODE = "def f(x):\n    return 0.0 * x\n"
 """The program the search starts from when the task declares no ``seed_code``."""
+
+
+def seed_code(task: CodeTask) -> str:
+    """The program a search on ``task`` starts from: the task's own (a ``SeededTask``), else
+    ``SEED_CODE``."""
+    return task.seed_code if isinstance(task, SeededTask) else SEED_CODE
 
 
 class CodeProblem:

@@ -1,6 +1,6 @@
 """``hawkeye``: a Triton kernel optimiser on the shared search loop, driven by a strategy taxonomy.
 
-For a KernelArena task it computes roofline facts (``roofline.py``), picks strategies
+For a KernelArena task it computes roofline facts (``problem.py``), picks strategies
 from ``strategies/``, and iterates propose -> materialize (static checks) -> evaluate
 (the task's sandboxed harness) -> reflect (lessons to memory) over ``problem.py``'s
 ``KernelProblem``. Proposers (``proposers.py``): ``LLMKernelProposer`` (prompt = task,
@@ -15,6 +15,7 @@ from optiforge.agents.hawkeye.agent import build
 from optiforge.agents.hawkeye.baselines import autotune_baseline, reference_baseline
 from optiforge.agents.hawkeye.config import HawkeyeConfig
 from optiforge.agents.spec import AgentSpec
+from optiforge.evals.suites.kernelarena.protocol import KernelTask
 
 SPEC = AgentSpec(
     name="hawkeye",
@@ -22,6 +23,7 @@ SPEC = AgentSpec(
     config_model=HawkeyeConfig,
     build=build,
     default_benchmark="kernelarena",
+    task_type=KernelTask,
     baselines={"reference": reference_baseline, "autotune": autotune_baseline},
     default_budget=12,
     artifact="triton-kernel",

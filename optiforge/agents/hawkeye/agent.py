@@ -1,64 +1,36 @@
-"""``hawkeye``'s build: the kernel problem and a proposer on the shared search loop."""
+"""``hawkeye``'s build: the kernel problem and a proposer on the shared search loop (the
+outcome, with the autotuner's tie-break: ``report.hawkeye_result``)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from functools import partial
 
 from optiforge.agents.hawkeye.config import HawkeyeConfig
-from optiforge.agents.hawkeye.problem import KernelProblem, check_task
-from optiforge.agents.hawkeye.proposers import (
-    AutotuneProposer,
-    LLMKernelProposer,
-    distance,
-    prior_preference,
-)
-from optiforge.agents.hawkeye.report import hawkeye_outcome
-from optiforge.agents.hawkeye.roofline import detect_arch
-from optiforge.agents.kit import AgentRun, LLMOrOffline, RunContext, SearchResult, search_run
-from optiforge.agents.kit.search import AnyProposer, pick_proposer
-from optiforge.agents.spec import AgentOutcome
-from optiforge.evals.protocol import Task
+from optiforge.agents.hawkeye.problem import KernelProblem, detect_arch
+from optiforge.agents.hawkeye.proposers import AutotuneProposer, LLMKernelProposer
+from optiforge.agents.hawkeye.report import hawkeye_result
+from optiforge.agents.kit import AgentRun, LLMOrOffline, search_run
+from optiforge.agents.kit.search import AnyProposer
+from optiforge.evals.suites.kernelarena.protocol import KernelTask
 
 
 def hawkeye_run(
-    task: Task, config: HawkeyeConfig, budget: int | None, proposer: AnyProposer
+    task: KernelTask, config: HawkeyeConfig, budget: int | None, proposer: AnyProposer
 ) -> AgentRun:
     """Search the task's dev shapes with ``proposer`` (the agent and the autotune baseline)."""
-    check_task(task)
     arch = detect_arch() if config.arch == "auto" else config.arch
     search = config.search.model_copy(update={"max_evaluations": budget} if budget else {})
     # The search only ever sees dev shapes; the runner re-scores the best candidate on the
     # task's own split, so a held-out eval measures unseen shapes.
-    visible = task.for_split("dev") if task.split != "dev" else task  # type: ignore[attr-defined]
+    visible = task.for_split("dev") if task.split != "dev" else task
     problem = KernelProblem(visible, arch, config.sandbox)
-
-    def outcome(result: SearchResult, ctx: RunContext) -> AgentOutcome:
-        ran = pick_proposer(proposer, ctx)
-        best = result.best
-        if best is not None and isinstance(ran, AutotuneProposer):
-            # Without a GPU the cost model often ties configs (a compute-bound op at the
-            # timing shape); break ties toward the roofline prior (the configs a GPU search
-            # heads for) rather than keeping the slow seed.
-            tied = [e for e in result.history if e.passed and e.value == best.value]
-            pref = prior_preference(problem.facts)
-            best = min(
-                tied, key=lambda e: (distance(e.payload.get("params") or {}, pref), -tied.index(e))
-            )
-        chosen = [
-            s.name
-            for s in LLMKernelProposer(config.strategies_per_task).strategies(
-                problem, result.population
-            )
-        ]
-        llm = isinstance(ran, LLMKernelProposer)
-        return hawkeye_outcome(result, best, problem, ran.name, chosen, llm)
-
-    return search_run(problem, proposer, search, outcome=outcome)
+    outcome = partial(hawkeye_result, problem=problem, config=config, proposer=proposer)
+    # (kit's SearchProblem declares a mutable ``task: Task``, which mypy keeps invariant)
+    return search_run(problem, proposer, search, outcome=outcome)  # type: ignore[arg-type]
 
 
-def build(task: Task, config: BaseModel, budget: int | None) -> AgentRun:
+def build(task: KernelTask, config: HawkeyeConfig, budget: int | None) -> AgentRun:
     """LLM-driven search when the run has an LLM, else the offline autotuner."""
-    assert isinstance(config, HawkeyeConfig)
     proposer = LLMOrOffline(
         llm=LLMKernelProposer(config.strategies_per_task, config.attempts_shown, config.tools),
         offline=AutotuneProposer(),

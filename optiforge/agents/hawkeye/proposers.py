@@ -8,8 +8,14 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from optiforge.agents.hawkeye.problem import attempt
-from optiforge.agents.hawkeye.strategies import TAXONOMY, Strategy, bottlenecks, choose_strategies
+from optiforge.agents.hawkeye.problem import KernelProblem, attempt
+from optiforge.agents.hawkeye.strategies import (
+    TAXONOMY,
+    KernelFacts,
+    Strategy,
+    bottlenecks,
+    choose_strategies,
+)
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.recall import render_recalled
 from optiforge.agents.kit.tools import ToolsConfig, build_registry, complete_with_tools
@@ -19,7 +25,7 @@ from optiforge.llm.structured import CODE_STOP, extract_code_block
 from optiforge.memory.provenance import quote_untrusted
 
 
-def prior_preference(facts: Any) -> dict[str, Any]:
+def prior_preference(facts: KernelFacts) -> dict[str, Any]:
     """Roofline-guided preferred values: where the autotuner looks first."""
     if facts.matmul:
         return {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "num_warps": 4,
@@ -145,7 +151,9 @@ class LLMKernelProposer:
         self.tools = tools or ToolsConfig()
 
     @staticmethod
-    def measured(problem: Any, population: list[Evaluated] | None) -> dict[str, tuple[float, str]]:
+    def measured(
+        problem: KernelProblem, population: list[Evaluated] | None
+    ) -> dict[str, tuple[float, str]]:
         """The bottlenecks measured on the current best kernel (``strategies.bottlenecks``)."""
         best = population[0] if population else None
         return (
@@ -154,14 +162,16 @@ class LLMKernelProposer:
             else {}
         )
 
-    def strategies(self, problem: Any, population: list[Evaluated] | None = None) -> list[Strategy]:
+    def strategies(
+        self, problem: KernelProblem, population: list[Evaluated] | None = None
+    ) -> list[Strategy]:
         return choose_strategies(
             problem.facts, problem.arch, self.k, self.measured(problem, population)
         )
 
     def prompt(
         self,
-        problem: Any,
+        problem: KernelProblem,
         history: list[Evaluated],
         population: list[Evaluated],
         strategy: Strategy,
@@ -239,7 +249,7 @@ class LLMKernelProposer:
         return out
 
 
-def kernel_tools(problem: Any, ctx: RunContext) -> dict[str, Callable[[], Any]]:
+def kernel_tools(problem: KernelProblem, ctx: RunContext) -> dict[str, Callable[[], Any]]:
     """Hawkeye's own tools for the LLM: ``test_kernel`` and ``check_strategy``."""
     from optiforge.agents.hawkeye.strategies import get_strategy
     from optiforge.tools import Tool, args_model_from_function
@@ -293,7 +303,7 @@ def kernel_tools(problem: Any, ctx: RunContext) -> dict[str, Callable[[], Any]]:
     }  # fmt: skip
 
 
-def _memory_lessons(ctx: RunContext, problem: Any) -> str:
+def _memory_lessons(ctx: RunContext, problem: KernelProblem) -> str:
     """Lessons recalled for this task from earlier runs, any agent (``kit.recall``)."""
     lines = [render_recalled(r, limit=300) for r in ctx.recalled]
     return "\n".join(lines) or "- none"

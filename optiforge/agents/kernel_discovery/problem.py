@@ -1,27 +1,63 @@
-"""Kernel Discovery's domain: one kernel refresh as a search problem, and its sandbox glue.
+"""Kernel Discovery's domain: the graph's state, one kernel refresh as a search problem,
+and its sandbox glue.
 
+``DiscoveryState`` is what the graph checkpoints (``nodes.py`` reads and writes it);
 ``KernelSearchProblem`` is one refresh's search (kernels for the current BO data);
 ``KernelEvaluator`` scores a kernel payload by held-out (k-fold, refit per fold) CRPS or
 LOO-CRPS (library kernels in process, LLM code through the hdbo harness in the sandbox); ``validate_source`` runs the kernel
-validator in the sandbox for the re-ask loop; ``functional_clusters`` groups functional
-duplicates.
+validator in the sandbox for the re-ask loop; ``SandboxedKernel`` is an LLM kernel as a BO
+round sees it (``spec_of``); ``functional_clusters`` groups functional duplicates.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
+import numpy as np
 import torch
 
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.lineage import Lesson
-from optiforge.errors import InvalidCandidate
+from optiforge.errors import InvalidCandidate, SolverError
 from optiforge.evals.protocol import Score
+from optiforge.evals.suites.hdbo.protocol import HDBOTask
 from optiforge.memory.provenance import quote_untrusted
 from optiforge.solvers.gp import grammar
+
+if TYPE_CHECKING:  # BoTorch loads with the first BO round, not with the agent's spec
+    from optiforge.sandboxes.base import Sandbox
+    from optiforge.solvers.bo.loop import AcqConfig, ProposedPoints
+    from optiforge.solvers.gp.kernels import KernelSpec
+
+BO_EVALUATIONS = "bo_evaluations.jsonl"
+"""The BO session's evaluation log in the run directory: each evaluation as soon as the
+objective returns (a resume reads back one that a killed node finished)."""
+
+CHECKPOINTS = "kernel_discovery_checkpoints.sqlite"
+"""The agent graph's checkpoints (each refresh's search checkpoints in ``checkpoints.sqlite``)."""
+THREAD_ID = "kernel_discovery"
+
+
+class DiscoveryState(TypedDict, total=False):
+    """Serializable graph state: the BO session's rows and the kernel search's record."""
+
+    bo: list[dict[str, Any]]
+    """``BOSession.rows``: the initial design, then one row per BO round."""
+    kernel: dict[str, Any] | None
+    """The payload of the kernel BO rounds use (None until a refresh succeeds)."""
+    refresh_failed: int | None
+    """The round whose refresh raised: that round is a fallback (the loop's rule)."""
+    incumbent: dict[str, Any]
+    carried: list[dict[str, Any]]
+    refreshes: list[dict[str, Any]]
+    final: dict[str, Any]
+    offline: bool
+    """Refresh with the compositional search whatever the run's LLM (the
+    ``compositional`` baseline); absent: the LLM proposer when the run has an LLM."""
+
 
 # ----------------------------------------------------------------------------- evaluation
 
@@ -38,7 +74,7 @@ class KernelEvaluator:
 
     def __init__(
         self,
-        task: Any,
+        task: HDBOTask,
         X: torch.Tensor,
         y: torch.Tensor,
         *,
@@ -104,7 +140,7 @@ class KernelSearchProblem:
 
     def __init__(
         self,
-        task: Any,
+        task: HDBOTask,
         X: torch.Tensor,
         y: torch.Tensor,
         seeds: list[dict[str, Any]],
@@ -182,7 +218,7 @@ class KernelSearchProblem:
 
 
 def memory_kernels(
-    ctx: RunContext, task: Any, have: list[dict[str, Any]], k: int = 4
+    ctx: RunContext, task: HDBOTask, have: list[dict[str, Any]], k: int = 4
 ) -> list[dict[str, Any]]:
     """Kernels earlier Kernel Discovery runs on related tasks ended on (``kernel=`` tags of
     their lessons), as payloads not in ``have``.
@@ -195,7 +231,7 @@ def memory_kernels(
     from optiforge.agents.kit.recall import recall
     from optiforge.memory.provenance import TRUSTED
 
-    dim = f"of {_dim(task)} inputs"
+    dim = f"of {task.dim} inputs"
     seen = {json.dumps(p, sort_keys=True) for p in have}
     out: list[dict[str, Any]] = []
     for r in recall(ctx, task, k, provenance=TRUSTED):
@@ -210,11 +246,6 @@ def memory_kernels(
                     seen.add(json.dumps(payload, sort_keys=True))
                     out.append(payload)
     return out
-
-
-def _dim(task: Any) -> int:
-    d = getattr(task, "dim", None)
-    return int(d() if callable(d) else d or 0)
 
 
 def describe(ev: Evaluated | dict[str, Any]) -> str:
@@ -242,12 +273,100 @@ def _sandbox_env() -> dict[str, str]:
     return {"OMP_NUM_THREADS": "1", **{k: os.environ[k] for k in _NUMERICS_ENV if k in os.environ}}
 
 
-def _sandbox_of(ctx: RunContext) -> Any:
+def _sandbox_of(ctx: RunContext) -> Sandbox:
     if ctx.sandbox is not None:
         return ctx.sandbox
     from optiforge.sandboxes import get_sandbox
 
     return get_sandbox("local")
+
+
+def spec_of(
+    payload: dict[str, Any], ctx: RunContext, acq: AcqConfig
+) -> KernelSpec | SandboxedKernel:
+    """The BO loop's kernel: library kernels built here, LLM code as a ``SandboxedKernel``."""
+    if "expression" in payload:
+        return grammar.build_kernel(payload["expression"])
+    return SandboxedKernel(payload["source"], describe(payload)[:160], _sandbox_of(ctx), acq)
+
+
+class SandboxedKernel:
+    """An LLM-written kernel as the BO loop sees it: source text and a sandboxed round.
+
+    ``solvers.bo.loop`` calls ``propose_round`` instead of fitting the kernel itself: the
+    GP fit and the qLogEI optimisation run in one sandbox run per round
+    (``harness/bo_round.py``), with the same seeds as the in-process loop; only the
+    proposed points come back (``candidate.npy``, loaded without pickle), and the loop
+    checks them before it evaluates the objective here. Any failure is a ``SolverError``:
+    the loop falls back to a random point and counts it.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        expression: str,
+        sandbox: Sandbox,
+        acq: AcqConfig,
+        *,
+        timeout_s: float = 300.0,
+    ) -> None:
+        self.source, self.expression = source, expression
+        self.sandbox, self.acq, self.timeout_s = sandbox, acq, timeout_s
+
+    def propose_round(
+        self,
+        Xu: torch.Tensor,
+        target: torch.Tensor,
+        rnd: int,
+        *,
+        fit_seed: int,
+        round_seed: int,
+        gp_restarts: int,
+    ) -> ProposedPoints:
+        """`1 x D` proposed points for round ``rnd`` (``ProposedPoints``), computed in the sandbox."""
+        import dataclasses
+        import io
+        import sys
+        from pathlib import Path
+
+        from optiforge.sandboxes.payload import package_files
+        from optiforge.solvers.bo.loop import ProposedPoints
+
+        req = {
+            "source": self.source,
+            "X": Xu.tolist(),
+            "target": target.tolist(),
+            "fit_seed": fit_seed,
+            "round_seed": round_seed,
+            "gp_restarts": gp_restarts,
+            "q": 1,
+            "acq": dataclasses.asdict(self.acq),
+        }
+        program = (Path(__file__).parent / "harness" / "bo_round.py").read_text()
+        res = self.sandbox.run(
+            f"{sys.executable} bo_round.py",
+            files={
+                **package_files(*_SHIPPED),
+                "bo_round.py": program,
+                "request.json": json.dumps(req),
+            },
+            timeout_s=self.timeout_s,
+            env=_sandbox_env(),
+            collect=["candidate.npy"],
+        )
+        raw = res.files.get("candidate.npy")
+        if res.timed_out or raw is None:
+            tail = (res.stderr or "").strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+            why = "timed out" if res.timed_out else tail[0][:300]
+            raise SolverError(f"sandboxed BO round with kernel {self.expression!r} failed: {why}")
+        data = raw.encode("utf-8") if isinstance(raw, str) else raw
+        try:
+            arr = np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            raise SolverError(f"sandboxed BO round returned no numeric array: {e}") from e
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
+            raise SolverError("sandboxed BO round returned a non-float array")
+        return ProposedPoints(torch.from_numpy(arr.astype(np.float64, copy=True)))
 
 
 def validate_source(src: str, d: int, ctx: RunContext, max_hyperparameters: int) -> str | None:

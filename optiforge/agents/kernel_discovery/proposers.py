@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
-from optiforge.agents.kernel_discovery.problem import describe, validate_source
+from optiforge.agents.kernel_discovery.problem import KernelSearchProblem, describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
 from optiforge.agents.kit.recall import lessons_block
 from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, StructuredOutputError
@@ -171,7 +171,7 @@ class LLMKernelProposer:
 
     def _form(
         self,
-        problem: Any,
+        problem: KernelSearchProblem,
         population: list[Evaluated],
         parents: list[Evaluated],
         op: str,
@@ -218,7 +218,7 @@ def _parents_text(parents: list[Evaluated]) -> str:
 
 
 def form_prompt(
-    problem: Any, population: list[Evaluated], parents: list[Evaluated], op: str
+    problem: KernelSearchProblem, population: list[Evaluated], parents: list[Evaluated], op: str
 ) -> str:
     """Stage-one prompt: the data's size, the scored kernels, the operation.
 
@@ -229,7 +229,7 @@ def form_prompt(
     task = problem.task
     return (
         f"We run Bayesian optimization on a {d}-dimensional black-box function "
-        f"(task {getattr(task, 'agent_name', '') or 'unnamed'}: {task.description}). A GP "
+        f"(task {task.agent_name or 'unnamed'}: {task.description}). A GP "
         f"surrogate is fitted to {n} observations in the unit "
         "cube; kernels are scored by leave-one-out CRPS (lower is better: it penalizes "
         "overconfident fits).\n\nKernels scored so far (best first):\n"

@@ -3,15 +3,43 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
 
 from optiforge.agents.kit import RunContext
 from optiforge.agents.kit.lineage import memory_id, record_lesson
 from optiforge.agents.spec import AgentOutcome
+from optiforge.evals.suites.hdbo.protocol import HDBOTask
+
+if TYPE_CHECKING:  # BoTorch loads with the first BO round, not with the agent's spec
+    from optiforge.solvers.bo.loop import Trace
+
+
+class KernelDiscoveryExtra(BaseModel):
+    """``AgentOutcome.extra`` of a Kernel Discovery run (the keys of ``summary.json``'s ``extra``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    proposer: str
+    """``llm`` or ``compositional``: who proposed the kernels."""
+    refreshes: list[dict[str, Any]]
+    """Each refresh's record (``selection.refresh_kernels``'s ``info``)."""
+    kernel_evaluations: dict[str, int]
+    """Over every refresh: ``evaluated``, ``invalid``, ``syntactic_duplicates``,
+    ``functional_duplicates``."""
+    final_kernel: str | None
+    """The last refresh's chosen kernel (None without a refresh)."""
+    final_loo_crps: dict[str, Any]
+    """The final comparison with RBF-ARD (``selection.final_comparison``)."""
+    kernels_used: list[str]
+    """The kernels BO rounds fitted."""
+    n_fallbacks: int
+    """BO rounds that fell back to a random point."""
 
 
 def discovery_outcome(
-    trace: Any, proposer: str, refreshes: list[dict[str, Any]], final: dict[str, Any]
+    trace: Trace, proposer: str, refreshes: list[dict[str, Any]], final: dict[str, Any]
 ) -> AgentOutcome:
     """The agent's outcome: the BO trace, plus per-refresh kernel searches and the final refit.
 
@@ -42,20 +70,20 @@ def discovery_outcome(
         trace=[float(v) for v in trace.best_trace.tolist()],
         n_evaluations=int(trace.y.numel()),
         stop_reason="evaluation budget spent",
-        extra={
-            "proposer": proposer,
-            "refreshes": refreshes,
-            "kernel_evaluations": totals,
-            "final_kernel": refreshes[-1]["best"] if refreshes else None,
-            "final_loo_crps": final,
-            "kernels_used": sorted(set(trace.kernels)),
-            "n_fallbacks": trace.n_fallbacks,
-        },
+        extra=KernelDiscoveryExtra(
+            proposer=proposer,
+            refreshes=refreshes,
+            kernel_evaluations=totals,
+            final_kernel=refreshes[-1]["best"] if refreshes else None,
+            final_loo_crps=final,
+            kernels_used=sorted(set(trace.kernels)),
+            n_fallbacks=trace.n_fallbacks,
+        ).model_dump(),
     )
 
 
-def _remember_lesson(
-    task: Any, ctx: RunContext, refreshes: list[dict[str, Any]], final: dict[str, Any]
+def remember_lesson(
+    task: HDBOTask, ctx: RunContext, refreshes: list[dict[str, Any]], final: dict[str, Any]
 ) -> None:
     if ctx.memory is None or not refreshes:
         return
@@ -94,12 +122,12 @@ def _remember_lesson(
     )
 
 
-def _agent_name(task: Any) -> str:
+def _agent_name(task: HDBOTask) -> str:
     # Lessons may reach later prompts: the opaque name, never the CLI id that names the function.
-    return str(getattr(task, "agent_name", "") or "task")
+    return task.agent_name or "task"
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: float | None) -> str:
     return f"{v:.4f}" if isinstance(v, float) and math.isfinite(v) else "n/a"
 
 

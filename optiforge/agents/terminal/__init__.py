@@ -7,6 +7,7 @@ from optiforge.agents.terminal.agent import build
 from optiforge.agents.terminal.baselines import BASELINES
 from optiforge.agents.terminal.config import TerminalConfig
 from optiforge.agents.terminal.report import summary_notes
+from optiforge.evals.suites.saddle.protocol import SaddleTask
 
 SPEC = AgentSpec(
     name="terminal",
@@ -14,6 +15,7 @@ SPEC = AgentSpec(
     config_model=TerminalConfig,
     build=build,
     default_benchmark="saddle",
+    task_type=SaddleTask,
     baselines=BASELINES,
     default_budget=1,
     summary_notes=summary_notes,

@@ -1,210 +1,28 @@
-"""The ``terminal`` agent: ``run_episode`` works one task through a harness; the graph is
-one node that runs one episode.
-
-The candidate is ``{"commands": [...]}``, the commands the episode ran; the harness
-re-scores it by replaying them from the task's initial files and running the hidden test
-(``SaddleTask.evaluate``). Without an LLM the agent has nothing to act with: the run
-fails with that reason (``optiforge.agents.terminal.testing`` holds a simulated model for tests
-and for exercising AutoSaddler offline).
-"""
+"""The ``terminal`` agent's graph: one node (``nodes.episode``) that works the task through
+the config's harness; ``nodes.outcome`` reads the result."""
 
 from __future__ import annotations
 
-import time
-from typing import Any, TypedDict
-
 from langgraph.graph import END, START, StateGraph
-from pydantic import BaseModel
 
-from optiforge.agents.kit import AgentRun, RunContext
-from optiforge.agents.kit.harness import Harness
-from optiforge.agents.kit.harness_hooks import run_code_hook
-from optiforge.agents.spec import AgentOutcome
+from optiforge.agents.kit import AgentRun
+from optiforge.agents.kit.context import AgentContext
+from optiforge.agents.terminal import nodes
 from optiforge.agents.terminal.config import TerminalConfig
-from optiforge.agents.terminal.problem import (
-    FILES_HEAD,
-    FORMAT_HINT,
-    REPLY_CLIP,
-    TAIL_CLIP,
-    VERIFY_TEXT,
-    base_harness,
-    clip,
-    messages_for,
-    observation,
-)
-from optiforge.agents.terminal.proposers import next_action
+from optiforge.agents.terminal.nodes import run_episode
+from optiforge.agents.terminal.problem import TerminalState
+from optiforge.evals.suites.saddle.protocol import SaddleTask
+
+__all__ = ["build", "run_episode"]  # run_episode moved to nodes.py; importable here as before
 
 
-def run_episode(
-    task: Any,
-    harness: Harness,
-    llm: Any,
-    sandbox: Any,
-    *,
-    temperature: float = 0.7,
-    step_timeout_s: float = 30.0,
-    tracer: Any | None = None,
-) -> dict[str, Any]:
-    """Work ``task`` with ``llm`` through ``harness`` (``problem`` says what each part
-    does): the trajectory (every turn, the commands run, why it stopped, turns, LLM calls,
-    tokens). The reward is never the agent's: whoever runs the episode replays
-    ``{"commands": ...}`` from the task's initial files and runs the hidden test
-    (``SaddleTask.evaluate``)."""
-    t0 = time.perf_counter()
-    instruction = task.instruction
-    files = task.initial_files()
-    turns: list[dict[str, Any]] = []
-    commands: list[str] = []
-    calls = tokens = 0
-    checked = False
-    stop = "step limit"
-    first_extra = ""
-    if "list_files_first" in harness.hooks:
-        _, res = task.step(files, "find . -type f | sort | head -n 100", sandbox, step_timeout_s)
-        first_extra = FILES_HEAD + "\n" + clip(res["stdout"].strip() or "(none)", 2000)[0]
-    hook_errors: list[str] = []
-
-    def hooks_at(point: str) -> str | None:
-        """The notes of the code hooks at ``point`` (None: none spoke)."""
-        notes = []
-        for hk in harness.code_hooks_at(point):
-            obs = hook_obs(point, instruction, harness, turns, submits)
-            note, err = run_code_hook(hk.source, obs, sandbox)
-            if err:
-                hook_errors.append(f"{hk.name}@{point}: {err}")
-            if note:
-                notes.append(note)
-        return "\n".join(notes) or None
-
-    submits = 0
-    while len(turns) < harness.max_steps:
-        msgs = messages_for(harness, instruction, first_extra, turns)
-        note = hooks_at("before_action") if harness.code_hooks else None
-        if note:
-            msgs = [
-                *msgs[:-1],
-                {**msgs[-1], "content": f"{msgs[-1]['content']}\n\n{HOOK_NOTE}\n{note}"},
-            ]
-        turn = next_action(llm, harness, msgs, temperature=temperature, calls=calls)
-        calls += turn["calls"]
-        tokens += turn["tokens"]
-        if turn["stop"]:
-            stop = turn["stop"]
-            break
-        action, reasks = turn["action"], turn["reasks"]
-        reply_text = clip(turn["text"], REPLY_CLIP)[0]
-        if action is None:
-            turns.append({"kind": "invalid", "reply": reply_text, "why": turn["why"], "reasks": reasks,
-                          "shown": f"No usable action: {turn['why']}. {FORMAT_HINT}"})  # fmt: skip
-            continue
-        if "submit" in action:
-            submits += 1
-            block = hooks_at("before_submit") if harness.code_hooks else None
-            if block:
-                turns.append({"kind": "check", "reply": reply_text, "reasks": reasks,
-                              "shown": block, "hook": True})  # fmt: skip
-                continue
-            if "verify_before_submit" in harness.hooks and not checked:
-                checked = True
-                turns.append(
-                    {"kind": "check", "reply": reply_text, "reasks": reasks, "shown": VERIFY_TEXT}
-                )
-                continue
-            stop = "submitted"
-            break
-        cmd = action["command"]
-        files, res = task.step(files, cmd, sandbox, step_timeout_s)
-        commands.append(cmd)
-        shown, clipped = observation(res, harness.output_chars)
-        turns.append({"kind": "command", "reply": reply_text, "command": cmd, "reasks": reasks,
-                      "returncode": res["returncode"], "timed_out": res["timed_out"],
-                      "stdout_tail": res["stdout"][-TAIL_CLIP:], "stderr_tail": res["stderr"][-TAIL_CLIP:],
-                      "clipped": clipped, "shown": shown})  # fmt: skip
-        note = hooks_at("after_observation") if harness.code_hooks else None
-        if note:
-            turns[-1]["shown"] += f"\n\n{HOOK_NOTE}\n{note}"
-        if tracer is not None:
-            tracer.event(
-                "terminal_step", task=task.name, command=cmd[:200], returncode=res["returncode"]
-            )
-    return {
-        "task": task.name,
-        "instruction": instruction,
-        "harness": harness.version,
-        "commands": commands,
-        "turns": turns,
-        "stop": stop,
-        "steps": len(turns),
-        "llm_calls": calls,
-        "tokens": tokens,
-        "summarized": len(turns) > harness.keep_turns,
-        "hook_errors": hook_errors[:20],
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
-
-
-HOOK_NOTE = "Harness note:"
-
-
-def hook_obs(
-    point: str, instruction: str, harness: Harness, turns: list[dict[str, Any]], submits: int
-) -> dict[str, Any]:
-    """What a code hook reads (plain data; ``harness_hooks`` says what it may do with it):
-    ``point``, ``instruction``, ``step`` (turns so far), ``max_steps``, ``submits`` (submit
-    attempts so far), ``turns`` (each ``{"kind": "command"|"check"|"invalid", "command",
-    "returncode", "timed_out", "stdout", "stderr"}``, the outputs' last 300 characters)."""
-    return {
-        "point": point, "instruction": instruction, "step": len(turns),
-        "max_steps": harness.max_steps, "submits": submits,
-        "turns": [{"kind": t["kind"], "command": t.get("command", ""),
-                   "returncode": t.get("returncode", 0), "timed_out": bool(t.get("timed_out")),
-                   "stdout": t.get("stdout_tail", ""), "stderr": t.get("stderr_tail", "")}
-                  for t in turns],
-    }  # fmt: skip
-
-
-class TerminalState(TypedDict, total=False):
-    episode: dict[str, Any]
-
-
-def load_harness(config: TerminalConfig) -> Harness:
-    """The config's harness folder, or the base harness."""
-    return Harness.load(config.harness) if config.harness else base_harness()
-
-
-def build(task: Any, config: BaseModel, budget: int | None) -> AgentRun:
-    assert isinstance(config, TerminalConfig)
-    harness = load_harness(config)  # a bad folder is a ConfigError before anything runs
-
-    def episode(state: TerminalState, runtime: Any) -> dict[str, Any]:
-        ctx: RunContext = runtime.context
-        if ctx.llm is None:
-            return {"episode": {"commands": [], "stop": "no LLM", "steps": 0, "llm_calls": 0,
-                                "tokens": 0, "turns": [], "harness": harness.version}}  # fmt: skip
-        ep = run_episode(task, harness, ctx.llm, ctx.sandbox, temperature=config.temperature,
-                         step_timeout_s=config.step_timeout_s, tracer=ctx.tracer)  # fmt: skip
-        ctx.tracer.event("terminal_episode", task=task.name, stop=ep["stop"], steps=ep["steps"],
-                         llm_calls=ep["llm_calls"], harness=harness.version)  # fmt: skip
-        return {"episode": ep}
-
-    g: StateGraph[Any, Any, Any, Any] = StateGraph(TerminalState, context_schema=RunContext)
-    g.add_node("episode", episode)  # type: ignore[call-overload]
+def build(task: SaddleTask, config: TerminalConfig, budget: int | None) -> AgentRun:
+    """One episode of ``task`` through the config's harness (a bad harness folder is a
+    ``ConfigError`` here, before anything runs)."""
+    config.load_harness()
+    g = StateGraph(TerminalState, context_schema=AgentContext)
+    g.add_node("episode", nodes.episode)
     g.add_edge(START, "episode")
     g.add_edge("episode", END)
-
-    def outcome(state: dict[str, Any], ctx: RunContext) -> AgentOutcome:
-        ep = state.get("episode") or {}
-        failure = None
-        if ep.get("stop") == "no LLM":
-            failure = (
-                "the terminal agent needs an LLM (--model ...): offline it has nothing to act with"
-            )
-        elif str(ep.get("stop", "")).startswith("llm error"):
-            failure = ep["stop"]
-        return AgentOutcome(
-            best_candidate={"commands": ep.get("commands") or []},
-            n_evaluations=0, stop_reason=str(ep.get("stop", "")), failure=failure,
-            extra={k: ep.get(k) for k in ("steps", "llm_calls", "tokens", "harness")},
-        )  # fmt: skip
-
-    return AgentRun(graph=g, outcome=outcome, what="a terminal run")
+    return AgentRun(graph=g, outcome=nodes.outcome, what="a terminal run", task=task,
+                    config=config, eval_budget=budget)  # fmt: skip

@@ -4,20 +4,22 @@ compared with); with no ``config.harness`` the two are the same harness, run twi
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from optiforge.agents.kit import RunContext
 from optiforge.agents.spec import AgentOutcome, Baseline
+from optiforge.agents.terminal.agent import build
+from optiforge.agents.terminal.config import TerminalConfig
+from optiforge.evals.suites.saddle.protocol import SaddleTask
 
 
-def base_harness_run(task: Any, ctx: RunContext, budget: int | None, config: Any) -> AgentOutcome:
+def base_harness_run(
+    task: SaddleTask, ctx: RunContext, budget: int | None, config: TerminalConfig
+) -> AgentOutcome:
     """One episode on the base harness. It runs beside the agent in the agent's run
     directory, so it is not checkpointed: a durable run would find the agent's finished
     thread in ``checkpoints.sqlite`` and refuse to start (one episode is cheap to redo)."""
-    from optiforge.agents.terminal.agent import build
-
     run = build(task, config.model_copy(update={"harness": None}), budget)
     return replace(run, durable=False).execute(ctx)
 
 
-BASELINES: dict[str, Baseline] = {"base-harness": base_harness_run}
+BASELINES: dict[str, Baseline[SaddleTask, TerminalConfig]] = {"base-harness": base_harness_run}

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 from optiforge.agents.kit.harness import Harness
 from optiforge.errors import ConfigError
@@ -63,6 +63,12 @@ def base_harness() -> Harness:
         output_chars=1500,
         keep_turns=4,
     )
+
+
+class TerminalState(TypedDict, total=False):
+    """The graph's state: the finished episode (``nodes.run_episode``'s trajectory)."""
+
+    episode: dict[str, Any]
 
 
 def system_message(h: Harness) -> str:

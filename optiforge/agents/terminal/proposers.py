@@ -17,6 +17,8 @@ from pydantic import BaseModel, Field
 from optiforge.agents.kit.harness import Harness
 from optiforge.agents.terminal.problem import FORMAT_HINT, parse_action
 from optiforge.errors import BudgetExceeded, LLMError, StructuredOutputError
+from optiforge.llm.base import LLM, BaseLLM
+from optiforge.llm.types import Completion
 
 
 class ActionReply(BaseModel):
@@ -26,7 +28,7 @@ class ActionReply(BaseModel):
     submit: bool = Field(default=False, description="true when the task is done")
 
 
-def _structured(reply: Any) -> tuple[dict[str, Any] | None, str]:
+def _structured(reply: Completion) -> tuple[dict[str, Any] | None, str]:
     parsed = reply.parsed
     if isinstance(parsed, ActionReply):
         if parsed.command.strip() and "\x00" not in parsed.command:
@@ -37,18 +39,14 @@ def _structured(reply: Any) -> tuple[dict[str, Any] | None, str]:
     return parse_action(reply.text or "")
 
 
-def llm_reasks(llm: Any) -> int:
-    """Schema re-asks an LLM makes before it gives up (``StructuredOutputError``)."""
-    return int(getattr(llm, "max_reasks", 0) or 0)
-
-
-def _tokens(reply: Any) -> int:
-    rec = getattr(reply, "record", None)
-    return int(getattr(rec, "tokens_in", 0) + getattr(rec, "tokens_out", 0)) if rec else 0
+def llm_reasks(llm: LLM) -> int:
+    """Schema re-asks an LLM makes before it gives up (``StructuredOutputError``; an LLM
+    that is no ``BaseLLM`` has no re-ask loop)."""
+    return llm.max_reasks if isinstance(llm, BaseLLM) else 0
 
 
 def next_action(
-    llm: Any, harness: Harness, msgs: list[dict[str, Any]], *, temperature: float, calls: int
+    llm: LLM, harness: Harness, msgs: list[dict[str, Any]], *, temperature: float, calls: int
 ) -> dict[str, Any]:
     """``{"action", "text", "why", "reasks", "calls", "tokens", "stop"}``: the action (None
     when every try was unusable), the last reply, the calls and tokens this turn took, and
@@ -72,8 +70,8 @@ def next_action(
         except (LLMError, BudgetExceeded) as e:
             out["stop"] = f"llm error: {type(e).__name__}: {e}"[:300]
             return out
-        out["calls"] += 1 + int(getattr(reply, "reasks", 0) or 0)
-        out["tokens"] += _tokens(reply)
+        out["calls"] += 1 + reply.reasks
+        out["tokens"] += reply.record.tokens
         out["text"] = reply.text or ""
         if schema is not None:
             out["action"], out["why"] = _structured(reply)

@@ -1,9 +1,26 @@
-"""``terminal``'s eval notes: turns, LLM calls and stop reasons per method."""
+"""What ``terminal`` reports: its outcome's extra, and eval notes (turns, LLM calls and stop
+reasons per method)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class TerminalExtra(BaseModel):
+    """``AgentOutcome.extra`` of a terminal run (the keys of ``summary.json``'s ``extra``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: int | None
+    """Turns the episode took."""
+    llm_calls: int | None
+    """LLM calls, re-asks included."""
+    tokens: int | None
+    harness: str | None
+    """The harness's version (``Harness.version``)."""
 
 
 def summary_notes(rows: list[dict[str, Any]]) -> list[str]:

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from optiforge.agents.autosaddler import TerminalTarget
-from optiforge.agents.autosaddler.gate import validation_gate
-from optiforge.agents.autosaddler.problem import item_key, run_items
+from optiforge.agents.autosaddler.problem import item_key, run_items, validation_gate
 from optiforge.agents.autosaddler.targets import VERIFY_FAILED_HOOK
 from optiforge.agents.kit.harness import Harness, Patch
 from optiforge.agents.terminal.testing import UnmatchedShellModel, unmatched_llm

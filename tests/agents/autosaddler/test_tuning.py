@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from optiforge.agents.autosaddler import SaddlerConfig, TerminalTarget, build_tuning, measure, tune
 from optiforge.agents.autosaddler.diagnosis import diagnose, render
-from optiforge.agents.autosaddler.gate import needed, repair_gate, validation_gate
+from optiforge.agents.autosaddler.problem import needed, repair_gate, validation_gate
 from optiforge.agents.autosaddler.proposers import choose_rules, llm_propose, proposal_prompt
 from optiforge.agents.autosaddler.targets import TERMINAL_LIBRARY, TERMINAL_PARTS
 from optiforge.agents.autosaddler.testing import scripted_proposer
@@ -198,7 +198,7 @@ def test_cli_tune_writes_the_harness_rounds_and_summary(tmp_path: Path) -> None:
 
 
 def test_the_cause_gate_keeps_a_patch_that_removes_its_targeted_failures() -> None:
-    from optiforge.agents.autosaddler.gate import cause_gate
+    from optiforge.agents.autosaddler.problem import cause_gate
 
     before = {f"t#{i}": "step_limit" for i in range(6)} | {"u#0": "format", "u#1": "pass"}
     # every step-limit failure becomes another failure (no pass gained): the cause is gone

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import torch
 
-from optiforge.agents.kernel_discovery.agent import BO_EVALUATIONS, select_kernel
+from optiforge.agents.kernel_discovery.problem import BO_EVALUATIONS
+from optiforge.agents.kernel_discovery.selection import select_kernel
 from optiforge.agents.kit import Evaluated
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task

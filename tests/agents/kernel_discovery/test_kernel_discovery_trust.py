@@ -20,8 +20,8 @@ import torch
 from _hidden_facts import hdbo_hidden_phrases
 
 import optiforge.agents.kernel_discovery as kd
-import optiforge.agents.kernel_discovery.agent as kd_agent
-from optiforge.agents.kernel_discovery.agent import SandboxedKernel
+import optiforge.agents.kernel_discovery.selection as kd_selection
+from optiforge.agents.kernel_discovery.problem import SandboxedKernel
 from optiforge.agents.kernel_discovery.proposers import KernelForm, code_prompt, form_prompt
 from optiforge.config import RunSettings
 from optiforge.errors import SolverError
@@ -161,15 +161,15 @@ def test_agent_never_runs_llm_code_in_the_parent(
     # Which kernel wins on LOO-CRPS is not this test's question: each search reports the
     # passing LLM kernel as its best and it is selected, so the BO rounds and the final
     # refit must use it.
-    search = kd_agent.run_search
+    search = kd_selection.run_search
 
     def prefer_llm(*a: Any, **kw: Any) -> Any:
         res = search(*a, **kw)
         llm = [e for e in res.history if "source" in e.payload and e.passed]
         return res.model_copy(update={"best": llm[0]}) if llm else res
 
-    monkeypatch.setattr(kd_agent, "run_search", prefer_llm)
-    monkeypatch.setattr(kd_agent, "select_kernel", lambda best, inc, *_: best or inc)
+    monkeypatch.setattr(kd_selection, "run_search", prefer_llm)
+    monkeypatch.setattr(kd_selection, "select_kernel", lambda best, inc, *_: best or inc)
 
     marker = tmp_path / "ran-in-parent"
     src = _marker_source(marker)
@@ -304,7 +304,7 @@ def test_only_a_kernel_that_beat_rbf_ard_is_tagged_for_recall(
 ) -> None:
     """A run's lesson offers its final kernel to later runs (``kernel=``) only when it beat
     RBF-ARD on the final data (before issue 40 every final kernel was offered)."""
-    from optiforge.agents.kernel_discovery.report import _remember_lesson
+    from optiforge.agents.kernel_discovery.report import remember_lesson
     from optiforge.agents.kit import RunContext
     from optiforge.evals.registry import resolve_task
     from optiforge.memory import Store
@@ -313,7 +313,7 @@ def test_only_a_kernel_that_beat_rbf_ard_is_tagged_for_recall(
     final = {"discovered": discovered, "RBF_ARD": 0.40, "discovered_kernel": "Periodic",
              "discovered_expression": "Periodic"}  # fmt: skip
     refreshes = [{"round": 0, "best": "Periodic", "best_loo_crps": discovered}]
-    _remember_lesson(
+    remember_lesson(
         resolve_task("hdbo/levy4_in_25@dev"), RunContext(memory=store), refreshes, final
     )
     (exp,) = store.experiences()

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import torch
 
-from optiforge.agents.kernel_discovery.agent import select_kernel
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import KernelEvaluator, selection_splits
+from optiforge.agents.kernel_discovery.selection import select_kernel
 from optiforge.agents.kit import Evaluated
 from optiforge.config import build_config
 from optiforge.errors import ConfigError
