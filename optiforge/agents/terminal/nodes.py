@@ -4,7 +4,7 @@ harness (``run_episode``); ``outcome`` reads the run's result from the final sta
 The candidate is ``{"commands": [...]}``, the commands the episode ran; the harness
 re-scores it by replaying them from the task's initial files and running the hidden test
 (``SaddleTask.evaluate``). Without an LLM the agent has nothing to act with: the run
-fails with that reason (``optiforge.testing.saddle`` holds a simulated model for tests
+fails with that reason (``optiforge.agents.terminal.testing`` holds a simulated model for tests
 and for exercising AutoSaddler offline).
 """
 
