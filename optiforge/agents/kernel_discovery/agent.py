@@ -105,8 +105,7 @@ from optiforge.agents.kit import (
     run_search,
 )
 from optiforge.agents.kit.driver import FORCE_RESTART_HINT
-from optiforge.agents.kit.outcome import llm_counts
-from optiforge.agents.kit.search import pick_proposer
+from optiforge.agents.kit.search import llm_counts, pick_proposer
 from optiforge.agents.spec import AgentOutcome
 from optiforge.errors import RunRecordError, SolverError
 from optiforge.solvers.gp import grammar
