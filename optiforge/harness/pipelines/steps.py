@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from optiforge.harness.summary import RunSummary
 from optiforge.memory.provenance import Provenance, quote_untrusted
 from optiforge.runs import read_jsonl
 
@@ -337,12 +338,8 @@ def reflect(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _summary_extra(run_dir: Path | None) -> dict[str, Any]:
-    if run_dir is None or not (run_dir / "summary.json").is_file():
-        return {}
-    try:
-        return dict(json.loads((run_dir / "summary.json").read_text()).get("extra") or {})
-    except (OSError, ValueError):
-        return {}
+    summary = RunSummary.load_if_any(run_dir)
+    return dict(summary.extra) if summary is not None else {}
 
 
 def _phrase(inp: StepInput, facts: str) -> str:
