@@ -54,7 +54,7 @@ def draw(run_dir: Path) -> Path | None:
     """Draw ``run_dir``'s plot from its ``summary.json`` (replacing the file atomically)."""
     from optiforge.harness.report import write_run_plot
 
-    summary = RunSummary.load(run_dir).row()
+    summary = RunSummary.load(run_dir)
     part = f".{PLOT_NAME}.{os.getpid()}.png"  # savefig picks the format from the suffix
     try:
         drawn = write_run_plot(summary, run_dir, name=part)

@@ -28,8 +28,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from optiforge.agents.kit.context import RunContext
+from optiforge.agents.kit.tools import complete_with_tools
 from optiforge.errors import BudgetExceeded, LLMError
-from optiforge.llm.structured import Asked, Invalid, reask_loop
+from optiforge.llm.grammars import python_function_block
+from optiforge.llm.structured import CODE_STOP, Asked, Invalid, extract_code_block, reask_loop
 from optiforge.llm.types import Completion
 
 __all__ = ["STOP", "Asked", "Invalid", "ask_valid", "code_rewrites", "complete_all"]
@@ -115,7 +117,6 @@ def complete_all(
     todo = requests if left is None else requests[: max(left, 1)]
     ask: Any = llm.complete
     if tools is not None:
-        from optiforge.agents.kit.tools import complete_with_tools
 
         def ask(messages: list[dict[str, Any]], **kw: Any) -> Any:
             return complete_with_tools(ctx, messages, tools, max_tool_steps, **kw)
@@ -154,10 +155,6 @@ def code_rewrites(ctx: Any, prompt: str, n: int, defines: str) -> tuple[list[str
     """``n`` code replies to one prompt (the first at temperature 0.2, the others 0.7): the
     code of each reply that defines ``defines`` (e.g. ``score(variant, ctx)``), and why the
     others were refused. Stops at the first provider error or spending cap."""
-    from optiforge.errors import BudgetExceeded, LLMError
-    from optiforge.llm.grammars import python_function_block
-    from optiforge.llm.structured import CODE_STOP, extract_code_block
-
     name = defines.split("(")[0]
     codes: list[str] = []
     errors: list[str] = []
