@@ -62,7 +62,7 @@ def test_offline_agent_solves_through_run_task_and_nominal_scores_zero(tmp_path:
     assert nominal.verified is False
     reasons = nominal.verification["details"]["reasons"]
     assert any(r.startswith("not robust-feasible") for r in reasons)
-    md = accuracy_table([dev, held, nominal])
+    md = accuracy_table([dev.row(), held.row(), nominal.row()])  # the rows results.jsonl holds
     assert "rel_tol=1e-06 abs_tol=1e-06 feas_tol=1e-06" in md.splitlines()[0]
     assert "| dev | autorem | without | offline | 1 | 1 | 1.000 |" in md
     assert "| dev | nominal | - | offline | 1 | 0 | 0.000 |" in md
@@ -91,8 +91,8 @@ def test_scripted_llm_through_run_task_counts_calls_and_tokens(tmp_path: Path) -
     assert row.tokens == row.extra["tokens"] > 0
     assert row.trace == [None, 1.0]
     assert "The verifier rejected" in llm.calls[1][-1]["content"]
-    md = accuracy_table([row])
+    md = accuracy_table([row.row()])
     assert (
-        f"| dev | autorem | without | scripted/a | 1 | 1 | 1.000 | 2.0 | {row['tokens']:.1f} | 2.00 |"
+        f"| dev | autorem | without | scripted/a | 1 | 1 | 1.000 | 2.0 | {row.tokens:.1f} | 2.00 |"
         in md
     )

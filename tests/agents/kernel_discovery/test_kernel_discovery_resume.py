@@ -164,7 +164,7 @@ def _check_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The whole outcome, not only the headline numbers: nothing a resume needs lives off
     # the checkpointed state (BO log, search checkpoints), so nothing differs.
     for key in ("n_evaluations", "observed_trace", "extra", "verification", "stop_reason"):
-        assert resumed[key] == fresh[key], key
+        assert getattr(resumed, key) == getattr(fresh, key), key
     bo_resumed, bo_fresh = (
         _lines(run_dir / BO_EVALUATIONS),
         _lines(tmp_path / "fresh" / BO_EVALUATIONS),
