@@ -38,18 +38,7 @@ PLAN: dict[str, tuple[str, str, int]] = {
     "terminal": ("saddle", "fix-median-bug,dedupe-events", 0),
     "autosaddler": ("saddle", "", 0),  # `saddle tune`, not `eval` (see _saddle_tune)
 }
-SADDLE_TUNE = [
-    "--iterations",
-    "2",
-    "--batch",
-    "2",
-    "--runs",
-    "1",
-    "--val-tasks",
-    "2",
-    "--val-runs",
-    "1",
-]
+SADDLE_TUNE = ["--iterations", "2", "--batch", "2", "--runs", "1", "--val-tasks", "2", "--val-runs", "1"]
 
 
 def _saddle_rows(out: Path) -> dict[str, str]:
