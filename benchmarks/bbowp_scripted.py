@@ -78,7 +78,7 @@ def main() -> None:
                              model="offline" if llm is None else "scripted",
                              agent={"offline": "default"} if llm is None else {}),
                              Path(tmp) / f"{task.name}-{label}", llm=llm, with_baseline=False)  # fmt: skip
-                row[label] = s.get("best_score")
+                row[label] = s.best_score
                 row[f"{label}_s"] = time.perf_counter() - t0
             rows.append(row)
             print(json.dumps(row), flush=True)

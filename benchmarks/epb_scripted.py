@@ -56,8 +56,8 @@ def main() -> None:
                 s = run_task("epb", task, RunSettings(seed=args.seed, budget=args.budget, memory="none",
                              model="offline" if llm is None else "scripted"),
                              Path(tmp) / f"{name}-{label}", llm=llm, with_baseline=False)  # fmt: skip
-                acc = [a for a in s["extra"].get("accepted", []) if "LLM" in str(a)]
-                row.append((s.get("best_score"), len(acc)))
+                acc = [a for a in s.extra.get("accepted", []) if "LLM" in str(a)]
+                row.append((s.best_score, len(acc)))
             print(f"| {name} | {row[0][0]:.2f} | {row[1][0]:.2f} | {row[1][1]} |", flush=True)
     print(json.dumps({"budget": args.budget, "seed": args.seed}))
 

@@ -63,13 +63,13 @@ def _one(method: str, seed: int, budget: int, agent: dict[str, Any]) -> dict[str
     with tempfile.TemporaryDirectory() as tmp:
         s = run_task("epb", resolve_task("nco/tsp20"), settings, Path(tmp) / "run",
                      method=name, llm=llm, with_baseline=False)  # fmt: skip
-        path = Path(tmp) / "run" / str(s.get("best_path") or "best/candidate.json")
+        path = Path(tmp) / "run" / str(s.best_path or "best/candidate.json")
         candidate = json.loads(path.read_text()) if path.exists() else None
-    extra = s.get("extra") or {}
+    extra = s.extra
     row: dict[str, Any] = {"method": method, "seed": seed, "budget": budget, "agent": agent,
-                           "status": s.get("status"), "wall_s": s.get("wall_s"),
+                           "status": s.status, "wall_s": s.wall_s,
                            "portfolio": extra.get("portfolio"), "accepted": extra.get("accepted"),
-                           "llm_calls": (s.get("llm") or {}).get("calls"), "gap": {}, "teacher_gap": {},
+                           "llm_calls": s.llm_calls, "gap": {}, "teacher_gap": {},
                            "agreement": {}}  # fmt: skip
     for task in _tasks():
         score = task.evaluate(candidate) if candidate is not None else None

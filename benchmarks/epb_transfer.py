@@ -62,11 +62,11 @@ def _one(method: str, seed: int, budget: int, model: str) -> dict[str, Any]:
         s = run_task("epb", resolve_task("nco/tsp20"), settings, Path(tmp) / "run",
                      method=agent_method if is_agent else method, llm=llm,
                      with_baseline=False)  # fmt: skip
-        path = Path(tmp) / "run" / str(s.get("best_path") or "best/candidate.json")
+        path = Path(tmp) / "run" / str(s.best_path or "best/candidate.json")
         candidate = json.loads(path.read_text()) if path.exists() else None
     row: dict[str, Any] = {"method": method, "seed": seed, "model": label, "budget": budget,
-                           "wall_s": s.get("wall_s"), "portfolio": (s.get("extra") or {}).get("portfolio"),
-                           "accepted": (s.get("extra") or {}).get("accepted"), "gaps": {}}  # fmt: skip
+                           "wall_s": s.wall_s, "portfolio": s.extra.get("portfolio"),
+                           "accepted": s.extra.get("accepted"), "gaps": {}}  # fmt: skip
     for task in NCOBenchmark().tasks("heldout"):
         score = task.evaluate(candidate) if candidate is not None else None
         row["gaps"][task.name] = score.value if score is not None and score.passed else math.inf

@@ -150,7 +150,7 @@ def _run_row(args: tuple[str, str, int, str, str]) -> dict[str, Any]:
     resume = (Path(row_dir) / "manifest.json").exists()
     try:
         row = run_task(SPEC, task, settings, row_dir, method=spec_method, resume=resume,
-                       with_baseline=False, llm=llm)  # fmt: skip
+                       with_baseline=False, llm=llm).row()  # fmt: skip
     except Exception as err:  # noqa: BLE001 - a failed row is recorded, not fatal
         return {"task": task_name, "seed": seed, "method": method, "error": repr(err)[:500]}
     row["method"] = method

@@ -48,12 +48,12 @@ def _run(
         start = time.perf_counter()
         s = run_task("smith", resolve_task(f"procedural/{task_name}"), settings, Path(tmp) / "r",
                      method=method, llm=llm, with_baseline=False)  # fmt: skip
-    m = (s.get("verification") or {}).get("metrics") or {}
-    return {"task": task_name, "method": method, "model": model, "seed": seed, "status": s["status"],
-            "accuracy": s.get("best_score"), "build_pass_rate": m.get("build_pass_rate"),
+    m = s.verification.get("metrics") or {}
+    return {"task": task_name, "method": method, "model": model, "seed": seed, "status": s.status,
+            "accuracy": s.best_score, "build_pass_rate": m.get("build_pass_rate"),
             "use_schema": m.get("use_schema"), "use_code": m.get("use_code"), "use_outcome": m.get("use_outcome"),
             "reuse_rate": m.get("reuse_rate"), "pool_size": m.get("pool_size"),
-            "llm_calls": s.get("llm_calls"), "wall_s": round(time.perf_counter() - start, 1)}  # fmt: skip
+            "llm_calls": s.llm_calls, "wall_s": round(time.perf_counter() - start, 1)}  # fmt: skip
 
 
 def _student(task_name: str, student: str, seed: int) -> dict[str, Any]:

@@ -78,8 +78,8 @@ def one(task: str, use_tool: bool, seed: int, budget: int, root: Path) -> dict[s
     rows = [r for r in read_jsonl(out / "evaluations.jsonl") + read_jsonl(out / "rejected.jsonl")
             if r.get("origin") == "llm"]  # fmt: skip
     calls = [e for e in iter_events(out) if e["kind"] == "tool_call"]
-    return {"best": s["best_score"], "passed": sum(bool(r.get("passed")) for r in rows),
-            "proposals": len(rows), "llm_calls": s["llm_calls"], "tool_calls": len(calls),
+    return {"best": s.best_score, "passed": sum(bool(r.get("passed")) for r in rows),
+            "proposals": len(rows), "llm_calls": s.llm_calls, "tool_calls": len(calls),
             "tool_s": sum(c["duration_s"] for c in calls), "wall_s": time.perf_counter() - t0}  # fmt: skip
 
 
@@ -116,7 +116,7 @@ def autorem_one(task_name: str, use_tool: bool, root: Path) -> dict[str, Any]:
     llm = FunctionLLM(autorem_model(use_tool, counterpart_program(task.instance.problem)))
     s = run_task("autorem", task, settings, out, with_baseline=False, llm=llm)
     calls = [e for e in iter_events(out) if e["kind"] == "tool_call"]
-    return {"correct": s["best_score"] is not None, "llm_calls": s["llm_calls"],
+    return {"correct": s.best_score is not None, "llm_calls": s.llm_calls,
             "tool_calls": len(calls), "tool_s": sum(c["duration_s"] for c in calls)}  # fmt: skip
 
 

@@ -36,6 +36,7 @@ from optiforge.cli.posttrain import app as posttrain_app
 from optiforge.cli.verbs import RootGroup, mount_agent_verbs
 from optiforge.errors import ConfigError, OptiforgeError
 from optiforge.harness.status import ExitCode, error_exit
+from optiforge.harness.summary import RunSummary
 from optiforge.limits import MAX_BUDGET, MAX_SEEDS, MAX_WALL_S, MAX_WORKERS
 
 console = Console()
@@ -537,13 +538,13 @@ def run(
         interrupted(f"optiforge run {spec.name} --resume {out_dir}", out_dir)
     plot = spawn_run_plot(summary, out_dir)  # drawn in a process of its own: exit now
     _print_run_summary(summary, out_dir, plot)
-    _print_notes(summary)
-    raise typer.Exit(final_status(summary, out_dir))
+    _print_notes(summary.notes)
+    raise typer.Exit(final_status(summary.row(), out_dir))
 
 
-def _print_notes(summary: dict[str, Any]) -> None:
+def _print_notes(notes: list[str]) -> None:
     """The run's notes (``summary.json``'s ``notes``: what the budget changed), as warnings."""
-    for note in summary.get("notes") or []:
+    for note in notes:
         err_console.print(f"[yellow]warning[/]: {note}", highlight=False, soft_wrap=True)
 
 
@@ -563,7 +564,7 @@ def _resumed_settings(cfg: dict[str, Any], settings: Any) -> Any:
 
 def _run_with_progress(
     prog: Any, spec: Any, task: Any, settings: Any, out_dir: Path, resume: bool
-) -> dict[str, Any]:
+) -> RunSummary:
     from optiforge.harness.runner import run_budget, run_task
 
     with prog:
@@ -572,34 +573,34 @@ def _run_with_progress(
         progress = RunBars(prog, f"{spec.name} on {task.suite}/{task.name}",
                            run_budget(task, spec, settings), _cost)  # fmt: skip
         summary = run_task(spec, task, settings, out_dir, resume=resume, progress=progress)
-        progress.finish(summary.get("n_evaluations"))
-        return summary  # type: ignore[no-any-return]
+        progress.finish(summary.n_evaluations)
+        return summary
 
 
-def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None) -> None:
-    arrow = "higher" if summary["higher_is_better"] else "lower"
+def _print_run_summary(summary: RunSummary, out_dir: Path, plot: Path | None) -> None:
+    arrow = "higher" if summary.higher_is_better else "lower"
     table = Table(
-        title=f"{summary['agent']} on {summary['benchmark']}/{summary['task']} ({summary['metric']}, {arrow} is better)"
+        title=f"{summary.agent} on {summary.benchmark}/{summary.task} ({summary.metric}, {arrow} is better)"
     )
     table.add_column("method")
-    table.add_column(summary["metric"], justify="right")
+    table.add_column(str(summary.metric), justify="right")
     table.add_column("evaluations", justify="right")
     table.add_column("LLM calls", justify="right")
     table.add_column("cost", justify="right")
     table.add_column("wall s", justify="right")
-    best = summary["best_score"]
+    best = summary.best_score
     table.add_row(
-        summary["method"],
+        str(summary.method),
         "failed" if best is None else f"{best:.6g}",
-        str(summary["n_evaluations"]),
-        str(summary["llm_calls"]),
-        _cost(summary),
-        f"{summary['wall_s']:.1f}",
+        str(summary.n_evaluations),
+        str(summary.llm_calls),
+        _cost(summary.row()),
+        f"{summary.wall_s:.1f}",
     )
-    if summary.get("baseline_name"):
-        b = summary.get("baseline_score")
+    if summary.baseline_name:
+        b = summary.baseline_score
         table.add_row(
-            summary["baseline_name"] + " (baseline)",
+            summary.baseline_name + " (baseline)",
             "failed" if b is None else f"{b:.6g}",
             "",
             "",
@@ -607,17 +608,18 @@ def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None
             "",
         )
     console.print(table)
+    claimed = summary.claimed_score
     console.print(
-        f"{summary['metric']} is the harness's re-measurement of the returned candidate"
+        f"{summary.metric} is the harness's re-measurement of the returned candidate"
         + (
-            f" (the agent observed {summary['claimed_score']:.6g})"
-            if isinstance(summary.get("claimed_score"), float) and summary["claimed_score"] != best
+            f" (the agent observed {claimed:.6g})"
+            if isinstance(claimed, float) and claimed != best
             else ""
         ),
         highlight=False,
     )
-    console.print(f"stopped: {summary['stop_reason']}", highlight=False, soft_wrap=True)
-    made = ((summary.get("extra") or {}).get("proposals") or {}) if summary.get("llm_calls") else {}
+    console.print(f"stopped: {summary.stop_reason}", highlight=False, soft_wrap=True)
+    made = (summary.extra.get("proposals") or {}) if summary.llm_calls else {}
     if made.get("made"):
         console.print(
             f"LLM proposals: {made['made']} made, {made['made'] - made['invalid']} valid "
@@ -625,8 +627,8 @@ def _print_run_summary(summary: dict[str, Any], out_dir: Path, plot: Path | None
             f"({made['failed']} failed their evaluation)",
             highlight=False,
         )
-    if summary.get("best_path"):
-        console.print(f"best candidate: {out_dir / summary['best_path']}", highlight=False)
+    if summary.best_path:
+        console.print(f"best candidate: {out_dir / summary.best_path}", highlight=False)
     console.print(
         f"run directory: {out_dir}  (summary.json, best/, events.jsonl"
         f"{', convergence.png' if plot else ''}); `optiforge report {out_dir}` for HTML",

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from optiforge.harness.summary import RunSummary
 from optiforge.runs import read_jsonl
 
 BEST = "best"
@@ -48,7 +49,7 @@ def lineage(run_dir: Path, candidate: Any) -> list[dict[str, Any]]:
     return sorted(chain, key=lambda r: (r.get("round") or 0, str(r.get("id"))))
 
 
-def write_best(run_dir: str | Path, summary: dict[str, Any], candidate: Any) -> Path | None:
+def write_best(run_dir: str | Path, summary: RunSummary, candidate: Any) -> Path | None:
     """Write ``run_dir/best/``; returns the candidate file (None when there is no candidate)."""
     if candidate is None:
         return None
@@ -62,12 +63,12 @@ def write_best(run_dir: str | Path, summary: dict[str, Any], candidate: Any) -> 
         path = d / "candidate.json"
         path.write_text(json.dumps(candidate, indent=2, default=str) + "\n")
     metrics = {
-        "metric": summary.get("metric"),
-        "higher_is_better": summary.get("higher_is_better"),
-        "best_score": summary.get("best_score"),
-        "verified": summary.get("verified"),
-        "claimed_score": summary.get("claimed_score"),
-        "task_metrics": (summary.get("verification") or {}).get("metrics"),
+        "metric": summary.metric,
+        "higher_is_better": summary.higher_is_better,
+        "best_score": summary.best_score,
+        "verified": summary.verified,
+        "claimed_score": summary.claimed_score,
+        "task_metrics": summary.verification.get("metrics"),
     }
     (d / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str) + "\n")
     chain = lineage(Path(run_dir), candidate)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from optiforge.errors import RunRecordError
+from optiforge.harness.summary import RunSummary
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -42,9 +43,10 @@ def describe_run(d: Path) -> dict[str, Any] | None:
         }
     if not (d / "manifest.json").is_file():
         return None
-    man, summ = _read(d / "manifest.json"), _read(d / "summary.json")
+    man = _read(d / "manifest.json")
+    run = RunSummary.load_if_any(d) or RunSummary()
     cfg = man.get("config") or {}
-    status = summ.get("status") or man.get("status") or "?"
+    status = run.status or man.get("status") or "?"
     if status == "running" and not man.get("finished_at"):
         status = "running/killed"
     return {
@@ -55,13 +57,13 @@ def describe_run(d: Path) -> dict[str, Any] | None:
         "agent": cfg.get("method") or cfg.get("agent"),
         "bench": cfg.get("task"),
         "model": (cfg.get("settings") or {}).get("model") or man.get("provider"),
-        "best": summ.get("best_score"),
-        "metric": summ.get("metric"),
-        "cost_usd": summ.get("cost_usd"),
-        "llm_calls": summ.get("llm_calls"),
-        "unpriced_calls": summ.get("unpriced_calls"),
+        "best": run.best_score,
+        "metric": run.metric,
+        "cost_usd": run.cost_usd,
+        "llm_calls": run.llm_calls,
+        "unpriced_calls": run.unpriced_calls,
         "started": man.get("started_at"),
-        "reason": summ.get("status_reason") or man.get("status_reason") or man.get("error"),
+        "reason": run.status_reason or man.get("status_reason") or man.get("error"),
     }
 
 
@@ -87,13 +89,13 @@ def compare_runs(dirs: list[str | Path]) -> list[dict[str, Any]]:
         row = describe_run(d)
         if row is None or row["kind"] != "run":
             raise RunRecordError(f"{d} is not a run directory (no manifest.json)")
-        summ = _read(d / "summary.json")
+        summ = RunSummary.load_if_any(d) or RunSummary()
         row.update(
-            higher_is_better=summ.get("higher_is_better"),
-            n_evaluations=summ.get("n_evaluations"),
-            wall_s=summ.get("wall_s"),
-            trace=summ.get("trace") or [],
-            seed=summ.get("seed"),
+            higher_is_better=summ.higher_is_better,
+            n_evaluations=summ.n_evaluations,
+            wall_s=summ.wall_s,
+            trace=summ.trace,
+            seed=summ.seed,
         )
         rows.append(row)
     tasks = {r["bench"] for r in rows}

@@ -12,25 +12,25 @@ plot itself (``write_run_plot``), so a plot the child has not finished, or never
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+from optiforge.harness.summary import RunSummary
 
 PLOT_NAME = "convergence.png"
 
 
-def plot_expected(summary: dict[str, Any], run_dir: Path) -> bool:
+def plot_expected(summary: RunSummary, run_dir: Path) -> bool:
     """Whether ``write_run_plot`` would draw anything for this run (a curve or evaluations)."""
-    trace = summary.get("trace") or []
+    trace = summary.trace
     return (
         any(isinstance(v, int | float) for v in trace) or (run_dir / "evaluations.jsonl").is_file()
     )
 
 
-def spawn_run_plot(summary: dict[str, Any], run_dir: Path) -> Path | None:
+def spawn_run_plot(summary: RunSummary, run_dir: Path) -> Path | None:
     """Start drawing ``run_dir``'s convergence plot in a detached process; returns the path
     the plot will have (None when there is nothing to plot or the process could not start,
     in which case ``optiforge report`` still draws it)."""
@@ -54,7 +54,7 @@ def draw(run_dir: Path) -> Path | None:
     """Draw ``run_dir``'s plot from its ``summary.json`` (replacing the file atomically)."""
     from optiforge.harness.report import write_run_plot
 
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = RunSummary.load(run_dir)
     part = f".{PLOT_NAME}.{os.getpid()}.png"  # savefig picks the format from the suffix
     try:
         drawn = write_run_plot(summary, run_dir, name=part)

@@ -25,6 +25,7 @@ from typing import Any
 
 from optiforge.errors import RunRecordError
 from optiforge.evals.plots import MIN_SEEDS_FOR_CI, band, save_task_grid, task_grid, use_log_scale
+from optiforge.harness.summary import RunSummary
 from optiforge.runs import read_jsonl
 
 MAX_EVAL_ROWS = 500
@@ -389,9 +390,7 @@ def _best_so_far(values: list[float | None], higher: bool) -> list[float | None]
     return out
 
 
-def write_run_plot(
-    summary: dict[str, Any], out: Path, name: str = "convergence.png"
-) -> Path | None:
+def write_run_plot(summary: RunSummary, out: Path, name: str = "convergence.png") -> Path | None:
     """``convergence.png`` (or ``name``) for a single run directory.
 
     Best-so-far against evaluations (the harness's curve when the task re-measures one, the
@@ -401,9 +400,9 @@ def write_run_plot(
     records no curve of its baseline). Log y when the values are positive and span more
     than two decades.
     """
-    higher = bool(summary.get("higher_is_better"))
+    higher = bool(summary.higher_is_better)
     rows = _evaluations(out)
-    trace = [v if isinstance(v, int | float) else None for v in summary.get("trace") or []]
+    trace = [v if isinstance(v, int | float) else None for v in summary.trace]
     from_rows = False
     if not trace and rows:
         trace = _best_so_far([_value(r) for r in rows], higher)
@@ -418,7 +417,7 @@ def write_run_plot(
 
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     plotted: list[float] = []
-    n_eval = summary.get("n_evaluations") or len(trace)
+    n_eval = summary.n_evaluations or len(trace)
     if rows and len(rows) == n_eval:
         pts = [(i + 1, _value(r)) for i, r in enumerate(rows)]
         ok = [(x, y) for x, y in pts if y is not None]
@@ -436,36 +435,36 @@ def write_run_plot(
             )  # fmt: skip
     xs = [i + 1 for i, v in enumerate(trace) if v is not None]
     ys = [float(v) for v in trace if v is not None]
-    label = summary.get("method") or "agent"
+    label = summary.method or "agent"
     if from_rows:
         label += " (observed, not re-measured)"
     ax.step(xs, ys, where="post", color="C0", lw=2, label=f"{label}: best so far", zorder=3)
     plotted += ys
-    observed = summary.get("observed_trace") or []
-    if observed and observed != summary.get("trace"):
+    observed = summary.observed_trace
+    if observed and observed != summary.trace:
         ox = [i + 1 for i, v in enumerate(observed) if v is not None]
         oy = [float(v) for v in observed if v is not None]
         ax.step(ox, oy, where="post", color="C1", lw=1, ls="--", label="agent's observed best")
         plotted += oy
-    base_trace = [v for v in summary.get("baseline_trace") or [] if isinstance(v, int | float)]
+    base_trace = [v for v in summary.baseline_trace or [] if isinstance(v, int | float)]
     if base_trace:  # the baseline's own best-so-far curve, where the run records one
         bx = list(range(1, len(base_trace) + 1))
         ax.step(
             bx, base_trace, where="post", color="gray", lw=1.2, ls="--",
-            label=f"{summary.get('baseline_name') or 'baseline'} baseline: best so far",
+            label=f"{summary.baseline_name or 'baseline'} baseline: best so far",
         )  # fmt: skip
         plotted += [float(v) for v in base_trace]
-    elif summary.get("baseline_score") is not None:
-        b = float(summary["baseline_score"])
+    elif summary.baseline_score is not None:
+        b = float(summary.baseline_score)
         ax.axhline(
             b, ls="--", color="gray", lw=1,
-            label=f"{summary.get('baseline_name') or 'baseline'} baseline (final score)",
+            label=f"{summary.baseline_name or 'baseline'} baseline (final score)",
         )  # fmt: skip
         plotted.append(b)
     ax.set_xlabel("evaluations")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel(_metric_label(str(summary.get("metric")), higher))
-    ax.set_title(f"{summary.get('benchmark')}/{summary.get('task')}", fontsize=10)
+    ax.set_ylabel(_metric_label(str(summary.metric), higher))
+    ax.set_title(f"{summary.benchmark}/{summary.task}", fontsize=10)
     if use_log_scale(plotted):
         ax.set_yscale("log")
     ax.legend(fontsize=7, loc="best")
@@ -504,7 +503,7 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def partial_summary(run_dir: Path) -> dict[str, Any]:
+def partial_summary(run_dir: Path) -> RunSummary:
     """A summary of a run that never wrote ``summary.json`` (interrupted, failed, running),
     from its manifest and ``evaluations.jsonl``. Its values are the agent's observations:
     the harness re-measures a candidate only when a run finishes, and the summary says so.
@@ -527,7 +526,7 @@ def partial_summary(run_dir: Path) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - a task gone from the registry still gets a report
         pass
     best_seen = (max(values) if higher else min(values)) if values else None
-    return {
+    return RunSummary.model_validate({
         "agent": cfg.get("agent"),
         "method": cfg.get("method"),
         "benchmark": suite,
@@ -547,7 +546,7 @@ def partial_summary(run_dir: Path) -> dict[str, Any]:
         "n_evaluations": len(rows),
         "trace": [],
         "extra": {"observed_values": values[:200]},
-    }
+    })  # fmt: skip
 
 
 def _short(ident: Any) -> str:
@@ -777,7 +776,7 @@ def _last_value(trace: Any) -> float | None:
     return float(vals[-1]) if vals else None
 
 
-def _run_view(d: Path, summary: dict[str, Any], finished: bool) -> dict[str, Any]:
+def _run_view(d: Path, summary: RunSummary, finished: bool) -> dict[str, Any]:
     from optiforge.runs import read_manifest
 
     try:
@@ -787,13 +786,13 @@ def _run_view(d: Path, summary: dict[str, Any], finished: bool) -> dict[str, Any
     cfg = man.get("config") or {}
     settings = dict(cfg.get("settings") or {})
     agent_opts = settings.pop("agent", None) or {}
-    higher = bool(summary.get("higher_is_better"))
+    higher = bool(summary.higher_is_better)
     rows = _evaluations(d)
 
     # the best candidate: best/ when the run finished, else the best observed evaluation
     best_file, best_code, best_note = None, None, ""
     best_fields: dict[str, str] = {}
-    best_path = d / str(summary.get("best_path") or "best/candidate.py")
+    best_path = d / str(summary.best_path or "best/candidate.py")
     for p in (best_path, d / "best" / "candidate.py", d / "best" / "candidate.json"):
         if p.is_file():
             best_file, best_code = p, p.read_text(errors="replace")
@@ -876,7 +875,7 @@ def _run_view(d: Path, summary: dict[str, Any], finished: bool) -> dict[str, Any
         )
     plot = write_run_plot(summary, d)
     metrics = _read_json(d / "best" / "metrics.json") or {}
-    claimed, best = summary.get("claimed_score"), summary.get("best_score")
+    claimed, best = summary.claimed_score, summary.best_score
     differs = (
         finished
         and isinstance(claimed, int | float)
@@ -886,13 +885,14 @@ def _run_view(d: Path, summary: dict[str, Any], finished: bool) -> dict[str, Any
     # The bookkeeping is off only when the claim is not what the agent itself observed (the
     # best of its own curve); a re-measurement that differs from a consistent claim is the
     # task's noise or its noiseless re-measurement, which is said without alarm.
-    observed = _last_value(summary.get("observed_trace"))
+    observed = _last_value(summary.observed_trace)
     mismatch = bool(
         isinstance(claimed, int | float) and observed is not None and not _close(claimed, observed)
     )
+    held = summary.row()  # the keys the file holds (a partial summary has fewer)
     raw = {
         k: v
-        for k, v in summary.items()
+        for k, v in held.items()
         if k not in ("trace", "observed_trace", "extra", "verification")
     }
     shown_keys = [
@@ -920,13 +920,13 @@ def _run_view(d: Path, summary: dict[str, Any], finished: bool) -> dict[str, Any
     ]
     return {
         "kind": "run",
-        "s": {k: summary.get(k) for k in shown_keys},
+        "s": {k: held.get(k) for k in shown_keys},
         "finished": finished,
-        "status": str(summary.get("status") or "unknown"),
-        "reason": str(summary.get("status_reason") or summary.get("stop_reason") or ""),
-        "task_ref": f"{summary.get('benchmark')}/{summary.get('task')}@{summary.get('split')}",
+        "status": str(summary.status or "unknown"),
+        "reason": str(summary.status_reason or summary.stop_reason or ""),
+        "task_ref": f"{summary.benchmark}/{summary.task}@{summary.split}",
         "higher": higher,
-        "improvement": _improvement(best, summary.get("baseline_score"), higher),
+        "improvement": _improvement(best, summary.baseline_score, higher),
         "mismatch": mismatch,
         "differs": differs and not mismatch,
         "observed_best": observed,
@@ -953,10 +953,10 @@ def _run_view(d: Path, summary: dict[str, Any], finished: bool) -> dict[str, Any
         "table_capped": len(rows) > MAX_EVAL_ROWS,
         "llm": _llm_view(d, man),
         "plot": _img(plot) if plot else None,
-        "baseline_curve": bool(summary.get("baseline_trace")),
+        "baseline_curve": bool(summary.baseline_trace),
         "raw": raw,
-        "extra": summary.get("extra") or {},
-        "verification": summary.get("verification") or {},
+        "extra": summary.extra,
+        "verification": summary.verification,
     }
 
 
@@ -1080,18 +1080,19 @@ def render_report(directory: str | Path) -> Path:
     summary_path = d / "summary.json"
     finished = summary_path.is_file()
     if finished:
-        summary = json.loads(summary_path.read_text())
+        data = json.loads(summary_path.read_text())
     elif (d / "manifest.json").is_file():
-        summary = partial_summary(d)  # an interrupted or failed run: what it did so far
+        data = None  # an interrupted or failed run: what it did so far (partial_summary)
     else:
         raise RunRecordError(
             f"{d} is not a run or eval directory (no summary.json or manifest.json)"
         )
     env = _env()
-    if "tasks" in summary and "methods" in summary:
-        page = env.get_template("eval.html.j2").render(v=_eval_view(d, summary))
+    if data is not None and "tasks" in data and "methods" in data:  # an eval's summary
+        page = env.get_template("eval.html.j2").render(v=_eval_view(d, data))
     else:
-        page = env.get_template("run.html.j2").render(v=_run_view(d, summary, finished))
+        run = RunSummary.model_validate(data) if data is not None else partial_summary(d)
+        page = env.get_template("run.html.j2").render(v=_run_view(d, run, finished))
     out = d / "report.html"
     out.write_text(page)
     return out

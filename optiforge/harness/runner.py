@@ -33,9 +33,9 @@ from optiforge.harness.best import write_best
 from optiforge.harness.context import build_context, close_context
 from optiforge.harness.resume import resumed_settings
 from optiforge.harness.status import eval_status, run_status
+from optiforge.harness.summary import SUMMARY, RunSummary
 from optiforge.runs import RunRecorder, read_jsonl, read_manifest, to_json_line
 
-SUMMARY = "summary.json"
 RESULTS = "results.jsonl"
 
 
@@ -78,10 +78,10 @@ def run_task(
     budget: Any | None = None,
     tee: Any | None = None,
     config_extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Run ``method`` (the agent itself, or one of its baselines) on ``task``.
 
-    Writes ``out_dir/summary.json`` and returns it. With ``resume``, an interrupted run in
+    Writes ``out_dir/summary.json`` and returns it (``RunSummary``). With ``resume``, an interrupted run in
     ``out_dir`` continues from its checkpoint. ``budget`` and ``tee``: a ledger and a log
     shared with other runs (a pipeline's nodes); the summary counts this run's share.
     ``config_extra``: recorded in the manifest beside the run's own config.
@@ -166,46 +166,46 @@ def run_task(
         status, status_reason = run_status(
             value, outcome.stop_reason, outcome.failure, outcome.llm_proposals
         )
-        summary = {
-            "agent": spec.name,
-            "method": method,
-            "benchmark": task.suite,
-            "task": task.name,
-            "split": task.split,
-            "seed": settings.seed,
-            "model": settings.model,
-            "metric": task.metric,
-            "higher_is_better": task.higher_is_better,
-            "best_score": value,
-            "verified": passed,
-            "claimed_score": outcome.claimed_value,
-            "baseline_name": baseline_name,
-            "baseline_score": baseline_score,
-            "baseline_trace": baseline_trace,
-            "n_evaluations": outcome.n_evaluations,
-            "llm_calls": int(spent("calls")),
-            "tokens": int(spent("tokens")),
-            "cost_usd": float(spent("usd")),
-            "unpriced_calls": int(spent("unpriced_calls")),
-            "sandbox_s": float(spent("sandbox_s")),
-            "wall_s": round(time.perf_counter() - t0, 3),
-            "stop_reason": outcome.stop_reason,
+        summary = RunSummary(
+            agent=spec.name,
+            method=method,
+            benchmark=task.suite,
+            task=task.name,
+            split=task.split,
+            seed=settings.seed,
+            model=settings.model,
+            metric=task.metric,
+            higher_is_better=task.higher_is_better,
+            best_score=value,
+            verified=passed,
+            claimed_score=outcome.claimed_value,
+            baseline_name=baseline_name,
+            baseline_score=baseline_score,
+            baseline_trace=baseline_trace,
+            n_evaluations=outcome.n_evaluations,
+            llm_calls=int(spent("calls")),
+            tokens=int(spent("tokens")),
+            cost_usd=float(spent("usd")),
+            unpriced_calls=int(spent("unpriced_calls")),
+            sandbox_s=float(spent("sandbox_s")),
+            wall_s=round(time.perf_counter() - t0, 3),
+            stop_reason=outcome.stop_reason,
             # the LLM's proposals as the agent counts them ({"made", "valid"}; None: no count)
-            "llm_proposals": outcome.llm_proposals,
+            llm_proposals=outcome.llm_proposals,
             # what the budget or the agent changed about what was measured (one line each)
-            "notes": list(outcome.notes),
-            "status": status,
-            "status_reason": status_reason,
+            notes=list(outcome.notes),
+            status=status,
+            status_reason=status_reason,
             # The harness's own best-so-far curve when the task re-measures one (e.g. noiseless
             # values at the run's points); otherwise the agent's observed curve.
-            "trace": _harness_trace(verification) or outcome.trace,
-            "observed_trace": outcome.trace,
-            "extra": outcome.extra,
-            "verification": verification,
-        }
+            trace=_harness_trace(verification) or outcome.trace,
+            observed_trace=outcome.trace,
+            extra=outcome.extra,
+            verification=verification,
+        )
         best_file = write_best(out, summary, outcome.best_candidate)
-        summary["best_path"] = str(best_file.relative_to(out)) if best_file else None
-        (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        summary.best_path = str(best_file.relative_to(out)) if best_file else None
+        summary.write(out)
         recorder.finish(status, best_score=value, status_reason=status_reason)
         return summary
     except KeyboardInterrupt:
@@ -256,7 +256,7 @@ def _row_worker(args: tuple[str, str, str, str, str, dict[str, Any], str]) -> di
     try:
         return run_task(
             agent, task, settings, row_dir, method=method, resume=resume, with_baseline=False
-        )
+        ).row()
     except OptiforgeError as err:
         return {
             "error": f"{type(err).__name__}: {err}",

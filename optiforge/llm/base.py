@@ -30,10 +30,18 @@ from optiforge.llm.recording import Cassette, ResponseCache, request_key
 from optiforge.llm.structured import (
     SchemaParseError,
     parse_structured,
+    reask_loop,
     reask_message,
     with_schema_instruction,
 )
 from optiforge.llm.types import CallRecord, Completion, ProviderReply, ToolCall
+
+
+def _reply_text(reply: ProviderReply) -> str:
+    """The reply's text ("" when it has none)."""
+    text = reply.message.get("content") or ""
+    return text if isinstance(text, str) else str(text)
+
 
 _ROLES = {"system", "user", "assistant", "tool", "developer", "function"}
 
@@ -171,37 +179,44 @@ class BaseLLM:
         if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
             raise ConfigError(f"schema must be a pydantic BaseModel subclass, got {schema!r}")
         req = with_schema_instruction(messages, schema) if schema else [dict(m) for m in messages]
-        reasks = 0
-        while True:
-            reply, record = self._call(req, tools, schema, params)
-            text = reply.message.get("content") or ""
-            if not isinstance(text, str):
-                text = str(text)
-            calls = [ToolCall.from_openai(c) for c in reply.message.get("tool_calls") or []]
-            parsed: BaseModel | None = None
-            if schema is not None and not calls:
-                try:
-                    parsed = parse_structured(text, schema)
-                    self._trace_structured(schema, reasks, None)
-                except SchemaParseError as e:
-                    self._trace_structured(schema, reasks, str(e))
-                    if reasks >= self.max_reasks:
-                        raise StructuredOutputError(
-                            f"{self.model}: reply never matched {schema.__name__} after "
-                            f"{reasks + 1} tries; last problem: {e}"
-                        ) from None
-                    req = [*req, _assistant_message(reply.message), reask_message(str(e))]
-                    reasks += 1
-                    continue
-            return Completion(
-                text=text,
-                tool_calls=calls,
-                parsed=parsed,
-                record=record,
-                finish_reason=reply.finish_reason,
-                message=_assistant_message(reply.message),
-                reasks=reasks,
-            )
+
+        def send(msgs: list[dict[str, Any]], k: int) -> tuple[int, ProviderReply, CallRecord]:
+            return (k, *self._call(msgs, tools, schema, params))
+
+        def parse(got: tuple[int, ProviderReply, CallRecord]) -> BaseModel | None:
+            k, reply, _ = got
+            if schema is None or reply.message.get("tool_calls"):
+                return None
+            try:
+                parsed = parse_structured(_reply_text(reply), schema)
+            except SchemaParseError as e:
+                self._trace_structured(schema, k, str(e))
+                raise
+            self._trace_structured(schema, k, None)
+            return parsed
+
+        def reask(
+            msgs: list[dict[str, Any]], got: tuple[int, ProviderReply, CallRecord], error: str
+        ) -> list[dict[str, Any]]:
+            return [*msgs, _assistant_message(got[1].message), reask_message(error)]
+
+        asked = reask_loop(send, parse, req, tries=self.max_reasks + 1, reask=reask)
+        if not asked.valid or asked.reply is None:
+            assert schema is not None  # only a schema reply can be refused
+            raise StructuredOutputError(
+                f"{self.model}: reply never matched {schema.__name__} after "
+                f"{asked.asks} tries; last problem: {asked.errors[-1]}"
+            ) from None
+        _, reply, record = asked.reply
+        return Completion(
+            text=_reply_text(reply),
+            tool_calls=[ToolCall.from_openai(c) for c in reply.message.get("tool_calls") or []],
+            parsed=asked.value,
+            record=record,
+            finish_reason=reply.finish_reason,
+            message=_assistant_message(reply.message),
+            reasks=asked.asks - 1,
+        )
 
     async def acomplete(
         self,

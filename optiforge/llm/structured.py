@@ -1,14 +1,18 @@
-"""Structured output: schema instructions, tolerant JSON extraction, re-ask messages.
+"""Structured output: schema instructions, tolerant JSON extraction, re-ask messages, and
+``reask_loop``, the one "ask, validate, re-ask with the error" loop.
 
 Shared by every ``LLM`` implementation (LiteLLM, ScriptedLLM, FunctionLLM) so the
-parse/re-ask behaviour tested on one is the behaviour of all.
+parse/re-ask behaviour tested on one is the behaviour of all; the agents reach the loop
+through ``optiforge.agents.kit.ask.ask_valid``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,8 +34,84 @@ def extract_code_block(text: str | None) -> str:
     return m.group(1) if m else (text or "")
 
 
-class SchemaParseError(Exception):
-    """Internal: the reply did not parse/validate; ``str(self)`` is fed back to the model."""
+class Invalid(Exception):
+    """A reply that did not parse or validate; ``str(self)`` is the reason (fed back to the
+    model by the re-ask)."""
+
+
+class SchemaParseError(Invalid):
+    """The reply did not parse into the schema; ``str(self)`` is fed back to the model."""
+
+
+R = TypeVar("R")
+V = TypeVar("V")
+Messages = list[dict[str, Any]]
+
+
+@dataclass
+class Asked(Generic[R, V]):
+    """What ``reask_loop`` got: the first valid reply's value, or why every reply failed."""
+
+    messages: Messages
+    """The conversation as last sent: the request plus each refused reply and its re-ask."""
+    value: V | None = None
+    """The parsed value of the valid reply (None when no reply was valid)."""
+    valid: bool = False
+    """A reply parsed and validated."""
+    reply: R | None = None
+    """The last reply received (valid or not; None when none came)."""
+    asks: int = 0
+    """Requests made, the one a ``stop_on`` error ended included."""
+    errors: list[str] = field(default_factory=list)
+    """Why each refused reply was refused, in order."""
+    stop: BaseException | None = None
+    """The ``stop_on`` error (a provider failure, a spending cap) that ended the loop."""
+
+
+def reask_loop(
+    send: Callable[[Messages, int], R],
+    parse: Callable[[R], V],
+    messages: Messages,
+    *,
+    tries: int,
+    reask: Callable[[Messages, R, str], Messages],
+    on_invalid: Callable[[int, str], None] | None = None,
+    stop_on: tuple[type[BaseException], ...] = (),
+) -> Asked[R, V]:
+    """Ask (``send(messages, k)`` for try ``k``), ``parse`` the reply, and on ``Invalid``
+    re-ask with ``reask(messages, reply, reason)``, for at most ``tries`` replies.
+
+    ``send`` may itself raise ``Invalid`` (a reply the LLM layer already refused): that try
+    counts as refused and the conversation is sent again unchanged. An error in
+    ``stop_on`` ends the loop (``Asked.stop``); any other error propagates. No re-ask is
+    built after the last refused reply.
+    """
+    out: Asked[R, V] = Asked(messages=list(messages))
+    for k in range(tries):
+        out.asks = k + 1
+        try:
+            reply = send(out.messages, k)
+        except Invalid as e:
+            out.errors.append(str(e))
+            if on_invalid is not None:
+                on_invalid(k, str(e))
+            continue
+        except stop_on as e:
+            out.stop = e
+            return out
+        out.reply = reply
+        try:
+            out.value = parse(reply)
+        except Invalid as e:
+            out.errors.append(str(e))
+            if on_invalid is not None:
+                on_invalid(k, str(e))
+            if k + 1 < tries:
+                out.messages = reask(out.messages, reply, str(e))
+            continue
+        out.valid = True
+        return out
+    return out
 
 
 def schema_instruction(schema: type[BaseModel]) -> str:

@@ -49,7 +49,7 @@ def test_evolve_checks_a_draft_with_its_tool_and_answers_the_fixed_program(tmp_p
     rows = [json.loads(x) for x in (out / "evaluations.jsonl").read_text().splitlines()]
     llm_rows = [r for r in rows if r["origin"] == "llm"]
     assert llm_rows and all(r["passed"] for r in llm_rows)  # the answers were the fixed program
-    assert summary["llm_calls"] == 2 * len(calls)  # a checking turn and an answer each
+    assert summary.llm_calls == 2 * len(calls)  # a checking turn and an answer each
 
 
 def test_the_check_tool_never_returns_the_score(tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_a_model_without_tool_calls_is_asked_without_tools(tmp_path: Path) -> No
     settings = RunSettings(budget=2, memory="none")
     summary = run_task("evolve", resolve_task("funcfit/sine@dev"), settings, tmp_path / "r",
                        with_baseline=False, llm=llm)  # fmt: skip
-    assert summary["status"] == "finished"
+    assert summary.status == "finished"
 
 
 def test_an_unknown_tool_name_is_a_config_error(tmp_path: Path) -> None:
@@ -147,4 +147,4 @@ def test_autorem_runs_its_draft_with_run_python_before_answering(tmp_path: Path)
     summary = run_task("autorem", task, settings, out, with_baseline=False, llm=FunctionLLM(model))
     assert ran and json.loads(ran[0])["stdout"].strip() == "42"
     assert [e["name"] for e in iter_events(out) if e["kind"] == "tool_call"] == ["run_python"]
-    assert summary["llm_calls"] == 2
+    assert summary.llm_calls == 2

@@ -404,16 +404,17 @@ def test_resume_refuses_logs_that_disagree_with_the_checkpoint(tmp_path: Path, d
 def test_a_round_reflected_twice_stores_its_lessons_once(tmp_path: Path) -> None:
     """A kill between reflect's memory write and its checkpoint re-runs the node."""
     from optiforge.agents.kit import Evaluated
-    from optiforge.agents.kit.search import _Loop, _store_lessons
+    from optiforge.agents.kit.search.loop import SearchLoop
+    from optiforge.agents.kit.search.nodes import store_lessons
     from optiforge.memory import Store
 
     store = Store(f"sqlite:///{tmp_path / 'mem.db'}", embedder=None)
     ctx = RunContext(memory=store, run_dir=tmp_path / "run", agent="toy-agent")
     problem = ToyProblem()
-    loop = _Loop(problem, GaussianProposer(), SearchConfig(), "", problem.evaluator())
+    loop = SearchLoop(problem, GaussianProposer(), SearchConfig(), "", problem.evaluator())
     batch = [Evaluated(id="r1c0", key="k", payload={"a": 1.0, "b": 0.0}, round=1)]
     for _ in range(2):
-        _store_lessons(ctx, loop, ["a lesson", "another"], batch)
+        store_lessons(ctx, loop, ["a lesson", "another"], batch)
     assert sorted(e.lesson for e in store.experiences(agent="toy-agent")) == ["a lesson", "another"]
     # a bare string says nothing of its origin: stored as unknown (untrusted)
     assert {e.provenance for e in store.experiences(agent="toy-agent")} == {"unknown"}
@@ -425,9 +426,9 @@ def test_a_logged_candidate_is_on_disk_before_other_threads_see_it(tmp_path: Pat
     round there it may finish and be checkpointed: a record in the index but not yet in
     the file (an evaluator thread still writing it) made a kill then leave a checkpoint
     ahead of evaluations.jsonl, which the resume refused."""
-    from optiforge.agents.kit import search
+    from optiforge.agents.kit.search import logs as search
 
-    log = search._EvalLog(tmp_path)
+    log = search.EvalLog(tmp_path)
     indexed, path = log._index, tmp_path / search.EVALUATIONS
     on_disk: list[bool] = []
 

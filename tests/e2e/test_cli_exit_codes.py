@@ -273,10 +273,8 @@ def test_http_500_forever_is_a_failed_run(
                                    agent={"search": {"proposals_per_round": 1}}), tmp_path / "r",
                        with_baseline=False, llm=llm)  # fmt: skip
     assert openai_server.count == 3  # the first try and two retries
-    assert summary["status"] == "failed"
-    assert (
-        "LLMProviderError" in summary["status_reason"] and "3 attempts" in summary["status_reason"]
-    )
+    assert summary.status == "failed"
+    assert "LLMProviderError" in summary.status_reason and "3 attempts" in summary.status_reason
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["status"] == "failed"
 

@@ -31,8 +31,8 @@ def test_knowevo_llm_run_too_small_to_ask_the_llm_says_so(tmp_path: Path) -> Non
     settings = RunSettings(budget=8, model="scripted", memory="none")
     s = run_task("knowevo", resolve_task("protein/thermostability-a@dev"), settings, tmp_path,
                  llm=FunctionLLM(_never), with_baseline=False)  # fmt: skip
-    assert s["llm_calls"] == 0
-    (note,) = s["notes"]
+    assert s.llm_calls == 0
+    (note,) = s.notes
     assert note.startswith("budget 8 < 19") and "--budget 19" in note
 
 
@@ -48,7 +48,7 @@ def test_smith_budget_below_the_build_tasks_is_noted(tmp_path: Path) -> None:
     settings = RunSettings(budget=6, memory="none")
     s = run_task("smith", resolve_task("procedural/train-families@dev"), settings, tmp_path,
                  with_baseline=False)  # fmt: skip
-    (note,) = s["notes"]
+    (note,) = s.notes
     assert "budget 6 validations < 9 build tasks" in note
 
 
@@ -56,8 +56,8 @@ def test_formulator_result_carries_its_budget(tmp_path: Path) -> None:
     task = resolve_task("bbowp/" + _first_bbowp() + "@dev")
     s = run_task("formulator", task, RunSettings(budget=task.budget + 5, memory="none"),
                  tmp_path, with_baseline=False)  # fmt: skip
-    assert s["extra"]["budget"] == task.budget and s["extra"]["budget_asked"] == task.budget + 5
-    (note,) = s["notes"]
+    assert s.extra["budget"] == task.budget and s.extra["budget_asked"] == task.budget + 5
+    (note,) = s.notes
     assert f"--budget {task.budget + 5} is not used" in note
 
 

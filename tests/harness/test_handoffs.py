@@ -57,7 +57,7 @@ def test_a_missing_upstream_artifact_fails_the_reader_in_one_line(
 
     ran: list[str] = []
 
-    def fake_run_task(agent: str, *a: Any, **kw: Any) -> dict[str, Any]:
+    def fake_run_task(agent: str, *a: Any, **kw: Any) -> Any:
         ran.append(agent)
         raise SandboxError("no sandbox here\nsecond line of the cause")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from optiforge.harness.plot_later import PLOT_NAME, draw, plot_expected, spawn_run_plot
+from optiforge.harness.summary import RunSummary
 
 
 def _wait_for(path: Path, guard_s: float = 300.0) -> bool:
@@ -52,14 +53,13 @@ def test_nothing_to_plot_spawns_nothing(tmp_path: Path) -> None:
     d = tmp_path / "run"
     d.mkdir()
     (d / "summary.json").write_text("{}")
-    assert not plot_expected({}, d)
-    assert spawn_run_plot({}, d) is None
+    assert not plot_expected(RunSummary(), d)
+    assert spawn_run_plot(RunSummary(), d) is None
 
 
 def test_spawned_plot_appears(tmp_path: Path) -> None:
     d = _fake_run(tmp_path)
-    summary = json.loads((d / "summary.json").read_text())
-    p = spawn_run_plot(summary, d)
+    p = spawn_run_plot(RunSummary.load(d), d)
     assert p == d / PLOT_NAME
     assert _wait_for(p)
 

@@ -35,13 +35,13 @@ def _reply(messages: list[dict[str, Any]]) -> str:
     return f"```python\ndef f(x):\n    return {a:.2f} * x + {b:.2f}\n```"
 
 
-def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -> Any:
+def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -> dict[str, Any]:
     """evolve through the harness with a prompt-logging model; returns summary.json."""
     llm = FunctionLLM(logging_model(prompts, block_at, _reply))
     llm.ordered_replies = True  # type: ignore[attr-defined]
     task = resolve_task("funcfit/sine@dev")
     return run_task("evolve", task, SETTINGS, run_dir, llm=llm, resume=resume,
-                    with_baseline=False, progress=REPORTS.append)  # fmt: skip
+                    with_baseline=False, progress=REPORTS.append).row()  # fmt: skip
 
 
 @pytest.mark.slow

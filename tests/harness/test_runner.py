@@ -114,11 +114,11 @@ def test_run_task_writes_summary_and_remeasures(tmp_path: Path) -> None:
     ):
         assert key in on_disk
     # The agent claimed -123; the harness re-scored its candidate itself.
-    assert summary["claimed_score"] == -123.0
-    a, b = summary["best_score"], None
+    assert summary.claimed_score == -123.0
+    a, b = summary.best_score, None
     assert a is not None and a >= 0 and a < 10.0
-    assert summary["baseline_name"] == "seed" and summary["baseline_score"] == pytest.approx(10.0)
-    assert summary["n_evaluations"] == 10 and b is None
+    assert summary.baseline_name == "seed" and summary.baseline_score == pytest.approx(10.0)
+    assert summary.n_evaluations == 10 and b is None
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "finished" and manifest["seed"] == 0 and "versions" in manifest
     kinds = [json.loads(line)["kind"] for line in (out / "events.jsonl").read_text().splitlines()]

@@ -118,7 +118,7 @@ def test_an_offline_run_never_loads_the_embedding_model(
     out = tmp_path / "run"
     settings = RunSettings(budget=40)
     summary = run_task(get_agent("evolve"), resolve_task("funcfit/quadratic"), settings, out)
-    assert summary["status"] == "finished"
+    assert summary.status == "finished"
     store = Store(f"sqlite:///{out / 'memory.db'}", embedder=None)
     st = store.stats()
     assert st["experiences"] >= 1 and st["candidates"] == 40 and st["vectors_by_model"] == {}

@@ -11,6 +11,8 @@ from pydantic import ValidationError
 from optiforge.agents.formulator.problem import llm_schema, to_formulation
 from optiforge.agents.kit import RunContext
 from optiforge.evals.suites.bbowp.protocol import WordProblemTask
+from optiforge.agents.kit.ask import Invalid, ask_valid
+from optiforge.llm.types import Completion
 from optiforge.solvers.blackbox.portfolio import PORTFOLIO
 
 SYSTEM = (
@@ -45,17 +47,22 @@ def llm_formulation(
     knobs = task.knobs
     schema = llm_schema(sorted(knobs), max_variables)
     messages = list(messages or prompt(task))
-    error = ""
-    for attempt in range(max_reasks + 1):
-        reply = ctx.llm.complete(messages, schema=schema)
+
+    def parse(reply: Completion) -> dict[str, Any]:
         try:
-            return to_formulation(reply.parsed, knobs), attempt
+            return to_formulation(reply.parsed, knobs)
         except (ValueError, ValidationError) as e:
-            error = _why(e)
-            ctx.tracer.event("formulation_invalid", attempt=attempt, error=error)
-            messages = [*messages, {"role": "assistant", "content": reply.text or ""},
-                        {"role": "user", "content": f"That formulation is invalid: {error}. Fix it."}]  # fmt: skip
-    raise ValueError(f"no valid formulation after {max_reasks + 1} replies: {error}")
+            raise Invalid(_why(e)) from e
+
+    def invalid(attempt: int, error: str) -> None:
+        ctx.tracer.event("formulation_invalid", attempt=attempt, error=error)
+
+    asked = ask_valid(ctx.llm, messages, parse, tries=max_reasks + 1, params={"schema": schema},
+                      reask=lambda error: f"That formulation is invalid: {error}. Fix it.",
+                      on_invalid=invalid, stop_on=())  # fmt: skip
+    if not asked.valid or asked.value is None:
+        raise ValueError(f"no valid formulation after {max_reasks + 1} replies: {asked.errors[-1]}")
+    return asked.value, asked.asks - 1
 
 
 def _why(e: Exception) -> str:

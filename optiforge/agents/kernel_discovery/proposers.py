@@ -10,9 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from optiforge.agents.kernel_discovery.config import KernelDiscoveryConfig
 from optiforge.agents.kernel_discovery.problem import KernelSearchProblem, describe, validate_source
 from optiforge.agents.kit import Evaluated, Proposal, RunContext
+from optiforge.agents.kit.ask import Invalid, ask_valid
 from optiforge.agents.kit.recall import lessons_block
 from optiforge.errors import BudgetExceeded, InvalidCandidate, LLMError, StructuredOutputError
 from optiforge.llm.structured import CODE_STOP, extract_code_block
+from optiforge.llm.types import Completion
 from optiforge.solvers.gp import grammar
 
 CODE_PROTOCOL = """Write Python (torch only; `torch` and `math` are available, no imports) defining:
@@ -190,27 +192,30 @@ class LLMKernelProposer:
                 "content": code_prompt(form),
             }
         ]
-        src = ""
         assert ctx.llm is not None  # propose() refuses to run without an LLM
-        for attempt in range(self.config.max_code_reasks + 1):
-            # NAME and HYPERPARAMETERS come before the def (CODE_PROTOCOL): a preamble
-            reply = ctx.llm.complete(messages, stop=CODE_STOP, grammar=KERNEL_GRAMMAR)
+
+        def parse(reply: Completion) -> str:
             src = extract_code_block(reply.text)
             reason = validate_source(
                 src, int(problem.X.shape[1]), ctx, problem.task.max_hyperparameters
             )
-            if reason is None:
-                return src
+            if reason is not None:
+                raise Invalid(reason)
+            return src
+
+        def rejected(attempt: int, reason: str) -> None:
             ctx.tracer.event("kernel_code_rejected", form=form.name, attempt=attempt, reason=reason)
-            messages += [
-                {"role": "assistant", "content": reply.text or ""},
-                {
-                    "role": "user",
-                    # the reason may be a quoted block: the instruction goes on its own line
-                    "content": f"That code was rejected: {reason}\nFix it and reply with one ```python block.",
-                },
-            ]
-        return src  # still invalid: the loop's evaluation rejects it and logs the reason
+
+        # NAME and HYPERPARAMETERS come before the def (CODE_PROTOCOL): a preamble
+        asked = ask_valid(ctx.llm, messages, parse, tries=self.config.max_code_reasks + 1,
+                          params={"stop": CODE_STOP, "grammar": KERNEL_GRAMMAR},
+                          # the reason may be a quoted block: the instruction goes on its own line
+                          reask=lambda reason: f"That code was rejected: {reason}\nFix it and reply with one ```python block.",
+                          on_invalid=rejected, stop_on=())  # fmt: skip
+        if asked.valid and asked.value is not None:
+            return asked.value
+        # still invalid: the loop's evaluation rejects it and logs the reason
+        return extract_code_block(asked.reply.text) if asked.reply is not None else ""
 
 
 def _parents_text(parents: list[Evaluated]) -> str:

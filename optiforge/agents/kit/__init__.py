@@ -11,7 +11,7 @@
 
 from optiforge.agents.kit.context import RunContext
 from optiforge.agents.kit.driver import CHECKPOINTS, GraphRun, open_checkpointer, run_graph
-from optiforge.agents.kit.outcome import AgentOutcome, proposals_failure, search_outcome
+from optiforge.agents.kit.outcome import AgentOutcome
 from optiforge.agents.kit.run import AgentRun
 from optiforge.agents.kit.search import (
     EVALUATIONS,
@@ -27,8 +27,10 @@ from optiforge.agents.kit.search import (
     build_search_graph,
     payload_key,
     pick_proposer,
+    proposals_failure,
     run_search,
     search_graph,
+    search_outcome,
     search_result,
     search_run,
 )

@@ -1,4 +1,12 @@
-"""``complete_all``: a proposer's independent LLM requests of one round, made concurrently.
+"""Asking the LLM: ``ask_valid`` (one request, validated, re-asked with the error) and
+``complete_all`` (a proposer's independent requests of one round, made concurrently).
+
+``ask_valid`` is the kit's face of the one "ask, validate, re-ask with the error" loop
+(``optiforge.llm.structured.reask_loop``, which the LLM layer's own schema re-asks use):
+an agent hands it a ``parse`` that returns the reply's value or raises ``Invalid(reason)``,
+and a ``reask`` that turns the reason into the next user message.
+
+``complete_all``:
 
 A round's proposals (evolve's "variant j of n", hawkeye's strategy rotation) are separate
 requests whose prompts do not depend on each other's replies, so they can be in flight
@@ -16,12 +24,71 @@ requests run is deterministic under ``--max-llm-calls``; a request refused by an
 from __future__ import annotations
 
 import concurrent.futures as cf
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from optiforge.agents.kit.context import RunContext
-from optiforge.errors import BudgetExceeded
+from optiforge.agents.kit.tools import complete_with_tools
+from optiforge.errors import BudgetExceeded, LLMError
+from optiforge.llm.grammars import python_function_block
+from optiforge.llm.structured import CODE_STOP, Asked, Invalid, extract_code_block, reask_loop
+from optiforge.llm.types import Completion
+
+__all__ = ["STOP", "Asked", "Invalid", "ask_valid", "code_rewrites", "complete_all"]
 
 MAX_CONCURRENT = 8
+
+STOP: tuple[type[BaseException], ...] = (LLMError, BudgetExceeded)
+"""What ends an ``ask_valid`` loop without raising by default: a provider failure (after
+its retries) or a spending cap."""
+
+V = TypeVar("V")
+
+
+class Completes(Protocol):
+    """Anything with the ``LLM.complete`` call (an ``LLM``, or an agent's wrapper of one)."""
+
+    def complete(self, messages: list[dict[str, Any]], **params: Any) -> Completion: ...
+
+
+def ask_valid(
+    llm: Completes,
+    messages: list[dict[str, Any]],
+    parse: Callable[[Completion], V],
+    *,
+    tries: int,
+    reask: Callable[[str], str],
+    params: Mapping[str, Any] | Callable[[int], Mapping[str, Any]] | None = None,
+    on_invalid: Callable[[int, str], None] | None = None,
+    stop_on: tuple[type[BaseException], ...] = STOP,
+) -> Asked[Completion, V]:
+    """Ask ``llm`` with ``messages`` until ``parse`` accepts a reply, at most ``tries`` times.
+
+    Args:
+        parse: the reply's value, or ``Invalid(reason)`` for a reply that cannot be used.
+        reask: the user message after a refused reply, from its reason (the reply itself
+            goes back first as the assistant's turn).
+        params: ``complete``'s keyword arguments, or a function of the try (0, 1, ...).
+        on_invalid: called with the try and the reason of each refused reply (an event).
+        stop_on: errors that end the loop (``Asked.stop``) instead of propagating; ``llm``
+            may raise ``Invalid`` itself for a reply it already refused (counted, and the
+            conversation sent again unchanged).
+
+    Returns the ``Asked``: ``value``/``valid``, the last ``reply``, ``asks`` (requests
+    made), ``errors`` (each refused reply's reason), ``messages``, ``stop``.
+    """
+
+    def send(msgs: list[dict[str, Any]], k: int) -> Completion:
+        kw = params(k) if callable(params) else (params or {})
+        return llm.complete(msgs, **kw)
+
+    def again(msgs: list[dict[str, Any]], reply: Completion, reason: str) -> list[dict[str, Any]]:
+        return [*msgs, {"role": "assistant", "content": reply.text or ""},
+                {"role": "user", "content": reask(reason)}]  # fmt: skip
+
+    return reask_loop(
+        send, parse, messages, tries=tries, reask=again, on_invalid=on_invalid, stop_on=stop_on
+    )
 
 
 def complete_all(
@@ -50,7 +117,6 @@ def complete_all(
     todo = requests if left is None else requests[: max(left, 1)]
     ask: Any = llm.complete
     if tools is not None:
-        from optiforge.agents.kit.tools import complete_with_tools
 
         def ask(messages: list[dict[str, Any]], **kw: Any) -> Any:
             return complete_with_tools(ctx, messages, tools, max_tool_steps, **kw)
@@ -89,10 +155,6 @@ def code_rewrites(ctx: Any, prompt: str, n: int, defines: str) -> tuple[list[str
     """``n`` code replies to one prompt (the first at temperature 0.2, the others 0.7): the
     code of each reply that defines ``defines`` (e.g. ``score(variant, ctx)``), and why the
     others were refused. Stops at the first provider error or spending cap."""
-    from optiforge.errors import BudgetExceeded, LLMError
-    from optiforge.llm.grammars import python_function_block
-    from optiforge.llm.structured import CODE_STOP, extract_code_block
-
     name = defines.split("(")[0]
     codes: list[str] = []
     errors: list[str] = []

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from optiforge.agents.kit.context import RunContext
+from optiforge.agents.kit.search.records import Proposal
 
 
 class ToolsConfig(BaseModel):
@@ -131,7 +132,6 @@ def complete_with_tools(
 def check_tool(problem: Any, ctx: RunContext, field: str = "code") -> Any:
     """``check_program(code)``: the search's own static checks (``problem.materialize``),
     then the task's ``check`` (a sandboxed run on probe inputs, no score) when it has one."""
-    from optiforge.agents.kit.search import Proposal
     from optiforge.errors import InvalidCandidate
     from optiforge.tools import Tool, args_model_from_function
 

@@ -10,13 +10,16 @@ its substitutions, measured value, rank under the strategy and the blamed block'
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from optiforge.agents.kit import RunContext
+from optiforge.agents.kit.ask import Invalid, ask_valid
 from optiforge.agents.knowevo.problem import Edit, additions, edits_of_block
 from optiforge.agents.knowevo.tree import Node, spearman
 from optiforge.evals.suites.protein.protocol import ProteinTask
+from optiforge.llm.types import Completion
 from optiforge.memory.provenance import quote_untrusted
 
 Tested = tuple[Edit, dict[str, Any]]
@@ -152,6 +155,23 @@ def _feedback(out: dict[str, Any], block: str, rho: float, base: float,
     )
 
 
+def _edit_params(first: int, k: int) -> dict[str, Any]:
+    """The request of the edit loop's turn ``first + k`` (0-based): the first one cooler."""
+    from optiforge.llm.structured import CODE_STOP
+
+    return {"stop": CODE_STOP, "temperature": 0.2 if first + k == 0 else 0.7}
+
+
+def _score_code(reply: Completion) -> str:
+    """The reply's code block when it defines ``score``, else ``Invalid``."""
+    from optiforge.llm.structured import extract_code_block
+
+    code = extract_code_block(reply.text)
+    if "def score(" not in code:
+        raise Invalid("the reply defines no score(variant, ctx)")
+    return code
+
+
 def agentic_edits(
     ctx: RunContext,
     task: ProteinTask,
@@ -166,9 +186,6 @@ def agentic_edits(
 
     Returns ``(tested edits, errors, LLM turns)``.
     """
-    from optiforge.errors import BudgetExceeded, LLMError
-    from optiforge.llm.structured import CODE_STOP, extract_code_block
-
     assert ctx.llm is not None
     block = ev["blamed"]
     strategy = node["strategy"]
@@ -179,20 +196,19 @@ def agentic_edits(
     errors: list[str] = []
     turns = 0
     while len(tested) < n_tests and turns < 2 * n_tests:
-        turns += 1
-        try:
-            reply = ctx.llm.complete(messages, stop=CODE_STOP,
-                                     temperature=0.2 if turns == 1 else 0.7)  # fmt: skip
-        except (LLMError, BudgetExceeded) as e:
-            errors.append(f"{type(e).__name__}: {e}"[:200])
+        asked = ask_valid(ctx.llm, messages, _score_code, tries=2 * n_tests - turns,
+                          params=functools.partial(_edit_params, turns),
+                          reask=lambda _why: "That reply has no python code block defining "
+                          "score(variant, ctx). Reply with one python code block.")  # fmt: skip
+        turns += asked.asks
+        errors += asked.errors
+        if asked.stop is not None:
+            errors.append(f"{type(asked.stop).__name__}: {asked.stop}"[:200])
             break
-        code = extract_code_block(reply.text)
-        messages.append({"role": "assistant", "content": reply.text or ""})
-        if "def score(" not in code:
-            errors.append("the reply defines no score(variant, ctx)")
-            messages.append({"role": "user", "content": "That reply has no python code block "
-                             "defining score(variant, ctx). Reply with one python code block."})  # fmt: skip
-            continue
+        if not asked.valid or asked.value is None or asked.reply is None:
+            break  # every turn left went on replies without a score()
+        code = asked.value
+        messages = [*asked.messages, {"role": "assistant", "content": asked.reply.text or ""}]
         new = {**strategy, "blocks": {**strategy["blocks"], block: code.strip() + "\n"},
                "weights": dict(strategy["weights"])}  # fmt: skip
         out, rho = test(new)

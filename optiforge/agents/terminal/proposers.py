@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from optiforge.agents.kit.ask import Invalid, ask_valid
 from optiforge.agents.kit.harness import Harness
 from optiforge.agents.terminal.problem import FORMAT_HINT, parse_action
 from optiforge.errors import BudgetExceeded, LLMError, StructuredOutputError
@@ -53,32 +54,46 @@ def next_action(
     ``stop`` (None, ``"llm-call limit"`` or ``"llm error: ..."``) when the episode must end."""
     out: dict[str, Any] = {"action": None, "text": "", "why": "", "reasks": 0, "calls": 0, "tokens": 0,
                            "stop": None}  # fmt: skip
-    while True:
-        if harness.max_llm_calls is not None and calls + out["calls"] >= harness.max_llm_calls:
-            out["stop"] = "llm-call limit"
-            return out
-        schema = ActionReply if harness.structured_actions else None
-        try:
-            reply = llm.complete(msgs, temperature=temperature, schema=schema)
-        except StructuredOutputError as e:
-            out["calls"] += 1 + llm_reasks(llm)
-            out["why"] = f"no reply matched the action schema ({str(e)[-120:]})"
-            if out["reasks"] >= harness.retries:
-                return out
-            out["reasks"] += 1
-            continue
-        except (LLMError, BudgetExceeded) as e:
-            out["stop"] = f"llm error: {type(e).__name__}: {e}"[:300]
-            return out
-        out["calls"] += 1 + reply.reasks
-        out["tokens"] += reply.record.tokens
-        out["text"] = reply.text or ""
+    schema = ActionReply if harness.structured_actions else None
+
+    class Counted:
+        """``llm`` within the episode's call limit, counting this turn's calls and tokens;
+        a reply the LLM's own schema re-asks never matched is a refused try."""
+
+        def complete(self, messages: list[dict[str, Any]], **params: Any) -> Completion:
+            if harness.max_llm_calls is not None and calls + out["calls"] >= harness.max_llm_calls:
+                raise _CallLimit
+            try:
+                reply = llm.complete(messages, temperature=temperature, schema=schema)
+            except StructuredOutputError as e:
+                out["calls"] += 1 + llm_reasks(llm)
+                raise Invalid(f"no reply matched the action schema ({str(e)[-120:]})") from None
+            out["calls"] += 1 + reply.reasks
+            out["tokens"] += reply.record.tokens
+            out["text"] = reply.text or ""
+            return reply
+
+    def parse(reply: Completion) -> dict[str, Any]:
         if schema is not None:
-            out["action"], out["why"] = _structured(reply)
+            action, why = _structured(reply)
         else:
-            out["action"], out["why"] = parse_action(out["text"], harness.parse_codeblocks)
-        if out["action"] is not None or out["reasks"] >= harness.retries:
-            return out
-        out["reasks"] += 1
-        msgs = [*msgs, {"role": "assistant", "content": out["text"]},
-                {"role": "user", "content": f"No usable action: {out['why']}. {FORMAT_HINT}"}]  # fmt: skip
+            action, why = parse_action(out["text"], harness.parse_codeblocks)
+        if action is None:
+            raise Invalid(why)
+        return action
+
+    asked = ask_valid(Counted(), msgs, parse, tries=harness.retries + 1,
+                      reask=lambda why: f"No usable action: {why}. {FORMAT_HINT}",
+                      stop_on=(_CallLimit, LLMError, BudgetExceeded))  # fmt: skip
+    out["action"] = asked.value if asked.valid else None
+    out["why"] = "" if asked.valid or not asked.errors else asked.errors[-1]
+    out["reasks"] = asked.asks - 1
+    if isinstance(asked.stop, _CallLimit):
+        out["stop"] = "llm-call limit"
+    elif asked.stop is not None:
+        out["stop"] = f"llm error: {type(asked.stop).__name__}: {asked.stop}"[:300]
+    return out
+
+
+class _CallLimit(Exception):
+    """The episode's ``harness.max_llm_calls`` is spent."""

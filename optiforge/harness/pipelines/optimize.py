@@ -26,6 +26,7 @@ from typing import Any
 
 from optiforge.errors import ConfigError
 from optiforge.harness.pipelines.step_input import StepInput
+from optiforge.harness.summary import RunSummary
 
 OPTIONS: dict[str, set[str]] = {
     "optimize": {"method", "kernel", "budget"},
@@ -123,13 +124,12 @@ def _curves(inp: StepInput) -> list[dict[str, Any]]:
                         "kernel": rec.get("kernel"), "best": rec["best_value"],
                         "config": rec["best_config"], "trace": rec["trace"] or [],
                         "formulation": rec["formulation"]})  # fmt: skip
-        elif art.get("kind") == "formulation" and d and (d / "summary.json").is_file():
-            summ = json.loads((d / "summary.json").read_text())
-            form = (summ.get("extra") or {}).get("formulation") or {}
+        elif art.get("kind") == "formulation" and (summ := RunSummary.load_if_any(d)):
+            form = summ.extra.get("formulation") or {}
             out.append({"node": nid, "task": res.get("task"), "method": form.get("method"),
-                        "kernel": form.get("kernel"), "best": summ.get("best_score"),
-                        "config": None, "trace": summ.get("trace") or [], "formulation": form,
-                        "by": (summ.get("extra") or {}).get("by")})  # fmt: skip
+                        "kernel": form.get("kernel"), "best": summ.best_score,
+                        "config": None, "trace": summ.trace, "formulation": form,
+                        "by": summ.extra.get("by")})  # fmt: skip
     return out
 
 

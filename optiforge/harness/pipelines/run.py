@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from optiforge.config import RunSettings, build_config
 from optiforge.errors import ConfigError, OptiforgeError, RunRecordError
 from optiforge.harness.pipelines.spec import END, NodeSpec, PipelineSpec, resolve_refs
+from optiforge.harness.summary import RunSummary
 from optiforge.runs import (
     EVENTS,
     TEE,
@@ -127,10 +128,10 @@ def _agent_node(node: NodeSpec) -> Callable[..., dict[str, Any]]:
         info = {"node": node.id, "agent": node.agent, "task": node.task, "dir": rel}
         if ctx.on_node:
             ctx.on_node("start", info)
-        summary: dict[str, Any] | None = None
+        summary: RunSummary | None = None
         error: str | None = None
         if (out / "summary.json").is_file():  # finished before a kill: not run again
-            summary = json.loads((out / "summary.json").read_text())
+            summary = RunSummary.load(out)
         else:
             try:
                 scope = {k: {"result": r, "artifact": artifacts.get(k)} for k, r in results.items()}
@@ -165,7 +166,7 @@ def _agent_node(node: NodeSpec) -> Callable[..., dict[str, Any]]:
                 error = f"{type(e).__name__}: {e}"
         result = _result(node, rel, summary, error)
         artifacts.pop(node.id, None)
-        if summary is not None and summary.get("best_score") is not None:
+        if summary is not None and summary.best_score is not None:
             try:
                 artifacts[node.id] = _artifact(node, ctx, out, summary).model_dump(mode="json")
             except ConfigError as e:  # a malformed hand-off fails the node that made it
@@ -192,9 +193,9 @@ def _node_llm(ctx: PipelineContext) -> Any | None:
 
 
 def _result(
-    node: NodeSpec, rel: str, summary: dict[str, Any] | None, error: str | None
+    node: NodeSpec, rel: str, summary: RunSummary | None, error: str | None
 ) -> dict[str, Any]:
-    method = (summary or {}).get("method") or node.agent
+    method = (summary.method if summary else None) or node.agent
     base = {"node": node.id, "kind": "agent", "agent": node.agent, "method": method,
             "task": node.task, "dir": rel}  # fmt: skip
     if summary is None:
@@ -203,20 +204,21 @@ def _result(
     keys = ("status", "status_reason", "best_score", "baseline_name", "baseline_score", "metric",
             "higher_is_better", "n_evaluations", "llm_calls", "tokens", "cost_usd",
             "unpriced_calls", "wall_s")  # fmt: skip
-    return {**base, **{k: summary.get(k) for k in keys}}
+    row = summary.row()  # the keys it holds: a hard-stopped run wrote fewer
+    return {**base, **{k: row.get(k) for k in keys}}
 
 
-def _artifact(node: NodeSpec, ctx: PipelineContext, out: Path, summary: dict[str, Any]) -> Artifact:
+def _artifact(node: NodeSpec, ctx: PipelineContext, out: Path, summary: RunSummary) -> Artifact:
     from optiforge.agents import get_agent
     from optiforge.harness.pipelines.handoff import check_extra
 
-    best = summary.get("best_path")
+    best = summary.best_path
     kind = get_agent(str(node.agent)).artifact
-    extra = json.loads(json.dumps(summary.get("extra") or {}, default=str))
+    extra = json.loads(json.dumps(summary.extra, default=str))
     return Artifact(
         kind=kind, node=node.id, agent=node.agent, task=node.task,
-        score=summary.get("best_score"), metric=summary.get("metric"),
-        higher_is_better=summary.get("higher_is_better"),
+        score=summary.best_score, metric=summary.metric,
+        higher_is_better=summary.higher_is_better,
         path=str((out / best).relative_to(ctx.run_dir)) if best else None,
         extra=check_extra(kind, extra, node.id),
     )  # fmt: skip

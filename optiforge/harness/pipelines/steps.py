@@ -26,6 +26,7 @@ from optiforge.agents.kit.events import AttemptEvent
 from optiforge.harness.pipelines.optimize import optimize, report
 from optiforge.harness.pipelines.step_input import StepInput
 from optiforge.harness.pipelines.tune import tune_step
+from optiforge.harness.summary import RunSummary
 from optiforge.memory.provenance import Provenance, quote_untrusted
 from optiforge.runs import read_jsonl
 
@@ -322,12 +323,8 @@ def reflect(inp: StepInput) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _summary_extra(run_dir: Path | None) -> dict[str, Any]:
-    if run_dir is None or not (run_dir / "summary.json").is_file():
-        return {}
-    try:
-        return dict(json.loads((run_dir / "summary.json").read_text()).get("extra") or {})
-    except (OSError, ValueError):
-        return {}
+    summary = RunSummary.load_if_any(run_dir)
+    return dict(summary.extra) if summary is not None else {}
 
 
 def _phrase(inp: StepInput, facts: str) -> str:

@@ -161,15 +161,15 @@ def test_offline_agent_through_runner(toy: CBOTask, tmp_path: Path) -> None:
 
     settings = RunSettings.model_validate({"model": "offline", "budget": 8, "seed": 0})
     summary = run_task(SPEC, toy, settings, tmp_path / "run", with_baseline=False)
-    assert summary["verified"] is True
-    assert summary["n_evaluations"] == 8
-    assert summary["extra"]["proposer"] == "discovery-only"
+    assert summary.verified is True
+    assert summary.n_evaluations == 8
+    assert summary.extra["proposer"] == "discovery-only"
     # The harness re-measured the returned trace with the task's own MC estimator.
-    best_x = summary["verification"]["details"]["best_x"]
-    assert summary["best_score"] == pytest.approx(toy.true_value(best_x))
+    best_x = summary.verification["details"]["best_x"]
+    assert summary.best_score == pytest.approx(toy.true_value(best_x))
     # The task recounted the cost from the interventions themselves ({X, Z} costs 2).
-    cost = summary["verification"]["metrics"]["cost"]
-    assert cost == pytest.approx(summary["extra"]["cumulative_cost"][-1])
+    cost = summary.verification["metrics"]["cost"]
+    assert cost == pytest.approx(summary.extra["cumulative_cost"][-1])
     assert 8.0 <= cost <= toy.budget_cost
 
 

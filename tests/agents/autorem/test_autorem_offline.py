@@ -52,17 +52,17 @@ def test_generated_program_is_robust_optimal_by_primal_check(
 def test_offline_agent_solves_through_run_task_and_nominal_scores_zero(tmp_path: Path) -> None:
     settings = RunSettings(memory="none")
     dev = run_task(SPEC, task("dev", 0, 1), settings, tmp_path / "dev", with_baseline=False)
-    assert dev["verified"] is True and dev["best_score"] == 1.0
-    assert dev["extra"]["proposer"] == "reference" and dev["extra"]["attempts"] == 1
-    assert dev["llm_calls"] == 0 and dev["extra"]["retrieved"] == 0
+    assert dev.verified is True and dev.best_score == 1.0
+    assert dev.extra["proposer"] == "reference" and dev.extra["attempts"] == 1
+    assert dev.llm_calls == 0 and dev.extra["retrieved"] == 0
     held = run_task(SPEC, task("heldout", 2, 3), settings, tmp_path / "held", with_baseline=False)
-    assert held["verified"] is True, held["verification"]
+    assert held.verified is True, held.verification
     assert SPEC.primary_baseline == "nominal"
     nominal = run_task(SPEC, task("dev", 0, 1), settings, tmp_path / "nom", method="nominal")
-    assert nominal["verified"] is False
-    reasons = nominal["verification"]["details"]["reasons"]
+    assert nominal.verified is False
+    reasons = nominal.verification["details"]["reasons"]
     assert any(r.startswith("not robust-feasible") for r in reasons)
-    md = accuracy_table([dev, held, nominal])
+    md = accuracy_table([dev.row(), held.row(), nominal.row()])  # the rows results.jsonl holds
     assert "rel_tol=1e-06 abs_tol=1e-06 feas_tol=1e-06" in md.splitlines()[0]
     assert "| dev | autorem | without | offline | 1 | 1 | 1.000 |" in md
     assert "| dev | nominal | - | offline | 1 | 0 | 0.000 |" in md
@@ -86,13 +86,13 @@ def test_scripted_llm_through_run_task_counts_calls_and_tokens(tmp_path: Path) -
     )
     settings = RunSettings(memory="none", model="scripted/a")
     row = run_task(SPEC, t, settings, tmp_path / "r", with_baseline=False, llm=llm)
-    assert row["verified"] is True and row["extra"]["attempts"] == 2
-    assert row["llm_calls"] == 2 == row["extra"]["llm_calls"]
-    assert row["tokens"] == row["extra"]["tokens"] > 0
-    assert row["trace"] == [None, 1.0]
+    assert row.verified is True and row.extra["attempts"] == 2
+    assert row.llm_calls == 2 == row.extra["llm_calls"]
+    assert row.tokens == row.extra["tokens"] > 0
+    assert row.trace == [None, 1.0]
     assert "The verifier rejected" in llm.calls[1][-1]["content"]
-    md = accuracy_table([row])
+    md = accuracy_table([row.row()])
     assert (
-        f"| dev | autorem | without | scripted/a | 1 | 1 | 1.000 | 2.0 | {row['tokens']:.1f} | 2.00 |"
+        f"| dev | autorem | without | scripted/a | 1 | 1 | 1.000 | 2.0 | {row.tokens:.1f} | 2.00 |"
         in md
     )

@@ -97,10 +97,10 @@ def test_the_agent_runs_under_the_harness_and_offline_it_fails_honestly(tmp_path
     llm = ScriptedLLM([_cmd(c) for c in task.solution()] + [SUBMIT])
     s = run_task("terminal", task, RunSettings(model="scripted", memory="none"), tmp_path / "a",
                  llm=llm, with_baseline=False)  # fmt: skip
-    assert s["status"] == "finished" and s["best_score"] == 1.0
+    assert s.status == "finished" and s.best_score == 1.0
     off = run_task("terminal", task, RunSettings(model="offline", memory="none"), tmp_path / "b",
                    with_baseline=False)  # fmt: skip
-    assert off["status"] == "failed" and "needs an LLM" in off["status_reason"]
+    assert off.status == "failed" and "needs an LLM" in off.status_reason
 
 
 def test_structured_actions_ask_with_a_schema_and_an_unmatched_reply_loses_the_turn() -> None:

@@ -11,30 +11,31 @@ import pytest
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task
 from optiforge.harness.runner import run_task
+from optiforge.harness.summary import RunSummary
 from optiforge.testing import FunctionLLM
 
 TASK = "nco/tsp20@dev"
 SMALL = {"train_tours": 12, "val_tours": 6, "router_steps": 120}
 
 
-def _run(tmp_path: Path, budget: int, llm: Any = None) -> dict[str, Any]:
+def _run(tmp_path: Path, budget: int, llm: Any = None) -> RunSummary:
     settings = RunSettings(budget=budget, agent=SMALL, model="scripted" if llm else "offline")
     return run_task("epb", resolve_task(TASK), settings, tmp_path, llm=llm, with_baseline=False)
 
 
 def test_offline_blocks_lower_the_divergence_and_keep_programs_readable(tmp_path: Path) -> None:
     s = _run(tmp_path / "r", budget=4)
-    assert s["status"] == "finished", s["status_reason"]
-    history = s["extra"]["history"]
+    assert s.status == "finished", s.status_reason
+    history = s.extra["history"]
     block1 = [h for h in history if h["block"] == "I"]
     assert len(block1) == 4 and any("accepted" in h for h in block1)
     accepted = [h for h in block1 if "accepted" in h]
     assert all(h["val_after"] < h["val_before"] for h in accepted)  # judged on held-out states
     assert any(h["block"] == "II" for h in history)  # boost and prune after round 4
-    candidate = s["extra"]["portfolio"]
+    candidate = s.extra["portfolio"]
     assert 1 <= len(candidate) <= 8
     # a blend is one flat weighted sum over the seed heuristics, not nested code
-    assert s["verification"]["metrics"]["program_lines"] < 40 * len(candidate)
+    assert s.verification["metrics"]["program_lines"] < 40 * len(candidate)
 
 
 LLM_SMALL = {**SMALL, "guard_tours": 16, "cases": 8}
@@ -60,7 +61,7 @@ def scripted_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         run_dir = tmp_path_factory.mktemp(label)
         s = run_task("epb", resolve_task(TASK), settings, run_dir, llm=llm, with_baseline=False)
         prompts = [str(m[-1]["content"]) for m in llm.calls]
-        best = json.loads((run_dir / str(s["best_path"])).read_text())
+        best = json.loads((run_dir / str(s.best_path)).read_text())
         out[label] = {"summary": s, "prompts": prompts, "programs": best["programs"]}
     return out
 
@@ -73,7 +74,7 @@ def _gradient_reads_cases(run: dict[str, Any]) -> bool:
 
     trajs = resolve_task(TASK).teacher_trajectories(SMALL["train_tours"] + SMALL["val_tours"], 0)
     val = trajs[SMALL["train_tours"] :]
-    block1 = [h for h in run["summary"]["extra"]["history"] if h["block"] == "I"]
+    block1 = [h for h in run["summary"].extra["history"] if h["block"] == "I"]
     if not block1:
         return False
     for h in block1:
@@ -115,7 +116,7 @@ def _rewrite_follows_gradient(run: dict[str, Any]) -> bool:
     import re
 
     rewrites = [p for p in run["prompts"] if "Rewrite `" in p]
-    block1 = [h for h in run["summary"]["extra"]["history"] if h["block"] == "I"]
+    block1 = [h for h in run["summary"].extra["history"] if h["block"] == "I"]
     prescribed = []
     for h in block1:
         m = re.search(r"score = -distance \+ \(([-\d.]+)\) x stranding \+ \(([-\d.]+)\) x home",
@@ -144,7 +145,7 @@ def test_the_rewrite_is_driven_by_the_textual_gradient(
 
 
 def _boost_covers_residuals(run: dict[str, Any]) -> bool:
-    boosts = [h for h in run["summary"]["extra"]["history"] if "boost" in h]
+    boosts = [h for h in run["summary"].extra["history"] if "boost" in h]
     added = [h["boost"] for h in boosts if h["accepted"]
              and h["residual_agree_new"] > h["residual_agree_before"]]  # fmt: skip
     kept = [k for k in added if k in run["programs"]]  # the prune after it kept it
@@ -180,7 +181,7 @@ def test_llm_written_programs_are_quoted_in_later_prompts() -> None:
 
 def test_a_model_that_writes_no_program_fails_the_run(tmp_path: Path) -> None:
     s = _run(tmp_path / "f", budget=2, llm=FunctionLLM(lambda m, t, s: "no code"))
-    assert s["status"] == "failed" and "no LLM program edit was accepted" in s["status_reason"]
+    assert s.status == "failed" and "no LLM program edit was accepted" in s.status_reason
 
 
 def test_blame_is_the_loss_gradient_along_the_simplex() -> None:
@@ -226,14 +227,14 @@ def test_the_tour_guard_rejects_edits_that_lengthen_tours(tmp_path: Path) -> Non
     """Every accepted edit kept or shortened the mean practice tour, the guard's verdicts
     are recorded per round, and with the guard off nothing is rejected by it."""
     s = _run(tmp_path / "g", budget=3)
-    block1 = [h for h in s["extra"]["history"] if h["block"] == "I"]
+    block1 = [h for h in s.extra["history"] if h["block"] == "I"]
     assert all("guard_rejected" in h and "tour_before" in h for h in block1)
     for h in block1:
         if "accepted" in h:
             assert h["tour_after"] <= h["tour_before"] + 1e-9
     off = run_task("epb", resolve_task(TASK), RunSettings(budget=3, agent={**SMALL, "tour_guard": False}),
                    tmp_path / "off", with_baseline=False)  # fmt: skip
-    assert all(h["guard_rejected"] == 0 for h in off["extra"]["history"] if h["block"] == "I")
+    assert all(h["guard_rejected"] == 0 for h in off.extra["history"] if h["block"] == "I")
 
 
 def test_unknown_seed_heuristics_are_refused() -> None:

@@ -21,6 +21,6 @@ def test_llm_call_cap_mid_round_evaluates_the_paid_replies(tmp_path: Path) -> No
     summary = run_task("evolve", resolve_task("funcfit/quadratic@dev"), settings, tmp_path / "r",
                        with_baseline=False, llm=llm)  # fmt: skip
     assert len(llm.calls) == 3
-    assert summary["n_evaluations"] == 1 + 3  # the seed and the three paid replies
-    assert summary["stop_reason"].startswith("budget exhausted")
-    assert summary["status"] == "stopped"
+    assert summary.n_evaluations == 1 + 3  # the seed and the three paid replies
+    assert summary.stop_reason.startswith("budget exhausted")
+    assert summary.status == "stopped"

@@ -11,6 +11,7 @@ from typing import Any
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task
 from optiforge.harness.runner import run_task
+from optiforge.harness.summary import RunSummary
 from optiforge.testing import FunctionLLM
 
 
@@ -32,7 +33,7 @@ class Model:
         return f"```python\ndef f(x):\n    return {h % 97 / 10:.1f} * x * x\n```"
 
 
-def _run(tmp: Path, name: str, model: Model) -> dict[str, Any]:
+def _run(tmp: Path, name: str, model: Model) -> RunSummary:
     settings = RunSettings(budget=9, memory="none", agent={"search": {"proposals_per_round": 4}})
     return run_task("evolve", resolve_task("funcfit/quadratic@dev"), settings, tmp / name,
                     with_baseline=False, llm=FunctionLLM(model))  # fmt: skip
@@ -42,9 +43,8 @@ def test_round_calls_overlap_and_results_do_not_depend_on_it(tmp_path: Path) -> 
     slow, instant = Model(0.3), Model(0.0)
     a, b = _run(tmp_path, "slow", slow), _run(tmp_path, "instant", instant)
     assert slow.peak == 4  # the round's four variants were in flight together
-    for key in ("best_score", "n_evaluations", "trace"):
-        assert a[key] == b[key]
-    assert a["llm_calls"] == b["llm_calls"] == 8
+    assert (a.best_score, a.n_evaluations, a.trace) == (b.best_score, b.n_evaluations, b.trace)
+    assert a.llm_calls == b.llm_calls == 8
 
 
 def test_call_cap_cuts_the_batch_before_asking(tmp_path: Path) -> None:
@@ -54,5 +54,5 @@ def test_call_cap_cuts_the_batch_before_asking(tmp_path: Path) -> None:
                            agent={"search": {"proposals_per_round": 4}})  # fmt: skip
     s = run_task("evolve", resolve_task("funcfit/quadratic@dev"), settings, tmp_path / "cap",
                  with_baseline=False, llm=FunctionLLM(model))  # fmt: skip
-    assert s["llm_calls"] == 3 and s["n_evaluations"] == 1 + 3
-    assert s["status"] == "stopped"
+    assert s.llm_calls == 3 and s.n_evaluations == 1 + 3
+    assert s.status == "stopped"

@@ -10,6 +10,7 @@ from typing import Any
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task
 from optiforge.harness.runner import run_task
+from optiforge.harness.summary import RunSummary
 from optiforge.runs import iter_events
 from optiforge.testing import FunctionLLM
 
@@ -23,7 +24,7 @@ MISLEADING = {"variables": [{"name": "length", "kind": "float", "low": 10, "high
               "method": "random", "rationale": "only length matters"}  # fmt: skip
 
 
-def _run(tmp_path: Path, replies: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+def _run(tmp_path: Path, replies: list[dict[str, Any]]) -> tuple[RunSummary, list[str]]:
     prompts: list[str] = []
 
     def model(messages: list[dict[str, Any]], tools: Any, schema: Any) -> str:
@@ -44,20 +45,21 @@ def test_offline_is_the_heuristic_and_the_default_stays_available(tmp_path: Path
     )
     expected = heuristic_formulation(task)
     expected.pop("rationale")
-    assert s["extra"]["formulation"] == expected and s["extra"]["by"] == "heuristic"
-    assert s["status"] == "finished" and len(s["trace"]) == task.budget  # the harness ran it
+    assert s.extra["formulation"] == expected and s.extra["by"] == "heuristic"
+    assert s.status == "finished" and len(s.trace) == task.budget  # the harness ran it
     assert any(e["kind"] == "heuristic_formulation" for e in iter_events(tmp_path / "r"))
     d = run_task("formulator", task, RunSettings(memory="none", agent={"offline": "default"}),
                  tmp_path / "d", with_baseline=False)  # fmt: skip
-    assert d["extra"]["formulation"] == task.default_formulation()  # no seed: the harness's
-    assert d["extra"]["by"] == "default"
+    assert d.extra["formulation"] == task.default_formulation()  # no seed: the harness's
+    assert d.extra["by"] == "default"
 
 
 def test_a_good_formulation_beats_a_misleading_one(tmp_path: Path) -> None:
     good, prompts = _run(tmp_path / "g", [GOOD])
     bad, _ = _run(tmp_path / "b", [MISLEADING])
-    assert good["extra"]["formulation"]["method"] == "tpe" and good["extra"]["by"] == "llm"
-    assert good["best_score"] < bad["best_score"]  # the harness's re-measurement of each run
+    assert good.extra["formulation"]["method"] == "tpe" and good.extra["by"] == "llm"
+    assert good.best_score is not None and bad.best_score is not None
+    assert good.best_score < bad.best_score  # the harness's re-measurement of each run
     # the prompt is the description: nothing hidden, no human formulation
     assert "important" not in prompts[0] and "40.0, 60.0" not in prompts[0]
 
@@ -65,7 +67,7 @@ def test_a_good_formulation_beats_a_misleading_one(tmp_path: Path) -> None:
 def test_an_invalid_formulation_is_reasked_with_its_error(tmp_path: Path) -> None:
     broken = {**GOOD, "variables": [{"name": "radius", "kind": "float", "low": 60, "high": 40}]}
     s, prompts = _run(tmp_path, [broken, GOOD])
-    assert s["extra"]["reasks"] == 1
+    assert s.extra["reasks"] == 1
     assert (
         "That formulation is invalid: variables.0.float: radius: needs finite low < high"
         in prompts[1]
@@ -78,7 +80,7 @@ def test_an_invalid_formulation_is_reasked_with_its_error(tmp_path: Path) -> Non
 def test_a_model_that_never_formulates_fails_the_run(tmp_path: Path) -> None:
     broken = {**GOOD, "variables": [{"name": "radius", "kind": "float", "low": 60, "high": 40}]}
     s, _ = _run(tmp_path, [broken])
-    assert s["status"] == "failed" and "no valid formulation" in s["status_reason"]
+    assert s.status == "failed" and "no valid formulation" in str(s.status_reason)
 
 
 def test_every_method_runs_its_optimization_with_the_runs_seed(tmp_path: Path) -> None:
@@ -86,9 +88,9 @@ def test_every_method_runs_its_optimization_with_the_runs_seed(tmp_path: Path) -
     for method in ("default", "human"):
         s = run_task("formulator", task, RunSettings(seed=3, memory="none"), tmp_path / method,
                      method=method)  # fmt: skip
-        form = s["extra"]["formulation"]
+        form = s.extra["formulation"]
         assert "seed" not in form  # the optimizer's seed is the harness's, not the formulation's
-        assert s["trace"] == task.evaluate(form, seed=3).details["trace"]
+        assert s.trace == task.evaluate(form, seed=3).details["trace"]
 
 
 def test_a_revision_after_a_pilot_runs_both_stages_within_the_budget(tmp_path: Path) -> None:
@@ -104,17 +106,17 @@ def test_a_revision_after_a_pilot_runs_both_stages_within_the_budget(tmp_path: P
     s = run_task("formulator", task, RunSettings(model="scripted", memory="none",
                  agent={"revise_after": 8}), tmp_path / "r", llm=FunctionLLM(model),
                  with_baseline=False)  # fmt: skip
-    form = s["extra"]["formulation"]
+    form = s.extra["formulation"]
     assert form["method"] == "tpe" and form["pilot"]["method"] == "random"
-    assert form["pilot"]["evals"] == 8 and s["extra"]["pilot"]["evals"] == 8
+    assert form["pilot"]["evals"] == 8 and s.extra["pilot"]["evals"] == 8
     # the model was shown the pilot's results, then asked for the rest of the budget
     assert "A pilot run of that formulation (random) made 8 evaluations" in prompts[1]
     assert f"for the remaining {task.budget - 8} evaluations" in prompts[1]
     # the harness re-ran both stages: 8 pilot evaluations, then the revision, one budget
-    assert len(s["trace"]) == task.budget
+    assert len(s.trace) == task.budget
     score = task.evaluate(form)
     assert score.details["stages"] == [8, task.budget - 8]
-    assert score.value == s["best_score"]
+    assert score.value == s.best_score
 
 
 def test_a_pilot_cannot_take_more_than_half_the_budget() -> None:

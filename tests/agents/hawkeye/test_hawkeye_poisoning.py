@@ -11,7 +11,8 @@ from optiforge.agents.hawkeye.problem import KernelProblem
 from optiforge.agents.hawkeye.proposers import LLMKernelProposer
 from optiforge.agents.kit import Evaluated, RunContext, SearchConfig
 from optiforge.agents.kit.recall import recall
-from optiforge.agents.kit.search import _Loop, _store_lessons
+from optiforge.agents.kit.search.loop import SearchLoop
+from optiforge.agents.kit.search.nodes import store_lessons
 from optiforge.evals.suites.kernelarena import KernelArenaBenchmark
 from optiforge.memory import Store
 from optiforge.memory.provenance import unquoted_occurrences
@@ -35,8 +36,8 @@ def test_a_failed_kernels_text_is_quoted_in_lessons_and_prompts(tmp_path: Path) 
     store = Store(f"sqlite:///{tmp_path / 'mem.db'}", embedder=None)
     try:
         writer = RunContext(memory=store, agent="hawkeye")
-        loop = _Loop(problem, GaussianProposer(), SearchConfig(), "", problem.evaluator())
-        _store_lessons(writer, loop, lessons, [failed])
+        loop = SearchLoop(problem, GaussianProposer(), SearchConfig(), "", problem.evaluator())
+        store_lessons(writer, loop, lessons, [failed])
         later = RunContext(memory=store, agent="hawkeye")
         later.recalled = recall(later, problem.task)
         assert later.recalled and later.recalled[0]["provenance"] == "candidate"

@@ -100,12 +100,12 @@ def test_offline_run_through_the_runner(tmp_path: Path) -> None:
         agent={"refresh_every": 3, "kernel_evals_per_refresh": 4},
     )
     summary = run_task("kernel-discovery", task, settings, tmp_path / "run")
-    assert summary["metric"] == "best_value" and summary["n_evaluations"] == 16
-    assert summary["verified"] and summary["best_score"] == pytest.approx(
-        summary["verification"]["metrics"]["best_value"]
+    assert summary.metric == "best_value" and summary.n_evaluations == 16
+    assert summary.verified and summary.best_score == pytest.approx(
+        summary.verification["metrics"]["best_value"]
     )
-    assert summary["baseline_name"] == "gp_rbf_ard" and summary["baseline_score"] is not None
-    extra = summary["extra"]
+    assert summary.baseline_name == "gp_rbf_ard" and summary.baseline_score is not None
+    extra = summary.extra
     assert extra["proposer"] == "compositional" and len(extra["refreshes"]) == 2  # rounds 0 and 3
     for r in extra["refreshes"]:
         # RBF-ARD is always scored: the choice is at least as good, or a kept incumbent
@@ -187,7 +187,7 @@ def test_two_stage_llm_path_reasks_and_rejects(openai_server, tmp_path: Path) ->
     assert any(
         e["passed"] for e in evals if e["id"].startswith("refresh0.r1")
     )  # the good LLM kernel
-    assert summary["llm_calls"] == 7 and summary["extra"]["proposer"] == "llm"
+    assert summary.llm_calls == 7 and summary.extra["proposer"] == "llm"
 
 
 def test_a_failed_llm_call_costs_one_proposal_not_the_refresh(tmp_path: Path) -> None:
@@ -224,4 +224,4 @@ def test_a_failed_llm_call_costs_one_proposal_not_the_refresh(tmp_path: Path) ->
     assert any(
         e["passed"] for e in scored
     )  # the other proposal's kernel was scored in the same refresh
-    assert summary["status"] == "finished"
+    assert summary.status == "finished"

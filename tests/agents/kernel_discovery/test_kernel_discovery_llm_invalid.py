@@ -37,13 +37,13 @@ def test_all_invalid_llm_kernels_fail_the_run_and_say_so(tmp_path: Path) -> None
     out = run_task(kd.SPEC, task, SETTINGS, tmp_path / "run", llm=FunctionLLM(reply),
                    with_baseline=False)  # fmt: skip
     assert asked  # the model was asked
-    counts = out["llm_proposals"]
+    counts = out.llm_proposals
     assert counts["made"] > 0 and counts["valid"] == 0
-    assert out["status"] == "failed"
-    assert f"0 of {counts['made']} LLM proposals were valid" in out["status_reason"]
+    assert out.status == "failed"
+    assert f"0 of {counts['made']} LLM proposals were valid" in out.status_reason
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert saved["llm_proposals"] == counts and saved["status"] == "failed"
-    assert out["best_score"] is not None  # the BO result stands: the model added nothing
+    assert out.best_score is not None  # the BO result stands: the model added nothing
     best = json.loads((tmp_path / "run" / "best" / "candidate.json").read_text())
     assert best["kernel"] == "RBF_ARD" and "X" in best  # re-scored data, named kernel
     html = render_report(tmp_path / "run").read_text()

@@ -144,7 +144,7 @@ def _check_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         progress=progress_resumed.append,
     )
     assert sum(calls) == BUDGET - KILL_AFTER  # the 13 finished evaluations were not redone
-    assert resumed["n_evaluations"] == BUDGET
+    assert resumed.n_evaluations == BUDGET
 
     calls.clear()
     progress_fresh: list[dict[str, Any]] = []
@@ -158,14 +158,14 @@ def _check_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert sum(calls) == BUDGET
     # Same seed, uninterrupted: the very same points and values, hence the same best.
-    assert resumed["extra"]["refreshes"] == fresh["extra"]["refreshes"]
-    a, b = resumed["best_score"], fresh["best_score"]
-    assert a == b and resumed["claimed_score"] == fresh["claimed_score"]
-    assert resumed["trace"] == fresh["trace"]
+    assert resumed.extra["refreshes"] == fresh.extra["refreshes"]
+    a, b = resumed.best_score, fresh.best_score
+    assert a == b and resumed.claimed_score == fresh.claimed_score
+    assert resumed.trace == fresh.trace
     # The whole outcome, not only the headline numbers: nothing a resume needs lives off
     # the checkpointed state (BO log, search checkpoints), so nothing differs.
     for key in ("n_evaluations", "observed_trace", "extra", "verification", "stop_reason"):
-        assert resumed[key] == fresh[key], key
+        assert getattr(resumed, key) == getattr(fresh, key), key
     bo_resumed, bo_fresh = (
         _lines(run_dir / BO_EVALUATIONS),
         _lines(tmp_path / "fresh" / BO_EVALUATIONS),
@@ -245,10 +245,10 @@ def test_a_large_margin_keeps_rbf_ard_through_the_agent(tmp_path: Path) -> None:
     agent = {**AGENT, "refresh_every": 1, "selection_margin": 10.0}
     settings = RunSettings(budget=13, memory="none", agent=agent)
     out = run_task("kernel-discovery", task, settings, tmp_path / "run", with_baseline=False)
-    refs = out["extra"]["refreshes"]
+    refs = out.extra["refreshes"]
     assert len(refs) == 3 and all(r["best"] == "RBF_ARD" for r in refs)
     # The search did find a (slightly) better kernel on this data; the margin held it back.
     assert any(r["kept_incumbent"] for r in refs)
     assert all(r["kept_incumbent"] == (r["search_best"] != "RBF_ARD") for r in refs)
-    assert out["extra"]["final_loo_crps"]["discovered_kernel"] == "RBF_ARD"
-    assert set(out["extra"]["kernels_used"]) == {"RBF_ARD"}
+    assert out.extra["final_loo_crps"]["discovered_kernel"] == "RBF_ARD"
+    assert set(out.extra["kernels_used"]) == {"RBF_ARD"}

@@ -204,7 +204,7 @@ def test_agent_never_runs_llm_code_in_the_parent(
     # Round 0 of each refresh re-scores the seeds; later rounds score LLM proposals.
     llm_evals = [e for e in events if e["kind"] == "evaluation" and ".r0c" not in e["id"]]
     assert llm_evals and all(e["passed"] for e in llm_evals)  # scored in the sandbox
-    extra = out["extra"]
+    extra = out.extra
     # The LLM kernel was selected and drove BO rounds (one sandbox run each) without fallbacks.
     assert any(k.startswith("rq-ard") for k in extra["kernels_used"]) and extra["n_fallbacks"] == 0
     assert extra["final_loo_crps"]["discovered"] is not None

@@ -13,13 +13,14 @@ from typer.testing import CliRunner
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task
 from optiforge.harness.runner import run_task
+from optiforge.harness.summary import RunSummary
 from optiforge.runs import iter_events
 from optiforge.testing import FunctionLLM
 
 TASK = "protein/thermostability-a@dev"
 
 
-def _run(tmp_path: Path, budget: int = 60, llm: Any = None, **agent: Any) -> dict[str, Any]:
+def _run(tmp_path: Path, budget: int = 60, llm: Any = None, **agent: Any) -> RunSummary:
     settings = RunSettings(budget=budget, agent=agent, model="scripted" if llm else "offline")
     return run_task("knowevo", resolve_task(TASK), settings, tmp_path, llm=llm, with_baseline=False)
 
@@ -30,7 +31,7 @@ def _nodes(run_dir: Path) -> list[dict[str, Any]]:
 
 def test_offline_tree_of_localized_edits_beats_the_initial_heuristics(tmp_path: Path) -> None:
     s = _run(tmp_path / "r", budget=72)
-    assert s["status"] == "finished" and s["n_evaluations"] == 72
+    assert s.status == "finished" and s.n_evaluations == 72
     nodes = _nodes(tmp_path / "r")
     assert len(nodes) >= 3 and nodes[0]["by"] == "root"
     for n in nodes[1:]:  # a child differs from its parent in exactly one block
@@ -44,7 +45,7 @@ def test_offline_tree_of_localized_edits_beats_the_initial_heuristics(tmp_path: 
     from optiforge.agents.knowevo.blocks import initial_strategy
 
     initial = resolve_task(TASK).evaluate(initial_strategy())
-    assert s["best_score"] > initial.value
+    assert s.best_score > initial.value
     backward = [e for e in iter_events(tmp_path / "r") if e["kind"] == "backward"]
     assert backward and any(e["accepted"] for e in backward)
 
@@ -142,8 +143,8 @@ def test_the_llm_edits_the_blamed_block_in_a_tested_loop(tmp_path: Path) -> None
     backward = [e for e in events if e["kind"] == "backward"]
     assert backward and all(e["candidates"] == 3 and e["by"] == "llm" for e in backward)
     assert len(tested) == 3 * len(backward) and {e["turn"] for e in tested} == {1, 2, 3}
-    assert any("ValueError" in e for e in s["extra"]["errors"])  # the crash is reported
-    assert s["extra"]["candidate_tests"] == 1 + 3 * len(backward)
+    assert any("ValueError" in e for e in s.extra["errors"])  # the crash is reported
+    assert s.extra["candidate_tests"] == 1 + 3 * len(backward)
     children = _nodes(tmp_path / "l")[1:]
     assert {n["by"] for n in children} <= {"llm"}
     for n in children:  # an LLM-written block is marked: shown quoted in later prompts
@@ -244,15 +245,15 @@ def test_run_two_reads_the_blocks_run_one_stored_and_it_changes_run_two(tmp_path
     hits = store.search("thermostability", 500, kind="block", method="lexical")
     stored = {h.record.id: h.record for h in hits}
     useful = {i for i, b in stored.items() if b.metrics.get("effect", 0) > 0}  # type: ignore[union-attr]
-    assert first["status"] == "finished" and useful
+    assert first.status == "finished" and useful
     task_b = "protein/thermostability-b@dev"
     with_mem = run_task("knowevo", resolve_task(task_b),
                         RunSettings(budget=48, memory=f"sqlite:///{db}"), tmp_path / "r2",
                         with_baseline=False)  # fmt: skip
     without = run_task("knowevo", resolve_task(task_b), RunSettings(budget=48, memory="none"),
                        tmp_path / "r3", with_baseline=False)  # fmt: skip
-    recalled = with_mem["extra"]["recalled_blocks"]
-    assert recalled and set(recalled) <= useful and not without["extra"]["recalled_blocks"]
+    recalled = with_mem.extra["recalled_blocks"]
+    assert recalled and set(recalled) <= useful and not without.extra["recalled_blocks"]
     seeded = [n for n in _nodes(tmp_path / "r2") if n["by"] == "memory"]
     assert seeded and all(
         n["parent"] == 0 and n["block_ids"][n["block"]] in recalled for n in seeded
@@ -282,5 +283,5 @@ def test_tree_command_renders_the_tree(tmp_path: Path) -> None:
 
 def test_a_model_that_never_writes_a_block_fails_the_run(tmp_path: Path) -> None:
     s = _run(tmp_path / "f", budget=36, llm=FunctionLLM(lambda m, t, s: "I cannot help."))
-    assert s["status"] == "failed" and "not one of the" in s["status_reason"]
-    assert s["extra"]["llm"]["valid"] == 0 and s["extra"]["llm"]["asked"] > 0
+    assert s.status == "failed" and "not one of the" in s.status_reason
+    assert s.extra["llm"]["valid"] == 0 and s.extra["llm"]["asked"] > 0
