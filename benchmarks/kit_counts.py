@@ -24,8 +24,9 @@ broken checkout still counts. What each number means:
   import sub`` is the submodule ``pkg.sub`` when there is one; a parent package is not
   implied). ``file-level`` counts imports that run when the module is imported (module
   body, including ``try``/``if``, excluding ``if TYPE_CHECKING:``); ``with function-level``
-  adds imports inside functions and ``TYPE_CHECKING`` blocks, so circles that a lazy import
-  hides show.
+  adds imports inside functions, so circles that a lazy import hides show (the count the
+  ratchet test holds at its allow-list); ``with TYPE_CHECKING`` adds the type-only imports
+  too (a class typed by the module that owns it: never run, shown for information).
 - **CLI imports of agent internals**: import statements (name by name) in
   ``optiforge/cli`` of a module inside an agent folder other than its ``__init__``
   (``optiforge.agents.<agent>.<module>``); ``kit`` and ``spec`` are shared, not internals.
@@ -68,6 +69,8 @@ class Import:
     line: int
     file_level: bool
     """Runs when the source module is imported (not in a function, not TYPE_CHECKING)."""
+    type_only: bool = False
+    """Under ``if TYPE_CHECKING:`` (never runs; types only)."""
     names: tuple[str, ...] = ()
     """For ``from x import a, b``: the names (``a``, ``b``); empty for ``import x``."""
 
@@ -90,30 +93,33 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _walk_imports(node: ast.AST, file_level: bool) -> Iterator[tuple[ast.AST, bool]]:
-    """(import node, file_level) for every import under node."""
+def _walk_imports(
+    node: ast.AST, file_level: bool, type_only: bool = False
+) -> Iterator[tuple[ast.AST, bool, bool]]:
+    """(import node, file_level, type_only) for every import under node."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.Import | ast.ImportFrom):
-            yield child, file_level
+            yield child, file_level, type_only
         elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            yield from _walk_imports(child, False)
+            yield from _walk_imports(child, False, type_only)
         elif isinstance(child, ast.If) and _is_type_checking(child.test):
             for stmt in child.body:
-                yield from _walk_imports(ast.Module(body=[stmt], type_ignores=[]), False)
+                yield from _walk_imports(ast.Module(body=[stmt], type_ignores=[]), False, True)
             for stmt in child.orelse:
-                yield from _walk_imports(ast.Module(body=[stmt], type_ignores=[]), file_level)
+                module = ast.Module(body=[stmt], type_ignores=[])
+                yield from _walk_imports(module, file_level, type_only)
         else:
-            yield from _walk_imports(child, file_level)
+            yield from _walk_imports(child, file_level, type_only)
 
 
 def imports_of(name: str, path: Path, tree: ast.Module, known: set[str]) -> list[Import]:
     """Every import of an optiforge module in one file."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[Import] = []
-    for node, file_level in _walk_imports(tree, True):
+    for node, file_level, type_only in _walk_imports(tree, True):
         if isinstance(node, ast.Import):
             for a in node.names:
-                found.append(Import(name, a.name, node.lineno, file_level))
+                found.append(Import(name, a.name, node.lineno, file_level, type_only=type_only))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -124,7 +130,9 @@ def imports_of(name: str, path: Path, tree: ast.Module, known: set[str]) -> list
             for alias in node.names:
                 sub = f"{source}.{alias.name}"
                 target = sub if sub in known else source
-                found.append(Import(name, target, node.lineno, file_level, (alias.name,)))
+                found.append(
+                    Import(name, target, node.lineno, file_level, type_only, (alias.name,))
+                )
     return [i for i in found if i.target == "optiforge" or i.target.startswith("optiforge.")]
 
 
@@ -199,11 +207,14 @@ def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-def import_circles(co: Checkout, *, function_level: bool) -> list[list[str]]:
+def import_circles(
+    co: Checkout, *, function_level: bool, type_checking: bool = False
+) -> list[list[str]]:
     """The import circles between optiforge modules (see the module docstring)."""
     edges: dict[str, set[str]] = {}
     for i in co.imports:
-        if i.source != i.target and (function_level or i.file_level):
+        counted = i.file_level or (function_level and (type_checking or not i.type_only))
+        if i.source != i.target and counted:
             edges.setdefault(i.source, set()).add(i.target)
     return strongly_connected(edges)
 
@@ -504,6 +515,7 @@ def counts(root: Path) -> dict[str, object]:
     exact, task_any, mention = any_params(co, "optiforge.agents")
     file_circles = import_circles(co, function_level=False)
     all_circles = import_circles(co, function_level=True)
+    typed_circles = import_circles(co, function_level=True, type_checking=True)
     cli = cli_agent_imports(co)
     reads, read_files = summary_reads(co)
     understand = files_to_understand(co)
@@ -518,8 +530,10 @@ def counts(root: Path) -> dict[str, object]:
         "probes_kit": probes(co, "optiforge.agents.kit"),
         "import_circles_file_level": len(file_circles),
         "import_circles_with_function_level": len(all_circles),
+        "import_circles_with_type_checking": len(typed_circles),
         "circles_file_level": file_circles,
         "circles_with_function_level": all_circles,
+        "circles_with_type_checking": typed_circles,
         "cli_agent_internal_imports": len(cli),
         "cli_agent_internal_import_list": sorted(
             f"{co.rel(i.source)}:{i.line} {i.target}" for i in cli
@@ -542,7 +556,7 @@ def _print(c: dict[str, object]) -> None:
     scalar = [k for k, v in c.items() if isinstance(v, int)]
     for k in scalar:
         print(f"  {k:40s} {c[k]}")
-    for key in ("circles_file_level", "circles_with_function_level"):
+    for key in ("circles_file_level", "circles_with_function_level", "circles_with_type_checking"):
         print(f"  {key}:")
         for comp in c[key]:  # type: ignore[attr-defined]
             print(f"    {len(comp)}: {', '.join(comp)}")
