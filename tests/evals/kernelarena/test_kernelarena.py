@@ -254,7 +254,7 @@ import optiforge.kernels.traffic as tr
 
 
 def launch(x):
-    tr._Patch.active.clear()
+    tr.PatchState.active.clear()
     return _good(x)
 """
 )

@@ -160,7 +160,7 @@ class NCOTask:
                 "reason": f"a portfolio needs programs and a {len(programs or {})} x "
                           f"{len(_features())} router"})  # fmt: skip
         from optiforge.solvers.nco.policy import load_teacher, teacher_step_probs
-        from optiforge.solvers.nco.programs import _state, features
+        from optiforge.solvers.nco.programs import features, tour_state
         from optiforge.solvers.nco.tsp import tour_length
 
         try:  # the sandbox gets the instances and the portfolio: never a teacher tour
@@ -190,7 +190,7 @@ class NCOTask:
             wanted = teacher_step_probs(model, x, tour).argmax(-1)
             d = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1)).tolist()
             for t in range(self.n - 1):
-                w = _softmax(W @ np.asarray(features(_state(x, d, tour[: t + 1], self.n))))
+                w = _softmax(W @ np.asarray(features(tour_state(x, d, tour[: t + 1], self.n))))
                 stage_w[STAGES[min(2, 3 * t // (self.n - 1))]] += w
                 z = {
                     k: np.asarray([np.nan if v is None else v for v in b["z"][k][t]]) for k in names
