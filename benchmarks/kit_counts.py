@@ -35,6 +35,8 @@ broken checkout still counts. What each number means:
   assigned (in the same function) from a JSON load; plus ``<expr>.extra["key"]`` /
   ``.extra.get("key")`` in any file (``AgentOutcome.extra`` read by key). Heuristic, by
   construction blind to reads through other names; reported as reads and files.
+- **private name uses**: ``from x import _y`` of another module's private name, and ``m._y``
+  on a module ``m`` imported by name (``from pkg import _mod`` names a module: not counted).
 - **fmt: skip**: comments ``# fmt: skip`` under ``optiforge/``.
 - **files to understand an agent**: the agent's own ``.py`` files (recursively) plus the
   optiforge modules they import (any import, function-level too) that are not the kit,
@@ -455,6 +457,45 @@ def summary_reads(co: Checkout) -> tuple[int, list[str]]:
     return total, sorted(files)
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_name_uses(co: Checkout) -> set[tuple[str, str, str, int]]:
+    """(file, module, private name, line) for every use of another module's private name."""
+    found: set[tuple[str, str, str, int]] = set()
+    for i in co.imports:
+        if i.target == i.source:
+            continue
+        for n in i.names:
+            # ``from pkg import _mod`` names a (package-private) module, not a private name
+            if _private(n) and not i.target.endswith(f".{n}"):
+                found.add((co.rel(i.source), i.target, n, i.line))
+    # attribute use on a module imported by name: ``from optiforge.x import m; m._y``
+    for name, tree in co.trees.items():
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname and a.name in co.modules:
+                        aliases[a.asname] = a.name
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    full = f"{node.module}.{a.name}"
+                    if full in co.modules:
+                        aliases[a.asname or a.name] = full
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and _private(node.attr)
+                and aliases[node.value.id] != name
+            ):
+                found.add((co.rel(name), aliases[node.value.id], node.attr, node.lineno))
+    return found
+
+
 def fmt_skips(co: Checkout) -> int:
     """``# fmt: skip`` comments under optiforge/."""
     n = 0
@@ -541,6 +582,7 @@ def counts(root: Path) -> dict[str, object]:
         "summary_string_key_reads": reads,
         "summary_string_key_files": len(read_files),
         "summary_string_key_file_list": read_files,
+        "private_name_uses": len(private_name_uses(co)),
         "fmt_skip": fmt_skips(co),
         "builders": {
             a: {"function": b.function, "lines": b.lines, "closures": b.closures}

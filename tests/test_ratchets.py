@@ -15,7 +15,6 @@ The counting is ``benchmarks/kit_counts.py``'s (the same definitions it prints).
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import sys
 from pathlib import Path
@@ -132,47 +131,8 @@ def test_no_import_circle_outside_the_allow_list(checkout: object) -> None:
     )
 
 
-def _private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
-
-
-def private_imports(co: object) -> set[tuple[str, str, str, int]]:
-    """(file, module, private name, line) for every use of another module's private name."""
-    found: set[tuple[str, str, str, int]] = set()
-    for i in co.imports:  # type: ignore[attr-defined]
-        if i.target == i.source:
-            continue
-        for n in i.names:
-            # ``from pkg import _mod`` names a (package-private) module, not a private name
-            if _private(n) and not i.target.endswith(f".{n}"):
-                found.add((co.rel(i.source), i.target, n, i.line))  # type: ignore[attr-defined]
-    # attribute use on a module imported by name: ``from optiforge.x import m; m._y``
-    for name, tree in co.trees.items():  # type: ignore[attr-defined]
-        aliases: dict[str, str] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.asname and a.name in co.modules:  # type: ignore[attr-defined]
-                        aliases[a.asname] = a.name
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for a in node.names:
-                    full = f"{node.module}.{a.name}"
-                    if full in co.modules:  # type: ignore[attr-defined]
-                        aliases[a.asname or a.name] = full
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id in aliases
-                and _private(node.attr)
-                and aliases[node.value.id] != name
-            ):
-                found.add((co.rel(name), aliases[node.value.id], node.attr, node.lineno))  # type: ignore[attr-defined]
-    return found
-
-
 def test_no_import_of_another_modules_private_names(checkout: object) -> None:
-    found = private_imports(checkout)
+    found = kc.private_name_uses(checkout)
     bad = sorted(
         f"{f}:{line} uses {m}.{n}"
         for f, m, n, line in found
@@ -231,5 +191,5 @@ def test_the_circle_finder_sees_a_lazy_import_circle(tmp_path: Path) -> None:
     co = kc.Checkout.load(tmp_path)
     assert kc.import_circles(co, function_level=False) == []
     assert kc.import_circles(co, function_level=True) == [["optiforge.a", "optiforge.b"]]
-    found = private_imports(co)
+    found = kc.private_name_uses(co)
     assert {(f, m, n) for f, m, n, _ in found} == {("optiforge/d.py", "optiforge.c", "_hidden")}
