@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # two workers: CI and the reference machine have 2 cores
 PYTEST_WORKERS ?= 2
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,8 +36,13 @@ run: $(STAMP)
 	{ OMP_NUM_THREADS=1 $(BIN)/optiforge run evolve --bench funcfit/quadratic --budget 8 --model local --out runs/main-evolve-local-$$stamp; rc=$$?; [ $$rc -le 1 ]; } && \
 	$(BIN)/optiforge compare runs/main-evolve-offline-$$stamp runs/main-evolve-local-$$stamp
 
+# the whole suite; --durations=25 prints the slowest tests (CI's log shows what to mark slow)
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
+
+# the inner loop: everything not marked slow (a test over ~5 s carries @pytest.mark.slow)
+test-fast: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check optiforge tests benchmarks

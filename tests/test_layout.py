@@ -48,3 +48,30 @@ def test_agent_init_is_only_the_spec() -> None:
         if n > SPEC_LINES:
             long[p.name] = n
     assert long == {}
+
+
+SUITES = AGENTS.parent / "evals" / "suites"
+
+
+def _suite_folders() -> list[Path]:
+    return sorted(p for p in SUITES.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
+
+
+def test_every_suite_has_its_benchmark_module_and_a_logic_free_init() -> None:
+    """One suite shape: the benchmark and its tasks in ``benchmark.py``; ``__init__`` holds
+    only a docstring, imports (re-exports) and ``__all__``, no definitions."""
+    import ast
+
+    assert len(_suite_folders()) >= 10
+    problems = []
+    for p in _suite_folders():
+        if not (p / "benchmark.py").is_file():
+            problems.append(f"{p.name}: no benchmark.py")
+        for node in ast.parse((p / "__init__.py").read_text()).body:
+            docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            all_list = isinstance(node, ast.Assign) and [
+                t.id for t in node.targets if isinstance(t, ast.Name)
+            ] == ["__all__"]
+            if not (isinstance(node, ast.Import | ast.ImportFrom) or docstring or all_list):
+                problems.append(f"{p.name}/__init__.py:{node.lineno}: {type(node).__name__}")
+    assert problems == []

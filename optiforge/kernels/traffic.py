@@ -43,7 +43,7 @@ PEAKS: dict[str, tuple[float, float, float]] = {
 }
 """arch -> (dense fp16 tensor-core TFLOP/s, fp32 CUDA-core TFLOP/s, HBM TB/s) of A100 and
 H100 SXM."""
-_METHODS = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
+PATCHED_METHODS = ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas",
             "create_dot", "set_grid_dim")  # fmt: skip
 
 
@@ -106,7 +106,7 @@ class Traffic:
         return out
 
 
-class _Patch:
+class PatchState:
     """The installed wrappers (one set at a time; ``count_traffic`` nests by sharing it)."""
 
     active: list[Traffic] = []
@@ -115,7 +115,7 @@ class _Patch:
 
 
 def _add(key: str, value: float) -> None:
-    for t in _Patch.active:
+    for t in PatchState.active:
         if t._cur is not None:
             t._cur[key] += value
 
@@ -128,16 +128,16 @@ def install() -> None:
     module global looked up at call time: replacing ``traffic._add`` or ``numpy.prod``
     later changes nothing it counts. :func:`slots` lists each of those objects so that a
     harness can check by identity that none was replaced (cells included)."""
-    if _Patch.originals:
+    if PatchState.originals:
         return
     import numpy as np
     import triton.language as tl
     from triton.runtime import interpreter as itp
 
     builder, grid = itp.InterpreterBuilder, itp.GridExecutor
-    o = {m: getattr(builder, m) for m in _METHODS}
+    o = {m: getattr(builder, m) for m in PATCHED_METHODS}
     o["grid_call"] = grid.__call__
-    active = _Patch.active
+    active = PatchState.active
     lanes = _make_lanes(np.shape, np.prod, np.count_nonzero, np.broadcast_to, np.asarray)
     elem_bytes = _make_elem_bytes(tl.block_type, tl.pointer_type)
     shape_of, prod = np.shape, np.prod
@@ -202,7 +202,7 @@ def install() -> None:
     for m, f in w.items():
         setattr(builder, m, f)
     grid.__call__ = grid_call
-    _Patch.originals, _Patch.wrappers = o, {**w, "grid_call": grid_call}
+    PatchState.originals, PatchState.wrappers = o, {**w, "grid_call": grid_call}
 
 
 def slots() -> list[tuple[Any, str | None, Any]]:
@@ -211,7 +211,7 @@ def slots() -> list[tuple[Any, str | None, Any]]:
     or, with ``key`` None, a closure cell (``holder.cell_contents is object``). Covers the
     interpreter methods the counter wraps, this module's functions and classes, the active
     list and every cell of every wrapper, recursively. Empty when not installed."""
-    if not _Patch.wrappers:
+    if not PatchState.wrappers:
         return []
     import sys
 
@@ -219,18 +219,19 @@ def slots() -> list[tuple[Any, str | None, Any]]:
 
     out: list[tuple[Any, str | None, Any]] = []
     b, g = vars(itp.InterpreterBuilder), vars(itp.GridExecutor)
-    out += [(b, m, _Patch.wrappers[m]) for m in _METHODS]
-    out.append((g, "__call__", _Patch.wrappers["grid_call"]))
+    out += [(b, m, PatchState.wrappers[m]) for m in PATCHED_METHODS]
+    out.append((g, "__call__", PatchState.wrappers["grid_call"]))
     mod = vars(sys.modules[__name__])
     out += [(mod, name, mod[name]) for name in ("_add", "_lanes", "_elem_bytes", "_make_lanes", "_make_elem_bytes",
-                                                "install", "intact", "slots", "count_traffic", "Traffic", "_Patch",
-                                                "_METHODS", "cost_estimate", "LAUNCH_US", "PEAKS")]  # fmt: skip
+                                                "install", "intact", "slots", "count_traffic", "Traffic", "PatchState",
+                                                "PATCHED_METHODS", "cost_estimate", "LAUNCH_US", "PEAKS")]  # fmt: skip
     out += [
-        (vars(_Patch), name, vars(_Patch)[name]) for name in ("active", "originals", "wrappers")
+        (vars(PatchState), name, vars(PatchState)[name])
+        for name in ("active", "originals", "wrappers")
     ]
     out += [(vars(Traffic), name, vars(Traffic)[name]) for name in ("__init__", "totals")]
     seen: set[int] = set()
-    todo: list[Any] = list(_Patch.wrappers.values())
+    todo: list[Any] = list(PatchState.wrappers.values())
     while todo:  # the wrappers' cells, and the cells of the functions found in them
         fn = todo.pop()
         if id(fn) in seen:
@@ -250,7 +251,7 @@ def intact(expected: list[tuple[Any, str | None, Any]] | None = None) -> bool:
     expected: the :func:`slots` taken right after :func:`install`, before any untrusted
         code ran (a harness keeps it); None compares with the slots as they are now, which
         only catches the wrapped interpreter methods being replaced."""
-    if not _Patch.wrappers:
+    if not PatchState.wrappers:
         return False
     missing = object()
     for holder, key, obj in slots() if expected is None else expected:
@@ -259,19 +260,19 @@ def intact(expected: list[tuple[Any, str | None, Any]] | None = None) -> bool:
             return False
     from triton.runtime import interpreter as itp
 
-    ok = all(vars(itp.InterpreterBuilder).get(m) is _Patch.wrappers[m] for m in _METHODS)
-    return ok and vars(itp.GridExecutor).get("__call__") is _Patch.wrappers["grid_call"]
+    ok = all(vars(itp.InterpreterBuilder).get(m) is PatchState.wrappers[m] for m in PATCHED_METHODS)
+    return ok and vars(itp.GridExecutor).get("__call__") is PatchState.wrappers["grid_call"]
 
 
 def uninstall() -> None:
-    if not _Patch.originals:
+    if not PatchState.originals:
         return
     from triton.runtime import interpreter as itp
 
-    for m in _METHODS:
-        setattr(itp.InterpreterBuilder, m, _Patch.originals[m])
-    itp.GridExecutor.__call__ = _Patch.originals["grid_call"]
-    _Patch.originals, _Patch.wrappers = {}, {}
+    for m in PATCHED_METHODS:
+        setattr(itp.InterpreterBuilder, m, PatchState.originals[m])
+    itp.GridExecutor.__call__ = PatchState.originals["grid_call"]
+    PatchState.originals, PatchState.wrappers = {}, {}
 
 
 @contextlib.contextmanager
@@ -279,12 +280,12 @@ def count_traffic() -> Iterator[Traffic]:
     """Count every interpreted launch inside the block (see the module doc)."""
     t = Traffic()
     install()
-    _Patch.active.append(t)
+    PatchState.active.append(t)
     try:
         yield t
     finally:
-        _Patch.active.remove(t)
-        if not _Patch.active:
+        PatchState.active.remove(t)
+        if not PatchState.active:
             uninstall()
 
 

@@ -10,7 +10,7 @@ litellm *can* price (e.g. ``openai/gpt-4o-mini`` through a proxy) keeps going th
 litellm, so its cost stays known.
 
 The same reply (``ProviderReply``) and the same errors: failures are translated onto the
-``LLMError`` taxonomy exactly as ``litellm_client.translate_exception`` does for litellm's
+``LLMError`` taxonomy exactly as ``litellm_calls.translate_exception`` does for litellm's
 wrappers of the same ``openai`` exceptions.
 """
 
@@ -27,6 +27,7 @@ from typing import Any
 from optiforge.errors import (
     LLMError,
 )
+from optiforge.llm.litellm_calls import translate_openai_error
 from optiforge.llm.types import ProviderReply
 
 _CONTEXT_WINDOW_MARKERS = (
@@ -129,10 +130,8 @@ def complete(kwargs: dict[str, Any], model: str) -> ProviderReply:
 
 def translate(err: BaseException, model: str) -> LLMError:
     """An ``openai`` / ``httpx`` exception as the ``LLMError`` that
-    ``litellm_client.translate_exception`` makes of litellm's wrapper of it."""
+    ``litellm_calls.translate_exception`` makes of litellm's wrapper of it."""
     import openai
-
-    from optiforge.llm.litellm_client import translate_openai_error
 
     context_window = isinstance(err, openai.BadRequestError | openai.APIStatusError) and any(
         m in str(err).lower() for m in _CONTEXT_WINDOW_MARKERS

@@ -58,7 +58,7 @@ def check_provider(model: str, api_base: str | None = None) -> None:
         LLMProviderError: an unknown provider prefix, or nothing listening at the server.
         LLMAuthError: a hosted provider whose key variable is not set.
     """
-    from optiforge.llm.litellm_client import _KEYED_PREFIXES, key_variable
+    from optiforge.llm.litellm_calls import KEYED_PREFIXES, key_variable
     from optiforge.llm.local import is_local
     from optiforge.llm.provider_names import LITELLM_PROVIDERS
 
@@ -75,7 +75,7 @@ def check_provider(model: str, api_base: str | None = None) -> None:
     base = api_base or (DEFAULT_BASES.get(prefix) if prefix else None)
     if base:
         check_reachable(base)
-        if api_base and m.lower().startswith(_KEYED_PREFIXES):
+        if api_base and m.lower().startswith(KEYED_PREFIXES):
             return  # an OpenAI-compatible server of one's own: a placeholder key is sent
     var = key_variable(m) if prefix is not None else None
     if var and not os.environ.get(var):

@@ -46,6 +46,8 @@ from typing import Any
 
 from optiforge import errors
 from optiforge.errors import LLMError, LLMProviderError, LLMTimeout
+from optiforge.llm import litellm_calls as lc
+from optiforge.llm import openai_compat as oc
 
 MAX_IN_FLIGHT = 64
 """Requests the child runs at once (more wait their turn in the child)."""
@@ -270,9 +272,6 @@ def _describe(err: BaseException) -> tuple[str, str, dict[str, Any]]:
 def serve(fd: int) -> None:
     """The child's loop: answer requests on ``fd`` until the run closes it."""
     import signal
-
-    from optiforge.llm import litellm_client as lc
-    from optiforge.llm import openai_compat as oc
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     conn = Connection(fd)

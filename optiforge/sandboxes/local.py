@@ -38,7 +38,6 @@ import logging
 import marshal
 import math
 import os
-import random
 import resource
 import selectors
 import shutil
@@ -49,7 +48,6 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,6 +61,21 @@ from optiforge.sandboxes.base import (
     scrubbed_env,
     write_files,
 )
+from optiforge.sandboxes.boot import BOOT, fresh_id, init_code
+from optiforge.sandboxes.cgroups import (
+    count_tasks,
+    descendants,
+    kill_cgroup,
+    kill_uid,
+    make_memory_cgroup,
+    make_pids_cgroup,
+    oom_kill_count,
+    read_int,
+    remove_cgroup,
+)
+from optiforge.sandboxes.host import HostIsolation, View
+from optiforge.sandboxes.results import mark_warm, run_result
+from optiforge.sandboxes.warm import WarmPool, WarmUnavailable, warm_unavailable_reason
 from optiforge.sandboxes.workdirs import (
     fs_type,
     mount_tmpfs,
@@ -80,42 +93,6 @@ MARKER_VAR = "OPTIFORGE_SANDBOX_RUN"
 
 _KILL_GRACE_S = 0.3
 _DRAIN_AFTER_EXIT_S = 0.5
-_MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
-_UID_RANGE = (2_000_000_000, 2_100_000_000)
-"""Fresh per-run uids/gids are drawn from here (no real account lives there)."""
-
-_BOOT = (
-    # trusted: reads the sandbox init's compiled code (written by the parent) from stdin
-    "import sys,marshal;r=sys.stdin.buffer.read;"
-    "exec(marshal.loads(r(int.from_bytes(r(8),'little'))))"
-)
-
-
-@functools.cache
-def _init_code() -> bytes:
-    """The compiled sandbox init (``_init.py``), marshalled once per process."""
-    src = Path(__file__).with_name("_init.py")
-    return marshal.dumps(compile(src.read_text(), str(src), "exec"))
-
-
-@dataclass(frozen=True)
-class HostIsolation:
-    """What this machine offers, probed once per process."""
-
-    is_root: bool
-    bwrap: str | None
-    """Path of a bwrap that ran a namespaced ``true`` successfully, else None."""
-    bwrap_error: str | None
-    unshare: bool
-    """The kernel lets us create mount/PID/net namespaces (root only; probed with ``unshare``)."""
-    unshare_error: str | None
-    pids_cgroup: str | None = None
-    """A writable pids-controller cgroup dir under which per-run cgroups can be made."""
-    memory_cgroup: tuple[str, str, str] | None = None
-    """(writable memory cgroup dir, peak-usage file, limit file)."""
-    pids_cgroup_error: str | None = None
-    cgroup_v1: dict[str, bool] = field(default_factory=dict)
-    """controller -> True when that cgroup is v1 (join through ``tasks``, not ``cgroup.procs``)."""
 
 
 def _try(argv: list[str]) -> str | None:
@@ -358,16 +335,6 @@ def _python_paths(python: str) -> list[str]:
     return [os.path.realpath(p) for p in dict.fromkeys(paths)]
 
 
-@dataclass(frozen=True)
-class View:
-    """What the command sees of the host file system (all read-only), besides its work dir."""
-
-    ro_binds: tuple[str, ...]
-    symlinks: tuple[tuple[str, str], ...]
-    masks: tuple[str, ...]
-    """Dirs inside ``ro_binds`` hidden under an empty tmpfs (an installed optiforge)."""
-
-
 def build_view(pythons: list[str], extra: list[str] | tuple[str, ...] = ()) -> View:
     """System dirs, the interpreters' prefixes and ``extra`` paths; nested ones folded."""
     links: list[tuple[str, str]] = []
@@ -392,10 +359,6 @@ def build_view(pythons: list[str], extra: list[str] | tuple[str, ...] = ()) -> V
     pkg = str(Path(__file__).resolve().parents[1])
     masks = tuple(pkg for k in kept if pkg.startswith(k.rstrip("/") + "/"))[:1]
     return View(ro_binds=tuple(kept), symlinks=tuple(links), masks=masks)
-
-
-def _fresh_id() -> int:
-    return random.SystemRandom().randrange(*_UID_RANGE)
 
 
 class LocalSandbox:
@@ -525,8 +488,6 @@ class LocalSandbox:
         self._warm_pool: Any = None
         self._warm_off: str | None = None
         if self.warm is not None:
-            from optiforge.sandboxes.warm import WarmPool, warm_unavailable_reason
-
             for m in self.warm:
                 if not isinstance(m, str) or not all(p.isidentifier() for p in m.split(".")):
                     raise ConfigError(f"warm modules must be dotted module names, got {m!r}")
@@ -555,8 +516,6 @@ class LocalSandbox:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if self._warm_pool == "restart":
-            from optiforge.sandboxes.warm import WarmPool
-
             self._warm_pool = WarmPool(self, self.warm or [], self.warm_env)
 
     def warm_active(self) -> bool:
@@ -608,8 +567,6 @@ class LocalSandbox:
         # a wall cap (``--max-wall-s``): a candidate still running at the deadline is killed
         timeout_s = deadline.clamp(timeout_s)
         if self.warm_active() and not network and self._warm_eligible(argv, env):
-            from optiforge.sandboxes.warm import WarmUnavailable
-
             try:
                 return self._warm_pool.run(argv, True, files, timeout_s, memory_mb, env, collect)
             except WarmUnavailable as e:
@@ -622,7 +579,7 @@ class LocalSandbox:
             network, seccomp=os.uname().machine in _SECCOMP_ARCHES, cgroups=None
         )
         if self.warm_active() and not network:
-            _mark_warm(prot, self)
+            mark_warm(prot, self)
         return prot
 
     def _protections(
@@ -772,10 +729,10 @@ class LocalSandbox:
         change clears it and namespace inits ignore it.
         """
         pgid = proc.pid  # start_new_session: the child leads its own group
-        tree = [proc.pid, *_descendants(proc.pid)]
+        tree = [proc.pid, *descendants(proc.pid)]
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if sig == signal.SIGKILL:
-                tree = list(dict.fromkeys(tree + _descendants(proc.pid)))
+                tree = list(dict.fromkeys(tree + descendants(proc.pid)))
             for pid in reversed(tree):  # innermost first, so parents do not respawn
                 with contextlib.suppress(OSError):
                     os.kill(pid, sig)
@@ -869,7 +826,7 @@ def _run(
         write_files(wd, files)
         uid = gid = None
         if sb.host.is_root and (mode != "none" or sb._reachable):
-            uid, gid = _fresh_id(), _fresh_id()
+            uid, gid = fresh_id(), fresh_id()
             # 0711 under bwrap: bwrap (root without capabilities) must chdir into it
             os.chmod(wd, 0o711 if mode == "bwrap" else 0o700)
             for dirpath, dirnames, filenames in os.walk(wd):
@@ -887,7 +844,7 @@ def _run(
         if mode == "none" and uid is None:
             child_env[MARKER_VAR] = token
         cpu = sb.cpu_time_s if sb.cpu_time_s is not None else math.ceil(timeout_s) + 1
-        nproc = sb.max_procs if uid is not None else sb.max_procs + _count_tasks(os.getuid())
+        nproc = sb.max_procs if uid is not None else sb.max_procs + count_tasks(os.getuid())
         # (resource, soft, hard): hard = soft except CPU time, whose soft limit raises
         # SIGXCPU (a death the result can name); a command that ignores it is SIGKILLed
         # one CPU-second later at the hard limit
@@ -899,8 +856,8 @@ def _run(
             (int(resource.RLIMIT_NPROC), nproc, nproc),
             (int(resource.RLIMIT_CORE), 0, 0),
         ]
-        cgroup = _make_pids_cgroup(sb, token)
-        memcg = _make_memory_cgroup(sb, token, (memory_mb + 2 * sb.tmpfs_mb) << 20)
+        cgroup = make_pids_cgroup(sb, token)
+        memcg = make_memory_cgroup(sb, token, (memory_mb + 2 * sb.tmpfs_mb) << 20)
         for path, ctrl in ((cgroup, "pids"), (memcg, "memory")):
             if path is not None:
                 name = "tasks" if sb.host.cgroup_v1.get(ctrl) else "cgroup.procs"
@@ -927,9 +884,9 @@ def _run(
             "argv": argv,
             "env": child_env,
         }
-        boot = [sys.executable, "-I", "-S", "-c", _BOOT]
+        boot = [sys.executable, "-I", "-S", "-c", BOOT]
         full = (_bwrap_argv(sb, workdir, network) if mode == "bwrap" else []) + boot
-        code = _init_code()
+        code = init_code()
         blob = marshal.dumps(cfg)
         t0 = time.perf_counter()
         try:
@@ -961,23 +918,21 @@ def _run(
             )
         except BaseException:
             # Interrupted (Ctrl-C, an internal error): never leave the command running.
-            for pid in [proc.pid, *_descendants(proc.pid)]:
+            for pid in [proc.pid, *descendants(proc.pid)]:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
             if cgroup:
-                _kill_cgroup(cgroup)
+                kill_cgroup(cgroup)
             if uid is not None:
-                _kill_uid(uid)
+                kill_uid(uid)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(proc.pid, 0)
             raise
         duration = time.perf_counter() - t0
-        swept = _kill_cgroup(cgroup) if cgroup else 0
+        swept = kill_cgroup(cgroup) if cgroup else 0
         if mode == "none":
             swept += (
-                _kill_uid(uid)
-                if uid is not None
-                else sweep_marked(f"{MARKER_VAR}={token}".encode())
+                kill_uid(uid) if uid is not None else sweep_marked(f"{MARKER_VAR}={token}".encode())
             )
         os.set_blocking(status_r, False)
         try:
@@ -985,7 +940,7 @@ def _run(
         except BlockingIOError:
             setup = ""
         peak_bytes = (
-            _read_int(os.path.join(memcg, sb.host.memory_cgroup[1]))
+            read_int(os.path.join(memcg, sb.host.memory_cgroup[1]))
             if memcg and sb.host.memory_cgroup
             else None
         )
@@ -1009,15 +964,15 @@ def _run(
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        _remove_cgroup(cgroup)
+        remove_cgroup(cgroup)
         if memcg is not None:
-            _remove_cgroup(memcg)
+            remove_cgroup(memcg)
         if os.path.isdir(newroot):
             with contextlib.suppress(OSError):
                 os.rmdir(newroot)
         # iterative, at any depth; a failure is logged (a sweep retries), never raised
         remove_quietly(workdir)
-    return _result(
+    return run_result(
         sb,
         network,
         out,
@@ -1036,103 +991,6 @@ def _run(
         cnotes,
         oom_kills=oom_kills,
     )
-
-
-def _result(
-    sb: LocalSandbox,
-    network: bool,
-    out: bytes,
-    err: bytes,
-    truncated: tuple[bool, bool],
-    timed_out: bool,
-    status: int,
-    ru: Any,
-    duration: float,
-    cpu: float,
-    setup: str,
-    peak_bytes: int | None,
-    swept: int,
-    cgroups: tuple[bool, bool],
-    collected: dict[str, bytes | str],
-    cnotes: list[str],
-    *,
-    warm: bool = False,
-    oom_kills: int = 0,
-) -> ExecResult:
-    rc = os.waitstatus_to_exitcode(status)
-    # the namespace init reports a signal death of the command as 128 + N
-    if sb.isolation != "none" and 128 < rc <= 128 + 64:
-        rc = -(rc - 128)
-    stderr = err.decode("utf-8", errors="replace")
-    killed_by: str | None = None
-    if timed_out:
-        killed_by = "timeout"
-    elif oom_kills > 0:
-        # the run's memory cgroup killed a process of it (the kernel's own count)
-        killed_by = "memory"
-    elif rc == -signal.SIGXCPU or (
-        # rusage is tick-sampled: it can read a little under what the kernel's CPU-limit
-        # timer counted when it fired
-        rc == -signal.SIGKILL and ru.ru_utime + ru.ru_stime >= math.ceil(cpu) - 0.25
-    ):
-        killed_by = "cpu"
-    elif rc != 0 and any(s in stderr for s in _MEMORY_SIGNS):
-        killed_by = "memory"
-    elif rc < 0:
-        killed_by = f"signal {-rc}"
-    prot = sb._protections(network, seccomp="seccomp=1" in setup, cgroups=cgroups)
-    if warm:
-        _mark_warm(prot, sb)
-    if not cgroups[0] and sb.host.pids_cgroup_error:
-        prot.notes.append(f"no pids cgroup: {sb.host.pids_cgroup_error}")
-    prot.notes.extend(cnotes)
-    if peak_bytes is None:
-        prot.notes.append(
-            "peak_rss_mb is wait4's ru_maxrss (no memory cgroup): the largest single process"
-        )
-    if swept:
-        prot.notes.append(f"killed {swept} descendant(s) left after the command exited")
-    if oom_kills:
-        prot.notes.append(f"the memory cgroup killed {oom_kills} process(es) of the run (OOM)")
-    result = ExecResult(
-        returncode=rc,
-        stdout=out.decode("utf-8", errors="replace"),
-        stderr=stderr,
-        duration_s=duration,
-        peak_rss_mb=peak_bytes / 2**20 if peak_bytes is not None else ru.ru_maxrss / 1024.0,
-        timed_out=timed_out,
-        files=collected,
-        protections=prot,
-        stdout_truncated=truncated[0],
-        stderr_truncated=truncated[1],
-        killed_by=killed_by,
-    )
-    if sb.tracer is not None:
-        sb.tracer.event(
-            "sandbox_run",
-            backend="local",
-            isolation=sb.isolation,
-            warm=warm,
-            duration_s=round(duration, 6),
-            returncode=rc,
-            timed_out=timed_out,
-            killed_by=killed_by,
-            peak_rss_mb=round(result.peak_rss_mb, 3),
-            protections=prot.summary(),
-            unmet=sorted(prot.unmet()),
-        )
-    return result
-
-
-def _mark_warm(prot: Protections, sb: LocalSandbox) -> None:
-    """A warm run: the unshare machinery in a forked child of the zygote."""
-    prot.warm = True
-    prot.network_how = "netns-unshare"
-    prot.fs_how = (
-        f"warm (forked from an unshare zygote): minimal read-only root, own work dir rw, "
-        f"own /tmp and /dev/shm tmpfs of {sb.tmpfs_mb} MB"
-    )
-    prot.notes.append(f"warm: forked from a zygote that imported {', '.join(sb.warm or [])}")
 
 
 def _owner_alive(name: str, prefix: str) -> bool:
@@ -1174,8 +1032,8 @@ def sweep_stale(root: str | os.PathLike[str]) -> int:
             if not _owner_alive(name, prefix):
                 path = os.path.join(base, name)
                 try:
-                    _kill_cgroup(path)
-                    _remove_cgroup(path)
+                    kill_cgroup(path)
+                    remove_cgroup(path)
                     removed += 1
                 except Exception as e:  # noqa: BLE001 - logged; the next sweep retries
                     log.warning("sandbox sweep: could not remove cgroup %s: %s", path, e)
@@ -1187,40 +1045,6 @@ def _sweep_once(root: str) -> int:
     return sweep_stale(root)
 
 
-def _count_tasks(uid: int) -> int:
-    """Tasks (threads) the uid runs now: RLIMIT_NPROC counts them all."""
-    count = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{entry}").st_uid == uid:
-                count += len(os.listdir(f"/proc/{entry}/task"))
-        except OSError:
-            continue
-    return count
-
-
-def _kill_uid(uid: int, rounds: int = 10) -> int:
-    """SIGKILL every process owned by ``uid`` (a run's fresh uid: only its own processes)."""
-    killed = 0
-    for _ in range(rounds):
-        pids = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                with contextlib.suppress(OSError):
-                    if os.stat(f"/proc/{entry}").st_uid == uid:
-                        pids.append(int(entry))
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-        time.sleep(0.01)
-    return killed
-
-
 @functools.cache
 def _can_mount_tmpfs(root: str) -> str | None:
     """Can a tmpfs be mounted on a work dir under ``root``? None when it can, else why not."""
@@ -1230,118 +1054,3 @@ def _can_mount_tmpfs(root: str) -> str | None:
         return why
     finally:
         remove_quietly(probe)
-
-
-def oom_kill_count(sb: LocalSandbox, memcg: str | None) -> int:
-    """How many processes the run's memory cgroup killed (``oom_kill``; 0 when unknown)."""
-    if memcg is None:
-        return 0
-    name = "memory.oom_control" if sb.host.cgroup_v1.get("memory") else "memory.events"
-    try:
-        with open(os.path.join(memcg, name)) as f:
-            for line in f:
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-    except (OSError, ValueError):
-        return 0
-    return 0
-
-
-def _make_pids_cgroup(sb: LocalSandbox, token: str) -> str | None:
-    """A per-run pids cgroup capped at ``max_procs`` tasks, or None if unavailable."""
-    base = sb.host.pids_cgroup
-    if base is None:
-        return None
-    path = os.path.join(base, f"optiforge-{os.getpid()}-{token}")
-    try:
-        os.mkdir(path)
-        with open(os.path.join(path, "pids.max"), "w") as f:
-            f.write(str(sb.max_procs))
-    except OSError:
-        _remove_cgroup(path)
-        return None
-    return path
-
-
-def _make_memory_cgroup(sb: LocalSandbox, token: str, limit: int) -> str | None:
-    """A per-run memory cgroup limited to ``limit`` bytes (RAM + tmpfs pages), or None."""
-    if sb.host.memory_cgroup is None:
-        return None
-    base, _, limit_file = sb.host.memory_cgroup
-    path = os.path.join(base, f"optiforge-mem-{os.getpid()}-{token}")
-    try:
-        os.mkdir(path)
-        with open(os.path.join(path, limit_file), "w") as f:
-            f.write(str(limit))
-    except OSError:
-        _remove_cgroup(path)
-        return None
-    return path
-
-
-def _kill_cgroup(path: str, rounds: int = 20) -> int:
-    """SIGKILL every task left in the run's cgroup; returns how many were killed."""
-    killed = 0
-    for _ in range(rounds):
-        try:
-            with open(os.path.join(path, "cgroup.procs")) as f:
-                pids = [int(x) for x in f.read().split()]
-        except OSError:
-            return killed
-        if not pids:
-            return killed
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-        time.sleep(0.01)
-    return killed
-
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _remove_cgroup(path: str | None) -> None:
-    """rmdir the run's cgroup (it must be empty; killed tasks take a moment to leave)."""
-    if path is None:
-        return
-    for _ in range(50):
-        try:
-            os.rmdir(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.01)
-
-
-def _descendants(root: int) -> list[int]:
-    """All live descendants of ``root`` (breadth first), from ``/proc/*/stat`` parent pids."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        # The command name may contain spaces/parens: the ppid follows the last ')'.
-        ppid = int(data[data.rindex(b")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out: list[int] = []
-    frontier = [root]
-    while frontier:
-        nxt: list[int] = []
-        for pid in frontier:
-            kids = children.get(pid, [])
-            out.extend(kids)
-            nxt.extend(kids)
-        frontier = nxt
-    return out

@@ -72,14 +72,23 @@ import time
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from optiforge.errors import SandboxError
 from optiforge.sandboxes.base import ExecResult, collect_files, scrubbed_env, write_files
+from optiforge.sandboxes.boot import BOOT, fresh_id, init_code
+from optiforge.sandboxes.cgroups import (
+    kill_cgroup,
+    kill_uid,
+    make_memory_cgroup,
+    make_pids_cgroup,
+    oom_kill_count,
+    read_int,
+    remove_cgroup,
+)
+from optiforge.sandboxes.host import RunSandbox
+from optiforge.sandboxes.results import run_result
 from optiforge.sandboxes.workdirs import fs_type, owner_prefix, remove_quietly
-
-if TYPE_CHECKING:
-    from optiforge.sandboxes.local import LocalSandbox
 
 _START_TIMEOUT_S = 60.0
 _KILL_WAIT_S = 2.0
@@ -94,7 +103,7 @@ class WarmUnavailable(SandboxError):
     """The warm pool cannot serve this run (the caller falls back to a cold start)."""
 
 
-def warm_unavailable_reason(sb: LocalSandbox) -> str | None:
+def warm_unavailable_reason(sb: RunSandbox) -> str | None:
     """Why this sandbox cannot run warm on this host (None: it can)."""
     host = sb.host
     if sb.isolation not in ("bwrap", "unshare"):
@@ -121,7 +130,7 @@ def warm_unavailable_reason(sb: LocalSandbox) -> str | None:
 class WarmPool:
     """One zygote serving warm runs for one ``LocalSandbox`` (thread-safe, lazily started)."""
 
-    def __init__(self, sb: LocalSandbox, modules: list[str], env: dict[str, str] | None) -> None:
+    def __init__(self, sb: RunSandbox, modules: list[str], env: dict[str, str] | None) -> None:
         self.sb = sb
         self.modules = list(modules)
         self.env = dict(env or {})
@@ -184,8 +193,6 @@ class WarmPool:
         self._ctl = self._proc = self._newroot = self._spool = self.zygote_pid = None
 
     def _start_locked(self) -> None:
-        from optiforge.sandboxes.local import _BOOT, _init_code
-
         sb = self.sb
         token = uuid.uuid4().hex[:12]
         newroot = os.path.join(str(sb.root), f"{owner_prefix()}warm{token}.root")
@@ -219,7 +226,7 @@ class WarmPool:
             "warm": self.modules,
             "ctl_fd": child_ctl.fileno(),
         }
-        code = _init_code()
+        code = init_code()
         blob = marshal.dumps(cfg)
         started = threading.Event()
         box: dict[str, Any] = {}
@@ -231,7 +238,7 @@ class WarmPool:
             # from taking the zygote down.
             try:
                 box["proc"] = subprocess.Popen(
-                    [sb.python, "-I", "-c", _BOOT],
+                    [sb.python, "-I", "-c", BOOT],
                     cwd="/",
                     env=env,
                     stdin=subprocess.PIPE,
@@ -287,8 +294,6 @@ class WarmPool:
         env: dict[str, str] | None,
         collect: list[str] | None,
     ) -> ExecResult:
-        from optiforge.sandboxes import local as L
-
         sb = self.sb
         ctl = self.ensure()
         assert self._spool is not None
@@ -301,7 +306,7 @@ class WarmPool:
         mine: list[int] = []  # fds to close at the end
         theirs: list[int] = []  # fds handed to the run (closed here once sent)
         psock: socket.socket | None = None
-        uid, gid = L._fresh_id(), L._fresh_id()
+        uid, gid = fresh_id(), fresh_id()
         try:
             wd = Path(hostdir)
             (wd / "tmp").mkdir()
@@ -325,8 +330,8 @@ class WarmPool:
                 (int(resource.RLIMIT_NPROC), sb.max_procs, sb.max_procs),
                 (int(resource.RLIMIT_CORE), 0, 0),
             ]
-            cgroup = L._make_pids_cgroup(sb, token)
-            memcg = L._make_memory_cgroup(sb, token, (memory_mb + 2 * sb.tmpfs_mb) << 20)
+            cgroup = make_pids_cgroup(sb, token)
+            memcg = make_memory_cgroup(sb, token, (memory_mb + 2 * sb.tmpfs_mb) << 20)
             cg_fds = []
             for path, ctrl in ((cgroup, "pids"), (memcg, "memory")):
                 if path is not None:
@@ -371,12 +376,12 @@ class WarmPool:
             except BaseException:
                 # Interrupted: never leave the run going.
                 if cgroup:
-                    L._kill_cgroup(cgroup)
-                L._kill_uid(uid)
+                    kill_cgroup(cgroup)
+                kill_uid(uid)
                 raise
             duration = time.perf_counter() - t0
-            swept = L._kill_cgroup(cgroup) if cgroup else 0
-            swept += L._kill_uid(uid)
+            swept = kill_cgroup(cgroup) if cgroup else 0
+            swept += kill_uid(uid)
             if got.error == _SUPERVISOR_DIED:
                 # killed from outside (the run's supervisor, the zygote or its init got a
                 # SIGKILL): the run failed, the caller did not; the next run restarts the
@@ -388,11 +393,11 @@ class WarmPool:
             if got.status is None:
                 raise SandboxError("sandbox setup failed (warm): the run reported no exit status")
             peak = (
-                L._read_int(os.path.join(memcg, sb.host.memory_cgroup[1]))
+                read_int(os.path.join(memcg, sb.host.memory_cgroup[1]))
                 if memcg and sb.host.memory_cgroup
                 else None
             )
-            oom_kills = L.oom_kill_count(sb, memcg)
+            oom_kills = oom_kill_count(sb, memcg)
             collected, cnotes = collect_files(
                 wd, collect, sb.max_file_mb << 20, sb.max_collect_bytes
             )
@@ -402,13 +407,13 @@ class WarmPool:
                     os.close(fd)
             if psock is not None:
                 psock.close()
-            L._remove_cgroup(cgroup)
+            remove_cgroup(cgroup)
             if memcg is not None:
-                L._remove_cgroup(memcg)
+                remove_cgroup(memcg)
             remove_quietly(hostdir)  # iterative, any depth; logged, never raised
         if got.killed_note:
             cnotes.append(got.killed_note)
-        return L._result(
+        return run_result(
             sb,
             False,
             got.out,

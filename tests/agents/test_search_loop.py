@@ -195,6 +195,7 @@ _CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_resume_after_kill_does_not_repeat_finished_evaluations(tmp_path: Path) -> None:
     run_dir, log = tmp_path / "run", tmp_path / "calls.jsonl"
     script = tmp_path / "child.py"

@@ -128,6 +128,7 @@ _CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("after", [5, 11])
 def test_overlap_resume_after_kill_is_exact(tmp_path: Path, after: int) -> None:
     script = tmp_path / "child.py"
@@ -217,6 +218,7 @@ def test_resume_after_a_kill_between_a_nodes_writes_and_its_checkpoint_is_exact(
     assert out.stdout.splitlines()[-1] == expected
 
 
+@pytest.mark.slow
 def test_default_overlap_is_on_with_two_workers_and_off_with_one(tmp_path: Path) -> None:
     """``overlap=None`` (every agent's default but evolve's): a 2-worker run pipelines its
     rounds (the LLM proposes while the workers evaluate), a 1-worker run keeps lock-step

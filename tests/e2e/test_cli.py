@@ -34,6 +34,7 @@ def test_help_and_lists() -> None:
     assert out.returncode == 0 and "ollama" in out.stdout and "anthropic" in out.stdout
 
 
+@pytest.mark.slow
 def test_doctor_reports_capabilities() -> None:
     out = optiforge("doctor", "--json")
     assert out.returncode == 0, out.stderr

@@ -79,6 +79,7 @@ def test_runs_and_compare(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "different tasks" in bad.stderr
 
 
+@pytest.mark.slow
 def test_executor_ray_runs_the_same_search(tmp_path: Path) -> None:
     """`--executor ray`: evaluations go to (local) Ray workers, each still sandboxed; the
     search finds what the process executor finds (same seed, same proposals)."""

@@ -114,6 +114,7 @@ def test_local_server_with_no_key_runs(tmp_path: Path, openai_server: OpenAIComp
     assert "unknown" in row and "$0.0000" not in row
 
 
+@pytest.mark.slow
 def test_cassette_miss_is_a_failed_run(tmp_path: Path) -> None:
     cassette = tmp_path / "empty.jsonl"
     cassette.write_text("")
@@ -293,6 +294,7 @@ def test_runs_pin_one_blas_thread_unless_told(tmp_path: Path) -> None:
         assert threads["OMP_NUM_THREADS"] == want
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_recorded_model_and_names_ignored_flags(
     tmp_path: Path, openai_server: OpenAICompatServer
 ) -> None:

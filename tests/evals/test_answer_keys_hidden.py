@@ -24,7 +24,7 @@ NEEDS_VIEW = pytest.mark.skipif(
 
 FUNCFIT_CHEAT = """
 import numpy as np
-from optiforge.evals.suites.funcfit import _TARGETS
+from optiforge.evals.suites.funcfit.benchmark import _TARGETS
 import inspect, sys
 target = None
 def f(x):

@@ -90,6 +90,7 @@ def test_formulation_quality_metrics() -> None:
     )
 
 
+@pytest.mark.slow
 def test_cheat_a_formulation_cannot_choose_the_optimizer_seed() -> None:
     """Red-team (issue 39): the harness fixes the seed; a formulation that names one gets
     the same score whatever it names (before the fix: the spread over seeds was ~15%)."""

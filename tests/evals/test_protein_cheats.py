@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from optiforge.evals.registry import get_benchmark
-from optiforge.evals.suites.protein import _SPECS
+from optiforge.evals.suites.protein.benchmark import _SPECS
 from optiforge.evals.suites.protein.landscape import Landscape
 from optiforge.evals.suites.protein.metrics import ranking_metrics
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import optiforge.evals.suites.saddle as saddle
+import optiforge.evals.suites.saddle.benchmark as saddle
 from optiforge.errors import ConfigError
 from optiforge.evals.protocol import Score
 from optiforge.evals.suites.saddle import SaddleBenchmark, SaddleTask

@@ -224,7 +224,7 @@ def test_nco_hides_the_test_instances(task: Any) -> None:
 
 @pytest.mark.parametrize("task", _tasks("procedural"), ids=_ids)
 def test_procedural_hides_answers_and_families(task: Any) -> None:
-    from optiforge.evals.suites.procedural import _CHECK, N_CHECK
+    from optiforge.evals.suites.procedural.benchmark import _CHECK, N_CHECK
     from optiforge.evals.suites.procedural.families import instances
 
     shown = json.dumps({"d": task.description, "b": task.build_tasks, "q": task.use_questions})

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from optiforge.agents.kit import RunContext
 from optiforge.agents.knowevo.agent import first_llm_budget
 from optiforge.agents.knowevo.config import KnowEvoConfig
@@ -52,6 +54,7 @@ def test_smith_budget_below_the_build_tasks_is_noted(tmp_path: Path) -> None:
     assert "budget 6 validations < 9 build tasks" in note
 
 
+@pytest.mark.slow
 def test_formulator_result_carries_its_budget(tmp_path: Path) -> None:
     task = resolve_task("bbowp/" + _first_bbowp() + "@dev")
     s = run_task("formulator", task, RunSettings(budget=task.budget + 5, memory="none"),

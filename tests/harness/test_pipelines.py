@@ -189,6 +189,7 @@ def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -
                         llm=llm, resume=resume)  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # a hang guard, not a measure: loaded machines are slow
 def test_kill_mid_pipeline_and_resume_identically(tmp_path: Path) -> None:
     straight_prompts = tmp_path / "b" / "prompts.jsonl"
@@ -243,6 +244,7 @@ def test_cli_runs_lists_and_resumes_a_pipeline(tmp_path: Path) -> None:
     assert bad.returncode != 0 and "no pipeline file or bundled pipeline 'nope'" in bad.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # a hang guard, not a measure: loaded machines are slow
 def test_a_pipeline_runs_its_evaluations_through_ray(tmp_path: Path) -> None:
     """``--executor ray``: one local Ray for the whole pipeline; every node's evaluations run
@@ -366,6 +368,7 @@ def _scripted(prompts: list[str]) -> FunctionLLM:
     return FunctionLLM(reply)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # a hang guard, not a measure: loaded machines are slow
 @pytest.mark.parametrize("name", ["kd-transfer", "diagnose", "formulate-optimize"])
 @pytest.mark.parametrize("model", ["offline", "scripted"])
@@ -400,6 +403,7 @@ def test_bundled_pipelines_run_on_a_small_budget(tmp_path: Path, name: str, mode
 # ----------------------------------------------------------------------------- bbowp
 
 
+@pytest.mark.slow
 def test_formulate_optimize_report_on_a_word_problem(tmp_path: Path) -> None:
     """formulator (a scripted LLM's TPE formulation) -> optimize (random search on that
     space, a smaller budget) -> report: the override ran in the sandbox on the formulated

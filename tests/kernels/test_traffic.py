@@ -179,8 +179,8 @@ def test_slots_cover_every_closure_cell_of_the_wrappers() -> None:
     with count_traffic():
         kept = traffic.slots()
         cells = [h for h, k, _ in kept if k is None]
-        assert cells and {"_add", "_lanes", "_Patch"} <= {k for _, k, _ in kept}
-        wrapper = traffic._Patch.wrappers["create_masked_load"]
+        assert cells and {"_add", "_lanes", "PatchState"} <= {k for _, k, _ in kept}
+        wrapper = traffic.PatchState.wrappers["create_masked_load"]
         cell = next(
             c
             for c in wrapper.__closure__

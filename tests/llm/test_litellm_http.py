@@ -66,6 +66,7 @@ def test_plain_chat_records_usage(openai_server: OpenAICompatServer) -> None:
     assert fields["tokens_in"] == 11
 
 
+@pytest.mark.slow
 def test_known_model_cost_matches_price_map(openai_server: OpenAICompatServer) -> None:
     import litellm
 

@@ -15,7 +15,7 @@ from optiforge.errors import (
     LLMTimeout,
 )
 from optiforge.llm.base import is_retryable
-from optiforge.llm.litellm_client import import_litellm, retry_after_s, translate_exception
+from optiforge.llm.litellm_calls import import_litellm, retry_after_s, translate_exception
 from optiforge.testing import OpenAICompatServer
 
 

@@ -160,6 +160,7 @@ def test_cpu_time_limit() -> None:
     assert r.protections.rlimit_cpu
 
 
+@pytest.mark.slow
 def test_cpu_time_limit_holds_when_sigxcpu_is_ignored() -> None:
     sb = LocalSandbox(cpu_time_s=1)
     code = "import signal; signal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True: pass"

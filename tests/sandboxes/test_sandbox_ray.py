@@ -29,6 +29,7 @@ def rex() -> RayExecutor:
 _inv = functools.partial(operator.truediv, 1)
 
 
+@pytest.mark.slow
 def test_ray_map_submit_and_errors(rex: RayExecutor) -> None:
     assert isinstance(rex, Executor)
     assert rex.workers == 2

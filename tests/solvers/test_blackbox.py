@@ -69,6 +69,7 @@ def test_decode_encode_and_conditionals() -> None:
         space.check({**c, "kernel": "linear"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", PORTFOLIO)
 def test_every_optimizer_honours_the_space(method: str) -> None:
     space = SearchSpace.model_validate(SPACE)
@@ -103,6 +104,7 @@ def test_unknown_optimizer_and_budget() -> None:
         optimize(objective, space, 0)
 
 
+@pytest.mark.slow
 def test_kernel_search_picks_the_kernel_the_data_supports() -> None:
     import torch
 
@@ -125,6 +127,7 @@ def test_kernel_search_picks_the_kernel_the_data_supports() -> None:
     assert loo_crps(search.incumbent) < 0.9 * loo_crps("RBF_ARD")
 
 
+@pytest.mark.slow
 def test_a_fixed_kernel_expression_and_a_search_from_it() -> None:
     space = SearchSpace.model_validate(SPACE)
     res = optimize(

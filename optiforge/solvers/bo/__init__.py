@@ -3,7 +3,6 @@
 from optiforge.solvers.bo.baselines import BASELINES, TurboState, register_baseline, run_baseline
 from optiforge.solvers.bo.loop import (
     AcqConfig,
-    BOLoop,
     CountedObjective,
     ExactGPModel,
     KernelProvider,
@@ -12,6 +11,7 @@ from optiforge.solvers.bo.loop import (
     Trace,
     exact_gp_factory,
 )
+from optiforge.solvers.bo.session import BOLoop
 
 __all__ = [
     "BASELINES",

@@ -33,13 +33,13 @@ from torch import Tensor
 from optiforge.errors import ConfigError
 from optiforge.solvers.bo.loop import (
     AcqConfig,
-    BOLoop,
     CountedObjective,
     Problem,
     Trace,
     sobol,
     standardize,
 )
+from optiforge.solvers.bo.session import BOLoop
 from optiforge.solvers.gp import grammar
 from optiforge.solvers.gp.exact import ExactGP
 from optiforge.solvers.gp.kernels import KernelSpec, matern12, matern32, matern52, rbf, rq

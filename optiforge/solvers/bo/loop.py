@@ -1,5 +1,9 @@
 """Bayesian optimisation loop (minimisation) over a pluggable GP kernel, acquisition by qLogEI.
 
+This module holds the loop's parts (problem, counted objective, GP model, acquisition,
+trace); ``BOLoop`` itself drives a ``BOSession`` and so lives in ``session.py``, which
+imports from here and never the other way (no import circle).
+
 Inputs are mapped to ``[0,1]^D`` and outputs standardised before modelling. Our
 ``ExactGP`` is exposed to BoTorch as a ``Model`` whose ``posterior`` is computed in closed
 form (differentiable in ``X``), so ``qLogExpectedImprovement`` and ``optimize_acqf`` work
@@ -33,7 +37,6 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 import torch
@@ -49,7 +52,7 @@ from optiforge.errors import BudgetExceeded, SolverError
 from optiforge.solvers.gp.exact import ExactGP
 from optiforge.solvers.gp.kernels import KernelSpec
 
-_DT = torch.float64
+DTYPE = torch.float64
 
 KernelProvider = Callable[[Tensor, Tensor, int], KernelSpec]
 """``(X_unit n x D, y_standardised n, round) -> KernelSpec``; y is standardised for minimisation."""
@@ -122,7 +125,7 @@ class CountedObjective:
     """Wraps a problem in unit-cube coordinates and enforces the evaluation budget."""
 
     def __init__(self, problem: Problem, budget: int) -> None:
-        b = torch.as_tensor(problem.bounds, dtype=_DT)
+        b = torch.as_tensor(problem.bounds, dtype=DTYPE)
         if b.ndim != 2 or b.shape[0] != 2 or not bool((b[1] > b[0]).all()):
             raise SolverError("problem.bounds must be `2 x D` with upper > lower")
         self.problem, self.budget, self.lb, self.ub = problem, budget, b[0], b[1]
@@ -151,8 +154,8 @@ class CountedObjective:
                 used=self.used + q,
                 cap=self.budget,
             )
-        X = self.to_problem(Xu.detach().to(_DT).clamp(0, 1))
-        y = torch.as_tensor(self.problem(X), dtype=_DT).reshape(-1)
+        X = self.to_problem(Xu.detach().to(DTYPE).clamp(0, 1))
+        y = torch.as_tensor(self.problem(X), dtype=DTYPE).reshape(-1)
         if y.numel() != q:
             raise SolverError(f"objective returned {y.numel()} values for {q} points")
         self.used += q
@@ -173,7 +176,7 @@ class CountedObjective:
 
 def sobol(n: int, d: int, seed: int) -> Tensor:
     """`n x d` scrambled Sobol points in the unit cube."""
-    return SobolEngine(d, scramble=True, seed=seed).draw(n).to(_DT)
+    return SobolEngine(d, scramble=True, seed=seed).draw(n).to(DTYPE)
 
 
 def standardize(y: Tensor) -> Tensor:
@@ -211,7 +214,7 @@ class ExactGPModel(Model):
         """Joint posterior over the last-but-one dimension of `batch x q x d` ``X``."""
         gp, p = self.gp, self.gp.params
         assert p is not None and gp.X is not None and gp._L is not None and gp._alpha is not None
-        X = X.to(_DT)
+        X = X.to(DTYPE)
         batch, (q, d) = X.shape[:-2], X.shape[-2:]
         Xb = X.reshape(-1, q, d)  # B x q x d
         B = Xb.shape[0]
@@ -230,7 +233,7 @@ class ExactGPModel(Model):
             prior_blocks.append(Kc[idx, :, idx, :])  # c x q x q: the per-batch diagonal blocks
         prior = torch.cat(prior_blocks)
         cov = prior - V.transpose(-1, -2) @ V
-        eye = torch.eye(q, dtype=_DT)
+        eye = torch.eye(q, dtype=DTYPE)
         cov = 0.5 * (cov + cov.transpose(-1, -2)) + 1e-9 * eye
         if observation_noise is True:
             cov = cov + p.noise * eye
@@ -255,7 +258,7 @@ class ProposedPoints:
 def checked_points(X: Any, q: int, D: int) -> Tensor:
     """`q' x D` (1 <= q' <= q) finite unit-cube points from ``X``, or ``SolverError``."""
     try:
-        X = torch.as_tensor(X, dtype=_DT)
+        X = torch.as_tensor(X, dtype=DTYPE)
     except (TypeError, ValueError, RuntimeError) as e:
         raise SolverError(f"proposed points are not a numeric array: {e}") from e
     if X.ndim != 2 or X.shape[1] != D or X.shape[0] < 1:
@@ -267,12 +270,12 @@ def checked_points(X: Any, q: int, D: int) -> Tensor:
     return X[:q].clamp(0.0, 1.0)
 
 
-def _round_seed(seed: int, rnd: int) -> int:
+def round_seed(seed: int, rnd: int) -> int:
     """Seed of round ``rnd``'s randomness: independent of what ran before (resumable)."""
     return (seed * 1_000_003 + 7919 * (rnd + 1)) % (2**63 - 1)
 
 
-class _ExactGPFactory:
+class ExactGPFactory:
     """Model factory over a kernel provider; ``replay`` re-runs past refreshes on resume."""
 
     def __init__(
@@ -330,7 +333,7 @@ def kernel_model(
             target,
             rnd,
             fit_seed=seed + rnd,
-            round_seed=_round_seed(seed, rnd),
+            round_seed=round_seed(seed, rnd),
             gp_restarts=gp_restarts,
         )
         if not isinstance(out, ProposedPoints):
@@ -339,7 +342,7 @@ def kernel_model(
     if resumable:
         # Reseed after the provider: however much randomness it used (a resumed, partly
         # checkpointed search uses less), the fit and the acquisition see the same stream.
-        torch.manual_seed(_round_seed(seed, rnd))
+        torch.manual_seed(round_seed(seed, rnd))
     gp = ExactGP(spec, n_restarts=gp_restarts, seed=seed + rnd).fit(Xu, target)
     return ExactGPModel(gp)
 
@@ -351,7 +354,7 @@ def exact_gp_factory(
 
     Returns the factory and the list it appends each round's kernel expression to.
     """
-    f = _ExactGPFactory(kernel_provider, refresh_every, gp_restarts, seed)
+    f = ExactGPFactory(kernel_provider, refresh_every, gp_restarts, seed)
     return f, f.used
 
 
@@ -382,7 +385,7 @@ def optimize_qlogei(
 ) -> Tensor:
     """`q x D` maximiser of the acquisition (``cfg.acquisition``) over ``[0,1]^D`` for
     ``model`` fitted to ``target`` (maximise) at ``X_baseline`` (needed by qLogNEI)."""
-    bounds = torch.stack([torch.zeros(D, dtype=_DT), torch.ones(D, dtype=_DT)])
+    bounds = torch.stack([torch.zeros(D, dtype=DTYPE), torch.ones(D, dtype=DTYPE)])
     if cfg.acquisition == "qLogNEI":
         if X_baseline is None:
             raise SolverError("qLogNEI needs the observed points (X_baseline)")
@@ -400,77 +403,3 @@ def optimize_qlogei(
             options={"maxiter": cfg.maxiter},
         )
     return cand.detach()
-
-
-class BOLoop:
-    """GP-BO with qLogEI (or qLogNEI: ``acq``); minimises ``problem`` within ``budget`` evaluations.
-
-    Args:
-        kernel_provider: returns the kernel for a round; called at round 0 and every
-            ``refresh_every`` rounds (hyperparameters are refitted every round).
-        model_factory: alternative to ``kernel_provider`` (e.g. BoTorch's SingleTaskGP).
-        resume_path: JSONL file of this run's evaluations: appended to after every
-            evaluation and, when it exists, reloaded so the run continues where it stopped
-            (the objective is not called again for the points it holds).
-    """
-
-    def __init__(
-        self,
-        problem: Problem,
-        *,
-        budget: int,
-        n_init: int = 10,
-        batch_size: int = 1,
-        kernel_provider: KernelProvider | None = None,
-        model_factory: ModelFactory | None = None,
-        refresh_every: int = 1,
-        gp_restarts: int = 1,
-        seed: int = 0,
-        acq: str = "qLogEI",
-        acq_config: AcqConfig | None = None,
-        name: str = "bo",
-        resume_path: str | Path | None = None,
-    ) -> None:
-        if budget < n_init or n_init < 2 or batch_size < 1 or refresh_every < 1:
-            raise SolverError("need budget >= n_init >= 2, batch_size >= 1, refresh_every >= 1")
-        if (kernel_provider is None) == (model_factory is None):
-            raise SolverError("give exactly one of kernel_provider or model_factory")
-        self.problem, self.budget, self.n_init, self.q = problem, budget, n_init, batch_size
-        self.seed, self.name = seed, name
-        self.resume_path = Path(resume_path) if resume_path is not None else None
-        self.acq_config = acq_config or AcqConfig(acquisition=acq)
-        if acq_config is not None and acq != "qLogEI" and acq != acq_config.acquisition:
-            raise SolverError(
-                f"acq={acq!r} disagrees with acq_config.acquisition={acq_config.acquisition!r}"
-            )
-        self._kernels: list[str] = []
-        if kernel_provider is not None:
-            model_factory, self._kernels = exact_gp_factory(
-                kernel_provider, refresh_every=refresh_every, gp_restarts=gp_restarts, seed=seed
-            )
-        assert model_factory is not None
-        self.model_factory = model_factory
-
-    def session(self) -> Any:
-        """A fresh ``BOSession`` with this loop's settings (its log: ``resume_path``)."""
-        from optiforge.solvers.bo.session import BOSession
-
-        return BOSession(
-            self.problem, budget=self.budget, n_init=self.n_init, batch_size=self.q,
-            seed=self.seed, acq_config=self.acq_config, name=self.name,
-            resumable=self.resume_path is not None, log_path=self.resume_path,
-        )  # fmt: skip
-
-    def run(self) -> Trace:
-        """Initial Sobol design, then rounds of fit -> qLogEI -> evaluate until the budget is spent."""
-        t0 = time.perf_counter()
-        session = self.session()
-        session.begin()
-        # Resume: the logged evaluations are reloaded, the objective is not called for them.
-        rnd = session.adopt_logged()
-        if rnd and isinstance(self.model_factory, _ExactGPFactory):
-            self.model_factory.used.extend(session.kernels())
-            self.model_factory.replay(session.Xu, session.y, self.n_init, self.q, rnd)
-        while not session.done:
-            session.step(self.model_factory, self._kernels)
-        return session.trace(t0, kernels=list(self._kernels))

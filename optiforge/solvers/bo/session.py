@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,15 +39,19 @@ from torch import Tensor
 
 from optiforge.errors import SolverError
 from optiforge.solvers.bo.loop import (
-    _DT,
+    DTYPE,
     AcqConfig,
     CountedObjective,
+    ExactGPFactory,
+    KernelProvider,
+    ModelFactory,
     Problem,
     ProposedPoints,
     Trace,
-    _round_seed,
     checked_points,
+    exact_gp_factory,
     optimize_qlogei,
+    round_seed,
     sobol,
     standardize,
 )
@@ -80,9 +85,9 @@ class BOSession:
         self.D = self.obj.dim
         self.rows: list[dict[str, Any]] = []
         """The session's state: the initial design (round -1), then one row per round."""
-        self.Xu = torch.empty(0, self.D, dtype=_DT)
+        self.Xu = torch.empty(0, self.D, dtype=DTYPE)
         """`n x D` evaluated points in the unit cube (as proposed: not clamped)."""
-        self.y = torch.empty(0, dtype=_DT)
+        self.y = torch.empty(0, dtype=DTYPE)
         self._gen = torch.Generator().manual_seed(seed + 7919)
         self.log_path = Path(log_path) if log_path is not None else None
         self.logged = self._read_log()
@@ -133,8 +138,8 @@ class BOSession:
     def adopt(self, row: dict[str, Any]) -> None:
         """Add an earlier run's evaluations without calling the objective (the counter is
         charged; a problem with ``replay_noise`` advances its noise stream past them)."""
-        X = torch.tensor(row["x"], dtype=_DT).reshape(-1, self.D)
-        y = torch.tensor(row["y"], dtype=_DT).reshape(-1)
+        X = torch.tensor(row["x"], dtype=DTYPE).reshape(-1, self.D)
+        y = torch.tensor(row["y"], dtype=DTYPE).reshape(-1)
         self.obj.used += y.numel()
         self.obj.X.append(self.obj.to_problem(X.clamp(0, 1)))
         self.obj.y.append(y)
@@ -209,7 +214,7 @@ class BOSession:
                 # Raw samples and MC base samples seeded per round, in every session: a
                 # resumed run proposes what the uninterrupted one would, and two methods
                 # with the same seed share round r's randomness (paired seeds).
-                torch.manual_seed(_round_seed(self.seed, rnd) + 1)
+                torch.manual_seed(round_seed(self.seed, rnd) + 1)
                 cand = optimize_qlogei(model, target, q, D, self.acq_config, X_baseline=Xu)
         except (SolverError, RuntimeError, ValueError) as e:
             # Honest fallback: a random point, counted in the trace.
@@ -218,19 +223,19 @@ class BOSession:
                 f"BO round {rnd}: model/acquisition failed ({e}); using a random point",
                 stacklevel=2,
             )
-            self._gen = torch.Generator().manual_seed(_round_seed(self.seed, rnd) + 2)
-            cand = torch.rand(q, D, generator=self._gen, dtype=_DT)
+            self._gen = torch.Generator().manual_seed(round_seed(self.seed, rnd) + 2)
+            cand = torch.rand(q, D, generator=self._gen, dtype=DTYPE)
         y_new = self.obj(cand)
         row = {
             "round": rnd,
-            "x": cand.to(_DT).tolist(),
+            "x": cand.to(DTYPE).tolist(),
             "y": y_new.tolist(),
             "fallback": fallback,
             # None when the model failed before a kernel was chosen this round.
             "kernel": kernels[-1] if len(kernels) > n_kernels else None,
         }
         self._append(row)
-        self._extend(row, cand.to(_DT), y_new)
+        self._extend(row, cand.to(DTYPE), y_new)
         return row
 
     # ------------------------------------------------------------------ log
@@ -281,3 +286,75 @@ class BOSession:
             fh.flush()
             os.fsync(fh.fileno())  # on disk before the next (possibly expensive) evaluation
         self.logged.append(row)
+
+
+class BOLoop:
+    """GP-BO with qLogEI (or qLogNEI: ``acq``); minimises ``problem`` within ``budget`` evaluations.
+
+    Args:
+        kernel_provider: returns the kernel for a round; called at round 0 and every
+            ``refresh_every`` rounds (hyperparameters are refitted every round).
+        model_factory: alternative to ``kernel_provider`` (e.g. BoTorch's SingleTaskGP).
+        resume_path: JSONL file of this run's evaluations: appended to after every
+            evaluation and, when it exists, reloaded so the run continues where it stopped
+            (the objective is not called again for the points it holds).
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        *,
+        budget: int,
+        n_init: int = 10,
+        batch_size: int = 1,
+        kernel_provider: KernelProvider | None = None,
+        model_factory: ModelFactory | None = None,
+        refresh_every: int = 1,
+        gp_restarts: int = 1,
+        seed: int = 0,
+        acq: str = "qLogEI",
+        acq_config: AcqConfig | None = None,
+        name: str = "bo",
+        resume_path: str | Path | None = None,
+    ) -> None:
+        if budget < n_init or n_init < 2 or batch_size < 1 or refresh_every < 1:
+            raise SolverError("need budget >= n_init >= 2, batch_size >= 1, refresh_every >= 1")
+        if (kernel_provider is None) == (model_factory is None):
+            raise SolverError("give exactly one of kernel_provider or model_factory")
+        self.problem, self.budget, self.n_init, self.q = problem, budget, n_init, batch_size
+        self.seed, self.name = seed, name
+        self.resume_path = Path(resume_path) if resume_path is not None else None
+        self.acq_config = acq_config or AcqConfig(acquisition=acq)
+        if acq_config is not None and acq != "qLogEI" and acq != acq_config.acquisition:
+            raise SolverError(
+                f"acq={acq!r} disagrees with acq_config.acquisition={acq_config.acquisition!r}"
+            )
+        self._kernels: list[str] = []
+        if kernel_provider is not None:
+            model_factory, self._kernels = exact_gp_factory(
+                kernel_provider, refresh_every=refresh_every, gp_restarts=gp_restarts, seed=seed
+            )
+        assert model_factory is not None
+        self.model_factory = model_factory
+
+    def session(self) -> Any:
+        """A fresh ``BOSession`` with this loop's settings (its log: ``resume_path``)."""
+        return BOSession(
+            self.problem, budget=self.budget, n_init=self.n_init, batch_size=self.q,
+            seed=self.seed, acq_config=self.acq_config, name=self.name,
+            resumable=self.resume_path is not None, log_path=self.resume_path,
+        )  # fmt: skip
+
+    def run(self) -> Trace:
+        """Initial Sobol design, then rounds of fit -> qLogEI -> evaluate until the budget is spent."""
+        t0 = time.perf_counter()
+        session = self.session()
+        session.begin()
+        # Resume: the logged evaluations are reloaded, the objective is not called for them.
+        rnd = session.adopt_logged()
+        if rnd and isinstance(self.model_factory, ExactGPFactory):
+            self.model_factory.used.extend(session.kernels())
+            self.model_factory.replay(session.Xu, session.y, self.n_init, self.q, rnd)
+        while not session.done:
+            session.step(self.model_factory, self._kernels)
+        return session.trace(t0, kernels=list(self._kernels))

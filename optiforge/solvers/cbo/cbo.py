@@ -199,7 +199,7 @@ def _likelihood() -> gpytorch.likelihoods.GaussianLikelihood:
     return lik
 
 
-def _causal_gp(
+def causal_gp(
     x: np.ndarray, y: np.ndarray, prior: DoPrior, lo: np.ndarray, hi: np.ndarray
 ) -> SingleTaskGP:
     """GP on standardised outcomes (by the observational mean/sd of Y) with the do-prior."""
@@ -250,7 +250,7 @@ def _log_ei(model: SingleTaskGP, cand: torch.Tensor, best: float) -> np.ndarray:
         return (_log_ei_helper(u) + sd.log()).cpu().numpy()
 
 
-def _post_mean(model: SingleTaskGP, x: torch.Tensor) -> np.ndarray:
+def post_mean(model: SingleTaskGP, x: torch.Tensor) -> np.ndarray:
     with torch.no_grad():
         return model.posterior(x).mean.reshape(-1).cpu().numpy()
 
@@ -271,7 +271,7 @@ def candidate_grid(k: int, config: CBOConfig, seed: int = 0) -> np.ndarray:
 
 
 @contextmanager
-def _one_thread() -> Iterator[None]:
+def one_thread() -> Iterator[None]:
     """Run tiny GP fits single-threaded (10x faster on a busy machine); restore after."""
     old = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -281,7 +281,7 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(old)
 
 
-class _Evaluator:
+class Evaluator:
     """True E[Y|do] by MC with fixed seed (CRN), cached per intervention."""
 
     def __init__(self, scm: SCM, n_mc: int, seed: int) -> None:
@@ -299,18 +299,18 @@ class _Evaluator:
         return self._cache[key]
 
 
-def _bounds(scm: SCM, es: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def set_bounds(scm: SCM, es: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     lo = np.array([scm.domains[v].low for v in es])
     hi = np.array([scm.domains[v].high for v in es])
     return lo, hi
 
 
-def _check_budget(config: CBOConfig) -> None:
+def check_budget(config: CBOConfig) -> None:
     if config.n_trials is None and config.budget_cost is None:
         raise ConfigError("set n_trials or budget_cost (or both)")
 
 
-def _affordable(config: CBOConfig, spent: float, cost: float, done: int) -> bool:
+def can_afford(config: CBOConfig, spent: float, cost: float, done: int) -> bool:
     if config.n_trials is not None and done >= config.n_trials:
         return False
     return config.budget_cost is None or spent + cost <= config.budget_cost + 1e-9
@@ -327,7 +327,7 @@ def _run_cbo(
 ) -> CBOTrace:
     """The body of ``run_cbo`` (which adds the one-thread torch setting around it)."""
     config = config or CBOConfig()
-    _check_budget(config)
+    check_budget(config)
     g = scm.graph if graph is None else graph
     if exploration_sets is None:
         sets: list[ExplorationSet] = minimal_intervention_sets(
@@ -343,9 +343,9 @@ def _run_cbo(
     if not causal_prior:
         for p in priors.values():
             p.identified = False
-    evaluate = _Evaluator(scm, config.eval_n_mc, config.eval_seed)
+    evaluate = Evaluator(scm, config.eval_n_mc, config.eval_seed)
     cands = {s: candidate_grid(len(s), config, seed) for s in sets}
-    bounds = {s: _bounds(scm, s) for s in sets}
+    bounds = {s: set_bounds(scm, s) for s in sets}
     xs: dict[ExplorationSet, list[np.ndarray]] = {s: [] for s in sets}
     ys: dict[ExplorationSet, list[float]] = {s: [] for s in sets}
     models: dict[ExplorationSet, SingleTaskGP] = {}
@@ -364,10 +364,10 @@ def _run_cbo(
         y = float(scm.do(x, config.units_per_trial, rng)[scm.target].mean())
         xs[s].append(u)
         ys[s].append(y)
-        models[s] = _causal_gp(np.array(xs[s]), np.array(ys[s]), priors[s], lo, hi)
+        models[s] = causal_gp(np.array(xs[s]), np.array(ys[s]), priors[s], lo, hi)
         cost = scm.cost(s)
         spent += cost
-        best_s, best_u = _incumbent(models, xs)
+        best_s, best_u = incumbent(models, xs)
         lo_b, hi_b = bounds[best_s]
         braw = lo_b + best_u * (hi_b - lo_b)
         bx = {v: float(braw[j]) for j, v in enumerate(best_s)}
@@ -388,7 +388,7 @@ def _run_cbo(
 
     for s in sets:
         for _ in range(config.n_init_per_set):
-            if not _affordable(config, spent, scm.cost(s), len(trace.trials)):
+            if not can_afford(config, spent, scm.cost(s), len(trace.trials)):
                 break
             observe(s, cands[s][rng.integers(len(cands[s]))], "init")
     if not models:
@@ -396,18 +396,18 @@ def _run_cbo(
             "the budget does not cover a single intervention",
             limit="evaluations", cap=config.budget_cost or 0.0,
         )  # fmt: skip
-    stuck = _StuckTracker(config)
+    stuck = StuckTracker(config)
     while True:
-        best_f = min(float(_post_mean(m, m.train_inputs[0]).min()) for m in models.values())
-        choice = _acquire(models, sets, cands, xs, scm.cost, best_f - stuck.margin(best_f),
-                          lambda s: _affordable(config, spent, scm.cost(s), len(trace.trials)))  # fmt: skip
+        best_f = min(float(post_mean(m, m.train_inputs[0]).min()) for m in models.values())
+        choice = acquire(models, sets, cands, xs, scm.cost, best_f - stuck.margin(best_f),
+                          lambda s: can_afford(config, spent, scm.cost(s), len(trace.trials)))  # fmt: skip
         if choice is None:
             break
         observe(choice[0], choice[1], "acquire")
     return trace
 
 
-class _StuckTracker:
+class StuckTracker:
     """Counts acquisitions since the incumbent's posterior mean last improved."""
 
     def __init__(self, config: CBOConfig) -> None:
@@ -426,7 +426,7 @@ class _StuckTracker:
         return 0.0
 
 
-def _acquire(
+def acquire(
     models: dict[ExplorationSet, SingleTaskGP],
     sets: Sequence[ExplorationSet],
     cands: dict[ExplorationSet, np.ndarray],
@@ -456,14 +456,14 @@ def _acquire(
     return s, u
 
 
-def _incumbent(
+def incumbent(
     models: dict[ExplorationSet, SingleTaskGP], xs: dict[ExplorationSet, list[np.ndarray]]
 ) -> tuple[ExplorationSet, np.ndarray]:
     """The evaluated (set, x) with the lowest posterior mean (robust to noisy y)."""
     best: tuple[float, ExplorationSet, np.ndarray] | None = None
     for s, m in models.items():
         pts = np.array(xs[s])
-        mu = _post_mean(m, torch.as_tensor(pts))
+        mu = post_mean(m, torch.as_tensor(pts))
         i = int(np.argmin(mu))
         if best is None or mu[i] < best[0]:
             best = (float(mu[i]), s, pts[i])
@@ -476,28 +476,28 @@ def _run_bo(
 ) -> CBOTrace:
     """The body of ``run_bo`` (which adds the one-thread torch setting around it)."""
     config = config or CBOConfig()
-    _check_budget(config)
+    check_budget(config)
     s = tuple(scm.manipulable)
     if not s:
         raise InvalidTask("the SCM has no manipulable variable")
     rng = np.random.default_rng(seed)
     data = scm.sample(config.n_obs, rng)  # only for the outcome scale, as in run_cbo
     y_mean, y_sd = float(data[scm.target].mean()), float(data[scm.target].std() + 1e-9)
-    lo, hi = _bounds(scm, s)
+    lo, hi = set_bounds(scm, s)
     cand = candidate_grid(len(s), config, seed)
-    evaluate = _Evaluator(scm, config.eval_n_mc, config.eval_seed)
+    evaluate = Evaluator(scm, config.eval_n_mc, config.eval_seed)
     trace = CBOTrace(method="bo", exploration_sets=[list(s)], seed=seed)
     xs: list[np.ndarray] = []
     ys: list[float] = []
     cost = scm.cost(s)
     spent = 0.0
     model: SingleTaskGP | None = None
-    while _affordable(config, spent, cost, len(trace.trials)):
+    while can_afford(config, spent, cost, len(trace.trials)):
         kind: Literal["init", "acquire"]
         if model is None or len(xs) < n_init:
             u, kind = cand[rng.integers(len(cand))], "init"
         else:
-            best_f = float(_post_mean(model, torch.as_tensor(np.array(xs))).min())
+            best_f = float(post_mean(model, torch.as_tensor(np.array(xs))).min())
             lei = _log_ei(model, torch.as_tensor(cand), best_f)
             for u_done in xs:  # as in run_cbo: no repeated intervention
                 lei[np.all(np.isclose(cand, u_done), axis=1)] = -np.inf
@@ -512,7 +512,7 @@ def _run_bo(
         spent += cost
         # One fit per trial serves both the incumbent now and the next acquisition.
         model = _plain_gp(np.array(xs), np.array(ys), y_mean, y_sd)
-        mu = _post_mean(model, torch.as_tensor(np.array(xs)))
+        mu = post_mean(model, torch.as_tensor(np.array(xs)))
         b = lo + xs[int(np.argmin(mu))] * (hi - lo)
         bx = {v: float(b[j]) for j, v in enumerate(s)}
         trace.trials.append(
@@ -601,7 +601,7 @@ def true_optimum(
     per: list[SetOptimum] = []
     for es in exploration_sets:
         es = list(es)
-        lo, hi = _bounds(scm, es)
+        lo, hi = set_bounds(scm, es)
 
         def f(
             u: np.ndarray, es: list[str] = es, lo: np.ndarray = lo, hi: np.ndarray = hi
@@ -663,7 +663,7 @@ def run_cbo(
             ``config.max_set_size``) over the SCM's manipulable variables.
         causal_prior: False replaces the do-prior by the observational mean (ablation).
     """
-    with _one_thread():
+    with one_thread():
         return _run_cbo(scm, graph=graph, exploration_sets=exploration_sets, config=config,
                         seed=seed, causal_prior=causal_prior)  # fmt: skip
 
@@ -672,5 +672,5 @@ def run_bo(
     scm: SCM, *, config: CBOConfig | None = None, seed: int = 0, n_init: int = 2
 ) -> CBOTrace:
     """Plain BO: one standard GP over all manipulable variables jointly, same budget rules."""
-    with _one_thread():
+    with one_thread():
         return _run_bo(scm, config=config, seed=seed, n_init=n_init)

@@ -29,18 +29,18 @@ from optiforge.errors import BudgetExceeded, InvalidTask
 from optiforge.solvers.cbo.cbo import (
     CBOConfig,
     CBOTrace,
+    Evaluator,
+    StuckTracker,
     TrialRecord,
-    _acquire,
-    _affordable,
-    _bounds,
-    _causal_gp,
-    _check_budget,
-    _Evaluator,
-    _incumbent,
-    _one_thread,
-    _post_mean,
-    _StuckTracker,
+    acquire,
+    can_afford,
     candidate_grid,
+    causal_gp,
+    check_budget,
+    incumbent,
+    one_thread,
+    post_mean,
+    set_bounds,
 )
 from optiforge.solvers.cbo.do_prior import DoPrior, fit_do_prior, prior_spec
 from optiforge.solvers.cbo.exploration import ExplorationSet, minimal_intervention_sets
@@ -78,20 +78,20 @@ class CBOSession:
     ) -> None:
         self.scm = scm
         self.config = config or CBOConfig()
-        _check_budget(self.config)
+        check_budget(self.config)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.obs: Values = scm.sample(self.config.n_obs, self.rng)
         self.interventions: list[InterventionData] = []
         self.trace = CBOTrace(method="agent_cbo", exploration_sets=[], seed=seed)
         self.spent = 0.0
-        self._evaluate = _Evaluator(scm, self.config.eval_n_mc, self.config.eval_seed)
+        self._evaluate = Evaluator(scm, self.config.eval_n_mc, self.config.eval_seed)
         # Observations by intervened set (unit-cube x, mean outcome): survive graph swaps.
         self._xs: dict[ExplorationSet, list[np.ndarray]] = {}
         self._ys: dict[ExplorationSet, list[float]] = {}
         self._prior_cache: dict[tuple[ExplorationSet, object], DoPrior] = {}
         self._models: dict[ExplorationSet, SingleTaskGP] = {}
-        self._stuck = _StuckTracker(self.config)
+        self._stuck = StuckTracker(self.config)
         self.sets: list[ExplorationSet] = []
         self.priors: dict[ExplorationSet, DoPrior] = {}
         self.graph = nx.DiGraph()
@@ -121,7 +121,7 @@ class CBOSession:
         self.sets = graph_sets(self.graph, self.scm, self.config.max_set_size)
         self.priors = {s: self.prior_for(self.graph, s) for s in self.sets}
         self._models = {}
-        with _one_thread():
+        with one_thread():
             for s in self.sets:
                 if self._xs.get(s):
                     self._refit(s)
@@ -130,9 +130,9 @@ class CBOSession:
                 self.trace.exploration_sets.append(list(s))
 
     def _refit(self, s: ExplorationSet) -> None:
-        lo, hi = _bounds(self.scm, s)
+        lo, hi = set_bounds(self.scm, s)
         x, y = np.array(self._xs[s]), np.array(self._ys[s])
-        self._models[s] = _causal_gp(x, y, self.priors[s], lo, hi)
+        self._models[s] = causal_gp(x, y, self.priors[s], lo, hi)
 
     # -------------------------------------------------------------- trials
 
@@ -140,19 +140,19 @@ class CBOSession:
     def done(self) -> bool:
         """True when no exploration set is affordable any more."""
         return not any(
-            _affordable(self.config, self.spent, self.scm.cost(s), len(self.trace.trials))
+            can_afford(self.config, self.spent, self.scm.cost(s), len(self.trace.trials))
             for s in self.sets
         )
 
     def step(self) -> TrialRecord | None:
         """Run one intervention; None when the budget allows none (or all are repeats)."""
-        with _one_thread():
+        with one_thread():
             return self._step()
 
     def _step(self) -> TrialRecord | None:
         cfg, n_done = self.config, len(self.trace.trials)
         for s in self.sets:  # initial design: each set gets n_init_per_set random trials
-            if len(self._xs.get(s, [])) < cfg.n_init_per_set and _affordable(
+            if len(self._xs.get(s, [])) < cfg.n_init_per_set and can_afford(
                 cfg, self.spent, self.scm.cost(s), n_done
             ):
                 cand = candidate_grid(len(s), cfg, self.seed)
@@ -164,22 +164,22 @@ class CBOSession:
                     limit="evaluations", cap=cfg.budget_cost or 0.0,
                 )  # fmt: skip
             return None
-        best_f = min(float(_post_mean(m, m.train_inputs[0]).min()) for m in self._models.values())
+        best_f = min(float(post_mean(m, m.train_inputs[0]).min()) for m in self._models.values())
         cands = {s: candidate_grid(len(s), cfg, self.seed) for s in self._models}
         target = best_f - self._stuck.margin(best_f)
 
         def affordable(s: ExplorationSet) -> bool:
-            return _affordable(cfg, self.spent, self.scm.cost(s), n_done)
+            return can_afford(cfg, self.spent, self.scm.cost(s), n_done)
 
         choice = None
         if cfg.coverage_patience is not None and self._stuck.since >= cfg.coverage_patience:
             forced = self.coverage_set(affordable)
             if forced is not None:
-                choice = _acquire(self._models, [forced], cands, self._xs, self.scm.cost,
+                choice = acquire(self._models, [forced], cands, self._xs, self.scm.cost,
                                   target, affordable)  # fmt: skip
                 self._stuck.since = 0  # the stall rule fires once per stall
         if choice is None:
-            choice = _acquire(self._models, list(self._models), cands, self._xs,
+            choice = acquire(self._models, list(self._models), cands, self._xs,
                               self.scm.cost, target, affordable)  # fmt: skip
         if choice is None:
             return None
@@ -206,7 +206,7 @@ class CBOSession:
     def _observe(
         self, s: ExplorationSet, u: np.ndarray, kind: Literal["init", "acquire"]
     ) -> TrialRecord:
-        lo, hi = _bounds(self.scm, s)
+        lo, hi = set_bounds(self.scm, s)
         raw = np.clip(lo + u * (hi - lo), lo, hi)
         x = {v: float(raw[j]) for j, v in enumerate(s)}
         units = self.scm.do(x, self.config.units_per_trial, self.rng)
@@ -217,8 +217,8 @@ class CBOSession:
         self._refit(s)
         cost = self.scm.cost(s)
         self.spent += cost
-        best_s, best_u = _incumbent(self._models, {k: self._xs[k] for k in self._models})
-        lo_b, hi_b = _bounds(self.scm, best_s)
+        best_s, best_u = incumbent(self._models, {k: self._xs[k] for k in self._models})
+        lo_b, hi_b = set_bounds(self.scm, best_s)
         braw = lo_b + best_u * (hi_b - lo_b)
         bx = {v: float(braw[j]) for j, v in enumerate(best_s)}
         rec = TrialRecord(

@@ -135,7 +135,9 @@ def _dists(scores: list[float], visited: list[bool], beta: float) -> np.ndarray:
     return e / e.sum()
 
 
-def _state(coords: np.ndarray, dist: list[list[float]], tour: list[int], n: int) -> dict[str, Any]:
+def tour_state(
+    coords: np.ndarray, dist: list[list[float]], tour: list[int], n: int
+) -> dict[str, Any]:
     visited = [False] * n
     for j in tour:
         visited[j] = True
@@ -151,7 +153,7 @@ def program_scores(programs: dict[str, str], coords: np.ndarray, tour: list[int]
     fns = {k: load(src, k) for k, src in programs.items()}
     out: dict[str, Any] = {"features": [], "z": {k: [] for k in programs}}
     for t in range(1, n):
-        st = _state(coords, d, tour[:t], n)
+        st = tour_state(coords, d, tour[:t], n)
         out["features"].append([round(f, 6) for f in features(st)])
         for k, fn in fns.items():
             out["z"][k].append(zscores(fn(st), st["visited"]))
@@ -170,7 +172,7 @@ def construct(portfolio: dict[str, Any], coords: np.ndarray, start: int = 0) -> 
     tour, weights = [start], []
     z: dict[str, list[list[float | None]]] = {k: [] for k in names}
     for _ in range(n - 1):
-        st = _state(coords, d, tour, n)
+        st = tour_state(coords, d, tour, n)
         logits = W @ np.asarray(features(st))
         w = np.exp(logits - logits.max())
         w = w / w.sum()

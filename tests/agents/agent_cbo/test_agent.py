@@ -192,6 +192,7 @@ def test_spec_registration() -> None:
     assert spec.offline_equivalent == "discovery-only"
 
 
+@pytest.mark.slow
 def test_correct_prior_needs_fewer_interventions_than_discovery_only() -> None:
     """Synthetic2, seed 2: PC (Fisher-z) returns the wrong collider A -> C <- E and misses
     B -> D, C -> D, C -> E; the discovery-only agent gets within tolerance only at trial

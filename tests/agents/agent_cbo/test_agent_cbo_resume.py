@@ -114,6 +114,7 @@ def _comparable(out: AgentOutcome) -> dict[str, Any]:
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["offline", "llm"])
 def test_kill_and_resume_matches_uninterrupted_run(toy: CBOTask, tmp_path: Path, kind: str) -> None:
     run_dir = tmp_path / "killed"

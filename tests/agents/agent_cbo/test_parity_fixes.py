@@ -115,13 +115,13 @@ def test_llm_confirmed_wrong_edge_falls_to_interventional_evidence() -> None:
 
 
 def test_stall_rule_intervenes_on_a_variable_ei_never_picks(monkeypatch: Any) -> None:
-    real = session_mod._acquire
+    real = session_mod.acquire
 
     def ei_without_x(models: Any, sets: Any, *args: Any) -> Any:
         # An EI that never chooses {X} by itself (the forced call offers only {X}).
         return real(models, [s for s in sets if s != ("X",)] or sets, *args)
 
-    monkeypatch.setattr(session_mod, "_acquire", ei_without_x)
+    monkeypatch.setattr(session_mod, "acquire", ei_without_x)
     scm = build("toy_graph").scm
 
     def run(coverage: int | None) -> list[tuple[str, str]]:

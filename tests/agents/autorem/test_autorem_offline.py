@@ -49,6 +49,7 @@ def test_generated_program_is_robust_optimal_by_primal_check(
     )
 
 
+@pytest.mark.slow
 def test_offline_agent_solves_through_run_task_and_nominal_scores_zero(tmp_path: Path) -> None:
     settings = RunSettings(memory="none")
     dev = run_task(SPEC, task("dev", 0, 1), settings, tmp_path / "dev", with_baseline=False)

@@ -40,6 +40,7 @@ def _attempts(run_dir: Path) -> list[dict[str, Any]]:
     return [e for e in lines if e["kind"] == "autorem_attempt"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # a hang guard, not a measure: loaded machines are slow
 def test_kill_and_resume_proposes_as_the_uninterrupted_run(tmp_path: Path) -> None:
     killed, prompts = tmp_path / "a" / "run", tmp_path / "a" / "prompts.jsonl"

@@ -113,6 +113,7 @@ def test_llm_proposals_are_parsed_into_patches_and_bad_ones_are_refused() -> Non
     )
 
 
+@pytest.mark.slow
 def test_tuning_accepts_only_gated_patches_records_them_and_never_runs_heldout(
     tmp_path: Path,
 ) -> None:

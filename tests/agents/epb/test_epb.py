@@ -23,6 +23,7 @@ def _run(tmp_path: Path, budget: int, llm: Any = None) -> RunSummary:
     return run_task("epb", resolve_task(TASK), settings, tmp_path, llm=llm, with_baseline=False)
 
 
+@pytest.mark.slow
 def test_offline_blocks_lower_the_divergence_and_keep_programs_readable(tmp_path: Path) -> None:
     s = _run(tmp_path / "r", budget=4)
     assert s.status == "finished", s.status_reason
@@ -223,6 +224,7 @@ def test_blame_is_the_loss_gradient_along_the_simplex() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_tour_guard_rejects_edits_that_lengthen_tours(tmp_path: Path) -> None:
     """Every accepted edit kept or shortened the mean practice tour, the guard's verdicts
     are recorded per round, and with the guard off nothing is rejected by it."""

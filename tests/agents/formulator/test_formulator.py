@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from optiforge.config import RunSettings
 from optiforge.evals.registry import resolve_task
 from optiforge.harness.runner import run_task
@@ -36,6 +38,7 @@ def _run(tmp_path: Path, replies: list[dict[str, Any]]) -> tuple[RunSummary, lis
     return summary, prompts
 
 
+@pytest.mark.slow
 def test_offline_is_the_heuristic_and_the_default_stays_available(tmp_path: Path) -> None:
     from optiforge.agents.formulator.heuristic import heuristic_formulation
 
@@ -83,6 +86,7 @@ def test_a_model_that_never_formulates_fails_the_run(tmp_path: Path) -> None:
     assert s.status == "failed" and "no valid formulation" in str(s.status_reason)
 
 
+@pytest.mark.slow
 def test_every_method_runs_its_optimization_with_the_runs_seed(tmp_path: Path) -> None:
     task = resolve_task(TASK)
     for method in ("default", "human"):
@@ -93,6 +97,7 @@ def test_every_method_runs_its_optimization_with_the_runs_seed(tmp_path: Path) -
         assert s.trace == task.evaluate(form, seed=3).details["trace"]
 
 
+@pytest.mark.slow
 def test_a_revision_after_a_pilot_runs_both_stages_within_the_budget(tmp_path: Path) -> None:
     wide = {**GOOD, "variables": [{**v, "low": 10, "high": 200} if v["name"] == "radius" else v
                                   for v in GOOD["variables"]], "method": "random"}  # fmt: skip

@@ -73,6 +73,7 @@ def test_autotuner_proposes_untried_valid_neighbours() -> None:
     assert len(changed) == 1
 
 
+@pytest.mark.slow
 def test_offline_eval_end_to_end_on_heldout(tmp_path: Path) -> None:
     settings = RunSettings(memory="none", budget=2)
     summary = run_eval("hawkeye", "kernelarena", settings, tmp_path / "ev", split="heldout", seeds=1,

@@ -72,6 +72,7 @@ def solve(run_dir: Path, prompts: Path, *, block_at: int | None, resume: bool) -
         store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # a hang guard, not a measure: loaded machines are slow
 def test_kill_and_resume_proposes_as_the_uninterrupted_run(tmp_path: Path) -> None:
     # Both runs use a run directory of the same name: memory ids derive from it.

@@ -92,6 +92,7 @@ def test_functional_duplicates_found_by_fingerprint() -> None:
     assert sorted(len(c) for c in clusters) == [1, 2]
 
 
+@pytest.mark.slow
 def test_offline_run_through_the_runner(tmp_path: Path) -> None:
     task = resolve_task("hdbo/levy4_in_25@dev")
     settings = RunSettings(
@@ -136,6 +137,7 @@ def test_offline_run_through_the_runner(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.slow
 def test_two_stage_llm_path_reasks_and_rejects(openai_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     form = json.dumps(
         {"name": "rq-exp", "form": "k = (1 + r^2/(2a))^-a", "rationale": "heavier tails"}
@@ -190,6 +192,7 @@ def test_two_stage_llm_path_reasks_and_rejects(openai_server, tmp_path: Path) ->
     assert summary.llm_calls == 7 and summary.extra["proposer"] == "llm"
 
 
+@pytest.mark.slow
 def test_a_failed_llm_call_costs_one_proposal_not_the_refresh(tmp_path: Path) -> None:
     from typing import Any
 

@@ -79,6 +79,7 @@ def _lines(path: Path) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # a hang guard only: ~70 s here under 4 busy loops
 def test_sigkilled_run_resumes_without_repeating_and_matches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -240,6 +241,7 @@ def test_selection_margin_keeps_the_incumbent_unless_clearly_beaten() -> None:
     assert select_kernel(pos_best, pos_inc, 0.02) is pos_best
 
 
+@pytest.mark.slow
 def test_a_large_margin_keeps_rbf_ard_through_the_agent(tmp_path: Path) -> None:
     task = resolve_task("hdbo/levy4_in_25@dev")
     agent = {**AGENT, "refresh_every": 1, "selection_margin": 10.0}

@@ -69,6 +69,7 @@ def _one_thread() -> Any:
     torch.set_num_threads(n)
 
 
+@pytest.mark.slow
 def test_bo_rounds_with_llm_kernel_run_in_the_sandbox(tmp_path: Path) -> None:
     marker = tmp_path / "ran-in-parent"
     src = _marker_source(marker)
@@ -152,6 +153,7 @@ def test_forged_round_outputs_are_refused() -> None:
         _round(_npy(np.zeros((1, 4))))
 
 
+@pytest.mark.slow
 def test_agent_never_runs_llm_code_in_the_parent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -29,6 +29,7 @@ def splits() -> dict:
     return {s: generate(s, N, seed=s_i) for s_i, s in enumerate(("dev", "test", "heldout"))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", ["dev", "test", "heldout"])
 def test_reference_passes_every_generated_instance(splits: dict, split: str) -> None:
     for inst in splits[split]:

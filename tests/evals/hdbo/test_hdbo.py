@@ -141,6 +141,7 @@ def _small_task() -> HDBOTask:
     )
 
 
+@pytest.mark.slow
 def test_task_scores_kernel_candidates() -> None:
     task = _small_task()
     good = task.evaluate(rbf(ard=True))

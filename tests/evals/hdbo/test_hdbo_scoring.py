@@ -72,6 +72,7 @@ def _small_task() -> HDBOTask:
     )
 
 
+@pytest.mark.slow
 def test_printed_or_written_scores_are_not_credited() -> None:
     task = _small_task()
     honest = task.evaluate(rbf())
@@ -82,6 +83,7 @@ def test_printed_or_written_scores_are_not_credited() -> None:
     assert forged.metrics["nll"] == pytest.approx(honest.metrics["nll"], rel=1e-4)
 
 
+@pytest.mark.slow
 def test_forged_harness_files_are_rejected() -> None:
     task = _small_task()
     # The oracle's oracle.json rewritten at exit: a claimed score and no declarations.

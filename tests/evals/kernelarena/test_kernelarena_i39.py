@@ -167,6 +167,7 @@ def test_every_dev_case_is_counted_and_the_worst_decides() -> None:
     assert metrics == {} and why == "the candidate launched no Triton kernel on dev case 1"
 
 
+@pytest.mark.slow
 @CPU_ONLY
 def test_hawkeye_search_does_not_keep_a_forged_kernel(tmp_path: Path) -> None:
     # End to end through the agent: an LLM answering with the forge (8.51 / 6.01 before).

@@ -192,6 +192,7 @@ def test_no_feedback_mode_ignores_the_feedback() -> None:
     assert np.array_equal(X[0], X[1])
 
 
+@pytest.mark.slow
 def test_gate_keeps_relevant_sources_more_often_than_irrelevant_ones() -> None:
     # Measured: kept 21 of 24 runs with rho = +-0.95, 6 of 12 with rho = 0 (1-D and 2-D,
     # 12 evaluations). In 1-D twelve points already pin the target, so a relevant source

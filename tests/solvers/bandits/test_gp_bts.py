@@ -162,6 +162,7 @@ def test_matern52_is_a_correlation() -> None:
 
 
 # -- the paper's claims --------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", [4, 8])
 def test_batch_regret_does_not_degrade_by_factor_q(batch: int) -> None:
     ok, msg = batch_claim(batch)

@@ -105,6 +105,7 @@ def test_kernel_refresh_schedule_and_exact_budget() -> None:
     assert bool((tr.best_trace[1:] <= tr.best_trace[:-1]).all())
 
 
+@pytest.mark.slow
 def test_bo_with_rbf_beats_random_search_on_branin2_in_10d() -> None:
     """40 evaluations (8 initial): measured on seeds 0-5, BO ends within 0.02 of Branin's
     minimum 0.397887 on every seed, random search at 0.56-4.7. (With 20 evaluations and 6

@@ -119,6 +119,7 @@ def test_kernel_from_source_and_restrictions() -> None:
         kernel_from_source("open('/etc/passwd')\n" + RBF_SRC)
 
 
+@pytest.mark.slow
 def test_validate_cli_subprocess_reports_json() -> None:
     X = torch.rand(15, 2, dtype=DT)
     y = torch.sin(4 * X[:, 0])

@@ -1,8 +1,8 @@
-"""CBO suite: SCM benchmarks for causal Bayesian optimisation (see ``suite``)."""
+"""CBO suite: SCM benchmarks for causal Bayesian optimisation (see ``benchmark``)."""
 
+from optiforge.evals.suites.cbo.benchmark import SPLIT_NAMES, CBOBenchmark, CBOTask, Intervention
 from optiforge.evals.suites.cbo.metrics import best_at_cost, curve, gap_metric, mean_ci, summarize
 from optiforge.evals.suites.cbo.scms import LITERATURE, BenchmarkSpec, build, random_dag
-from optiforge.evals.suites.cbo.suite import SPLIT_NAMES, CBOBenchmark, CBOTask, Intervention
 
 __all__ = [
     "LITERATURE",

@@ -12,8 +12,8 @@ import time
 
 from pydantic import BaseModel, ConfigDict
 
+from optiforge.evals.suites.cbo.benchmark import CBOBenchmark, CBOTask
 from optiforge.evals.suites.cbo.metrics import summarize
-from optiforge.evals.suites.cbo.suite import CBOBenchmark, CBOTask
 from optiforge.solvers.cbo import CBOConfig, CBOTrace, run_bo, run_cbo
 
 

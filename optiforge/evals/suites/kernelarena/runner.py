@@ -194,13 +194,13 @@ def _setup() -> dict[str, Any]:
 
         traffic.install()
         counter = traffic.Traffic()
-        traffic._Patch.active.append(counter)
+        traffic.PatchState.active.append(counter)
         # Everything the count relies on, by identity (the wrappers, their closure cells,
         # the traffic module's functions, the active list, this counter's record list).
         slots = [*traffic.slots(), (vars(counter), "launches", counter.launches)]
-        c.update(tr_counter=counter, tr_active=traffic._Patch.active, tr_patch=traffic._Patch,
-                 tr_wrappers=dict(traffic._Patch.wrappers), tr_builder=vars(itp.InterpreterBuilder),
-                 tr_grid=vars(itp.GridExecutor), tr_methods=tuple(traffic._METHODS),
+        c.update(tr_counter=counter, tr_active=traffic.PatchState.active, tr_patch=traffic.PatchState,
+                 tr_wrappers=dict(traffic.PatchState.wrappers), tr_builder=vars(itp.InterpreterBuilder),
+                 tr_grid=vars(itp.GridExecutor), tr_methods=tuple(traffic.PATCHED_METHODS),
                  tr_slots=tuple(slots), tr_missing=object())  # fmt: skip
     # Timers: the objects kernel code must leave in place (identity is checked after each call).
     homes = {"time": time, "torch.cuda": torch.cuda, "triton.testing": triton.testing}
