@@ -10,8 +10,8 @@ from pydantic import ValidationError
 
 from optiforge.agents.formulator.problem import llm_schema, to_formulation
 from optiforge.agents.kit import RunContext
-from optiforge.evals.suites.bbowp.protocol import WordProblemTask
 from optiforge.agents.kit.ask import Invalid, ask_valid
+from optiforge.evals.suites.bbowp.protocol import WordProblemTask
 from optiforge.llm.types import Completion
 from optiforge.solvers.blackbox.portfolio import PORTFOLIO
 

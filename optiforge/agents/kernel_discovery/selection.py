@@ -28,7 +28,7 @@ from optiforge.agents.kit import (
     SearchConfig,
     run_search,
 )
-from optiforge.agents.kit.outcome import llm_counts
+from optiforge.agents.kit.search import llm_counts
 from optiforge.evals.suites.hdbo.protocol import HDBOTask
 
 if TYPE_CHECKING:  # BoTorch loads with the first BO round, not with the agent's spec
