@@ -546,6 +546,35 @@ def files_to_understand(co: Checkout) -> dict[str, list[str]]:
     return out
 
 
+def files_of_the_run(co: Checkout) -> dict[str, list[str]]:
+    """Per agent: the modules a reader follows from its spec (``agents/<agent>/__init__``)
+    through run-time imports (file- or function-level, not ``TYPE_CHECKING``), stopping at
+    kit and base modules: what one opens to understand what a run does. The agent's CLI
+    verbs (``cli.py``, named by a string in its spec) and test doubles (``testing.py``) are
+    not on that path, unless the run imports them."""
+    out: dict[str, list[str]] = {}
+    edges: dict[str, set[str]] = {}
+    for i in co.imports:
+        if not i.type_only:
+            edges.setdefault(i.source, set()).add(i.target)
+
+    def base(m: str) -> bool:
+        return m in {"optiforge", "optiforge.agents"} or any(
+            m == p or m.startswith(p + ".") for p in BASE_PREFIXES
+        )
+
+    for agent in agent_dirs(co):
+        start = f"optiforge.agents.{agent}"
+        seen, todo = {start}, [start]
+        while todo:
+            for t in edges.get(todo.pop(), ()):
+                if t in co.modules and t not in seen and not base(t):
+                    seen.add(t)
+                    todo.append(t)
+        out[agent] = sorted(co.rel(m) for m in seen)
+    return out
+
+
 # ----------------------------------------------------------------------------------------
 
 
@@ -560,6 +589,7 @@ def counts(root: Path) -> dict[str, object]:
     cli = cli_agent_imports(co)
     reads, read_files = summary_reads(co)
     understand = files_to_understand(co)
+    run_files = files_of_the_run(co)
     return {
         "checkout": str(root),
         "closure_nodes": closures,
@@ -590,6 +620,8 @@ def counts(root: Path) -> dict[str, object]:
         },
         "files_to_understand": {a: len(fs) for a, fs in understand.items()},
         "files_to_understand_list": understand,
+        "files_of_the_run": {a: len(fs) for a, fs in run_files.items()},
+        "files_of_the_run_list": run_files,
     }
 
 
@@ -605,9 +637,10 @@ def _print(c: dict[str, object]) -> None:
     print("  builder per agent (longest function of agent.py: lines / closures):")
     for a, b in c["builders"].items():  # type: ignore[attr-defined]
         print(f"    {a:18s} {b['function']:18s} {b['lines']:4d} / {b['closures']}")
-    print("  files to open to understand an agent:")
+    print("  files to open to understand an agent (all its files + what they import /")
+    print("  only the modules its run follows from the spec, files_of_the_run):")
     for a, n in c["files_to_understand"].items():  # type: ignore[attr-defined]
-        print(f"    {a:18s} {n}")
+        print(f"    {a:18s} {n:3d} / {c['files_of_the_run'][a]}")  # type: ignore[index]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -632,6 +665,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"    {item}")
             for a, fs in c["files_to_understand_list"].items():  # type: ignore[attr-defined]
                 print(f"  {a}: {' '.join(fs)}")
+            for a, fs in c["files_of_the_run_list"].items():  # type: ignore[attr-defined]
+                print(f"  run of {a}: {' '.join(fs)}")
     if len(results) == 2:
         a, b = results
         print("== before -> after")
