@@ -40,6 +40,38 @@ def test_every_agent_folder_has_the_same_file_set() -> None:
     assert {k: v for k, v in missing.items() if v} == {}
 
 
+# Agents whose graph is the kit's search loop (kit.search.nodes are their nodes).
+SEARCH_LOOP_AGENTS = {"evolve", "hawkeye"}
+WIRING_LINES = 60
+
+
+def test_graph_agents_keep_their_nodes_in_nodes_py_and_agent_py_is_wiring() -> None:
+    """An agent with its own graph has ``nodes.py`` (module-level nodes) and an ``agent.py``
+    whose functions are short and define no nested function (a node as a closure)."""
+    import ast
+
+    bad: dict[str, str] = {}
+    for p in _agent_folders():
+        if p.name not in SEARCH_LOOP_AGENTS and not (p / "nodes.py").exists():
+            bad[p.name] = "no nodes.py"
+            continue
+        tree = ast.parse((p / "agent.py").read_text())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            inner = [
+                n.name
+                for n in ast.walk(fn)
+                if n is not fn and isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            ]
+            lines = (fn.end_lineno or fn.lineno) - fn.lineno + 1
+            if inner:
+                bad[p.name] = f"agent.py:{fn.name} defines {', '.join(inner)} (move to nodes.py)"
+            elif lines > WIRING_LINES:
+                bad[p.name] = f"agent.py:{fn.name} is {lines} lines (wiring only)"
+    assert bad == {}
+
+
 def test_agent_init_is_only_the_spec() -> None:
     """Logic lives in the agent's modules; ``__init__`` holds SPEC and ``__all__``."""
     long = {}
