@@ -103,8 +103,9 @@ class AgentSpec(Generic[T, C]):
             want = getattr(self.task_type, "__name__", str(self.task_type))
             missing = [m for m in protocol_members(self.task_type) if not hasattr(task, m)]
             why = f" (it has no {', '.join(missing[:4])})" if missing else ""
+            suite = f"{self.default_benchmark} tasks ({want})" if self.default_benchmark else want
             raise ConfigError(
-                f"{self.name} runs on {want} tasks; {task.suite}/{task.name} is not one{why} "
+                f"{self.name} runs on {suite}; {task.suite}/{task.name} is not one{why} "
                 f"(try --bench {self.default_benchmark})"
             )
         if not self.accepts(task.suite):

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -36,8 +36,10 @@ from optiforge.cli.posttrain import app as posttrain_app
 from optiforge.cli.verbs import RootGroup, mount_agent_verbs
 from optiforge.errors import ConfigError, OptiforgeError
 from optiforge.harness.status import ExitCode, error_exit
-from optiforge.harness.summary import RunSummary
 from optiforge.limits import MAX_BUDGET, MAX_SEEDS, MAX_WALL_S, MAX_WORKERS
+
+if TYPE_CHECKING:  # pydantic stays out of `optiforge --help` (test_help_imports_nothing_heavy)
+    from optiforge.harness.summary import RunSummary
 
 console = Console()
 # Listings piped to a file or a pager keep every column (rich assumes 80 off a terminal).

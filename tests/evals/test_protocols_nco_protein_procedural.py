@@ -46,7 +46,7 @@ def test_every_task_of_the_suite_is_of_the_family_the_agent_declares(
 def test_a_task_of_another_family_is_refused_naming_what_it_lacks(agent: str, other: str) -> None:
     spec = _spec(agent)
     task = get_benchmark(other).tasks("dev")[0]
-    with pytest.raises(ConfigError, match=r"runs on \w+Task tasks; .* \(it has no ") as err:
+    with pytest.raises(ConfigError, match=r"runs on \w+ tasks \(\w+Task\); .* \(it has no ") as err:
         spec.check_task(task)
     assert f"--bench {spec.default_benchmark}" in str(err.value)
 

@@ -35,7 +35,9 @@ def test_a_kernel_task_is_seeded_and_a_funcfit_task_is_not() -> None:
 
 def test_the_spec_refuses_another_familys_task_naming_what_it_lacks() -> None:
     task = get_benchmark("funcfit").tasks("dev")[0]
-    with pytest.raises(ConfigError, match=r"hawkeye runs on KernelTask tasks; funcfit/.*has no"):
+    with pytest.raises(
+        ConfigError, match=r"hawkeye runs on kernelarena tasks \(KernelTask\); funcfit/.*has no"
+    ):
         get_agent("hawkeye").check_task(task)
     saddle = get_benchmark("saddle").tasks("dev")[0]
     assert get_agent("terminal").check_task(saddle) is saddle
