@@ -198,7 +198,7 @@ def test_the_agent_runs_on_ro_tasks_and_the_harness_refuses_others_up_front() ->
     assert SPEC.task_type is ROTask
     t = load_task(instance("dev", 0, 1))
     assert SPEC.check_task(t) is t
-    with pytest.raises(ConfigError, match="autorem runs on ROTask tasks"):
+    with pytest.raises(ConfigError, match=r"autorem runs on autoro tasks \(ROTask\)"):
         SPEC.check_task(resolve_task("bbowp/pressure-vessel@dev"))
 
 
