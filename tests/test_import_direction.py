@@ -8,6 +8,8 @@ a function, absolute or relative.
 import ast
 from pathlib import Path
 
+from _kit_counts import kc
+
 PACKAGE = Path(__file__).resolve().parent.parent / "optiforge"
 
 # Layer rank, higher = further up. The first matching prefix in LAYER_RULES wins, so specific
@@ -69,26 +71,11 @@ def all_modules() -> dict[str, Path]:
 
 
 def imports_of(path: Path, known: set[str]) -> list[tuple[int, str]]:
-    """(line, imported optiforge module) for every import statement in the file."""
+    """(line, imported optiforge module) for every import statement in the file (at any
+    depth: inside functions and under TYPE_CHECKING too), read by ``kit_counts``."""
     me = module_name(path)
-    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                source = ".".join(base + ([node.module] if node.module else []))
-            else:
-                source = node.module or ""
-            for alias in node.names:
-                # `from pkg import sub` imports the submodule pkg.sub when there is one
-                sub = f"{source}.{alias.name}"
-                found.append((node.lineno, sub if sub in known else source))
-    ours = {(line, m) for line, m in found if m == "optiforge" or m.startswith("optiforge.")}
-    return sorted(ours)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return sorted({(i.line, i.target) for i in kc.imports_of(me, path, tree, known)})
 
 
 def import_graph() -> list[tuple[str, Path, int, str]]:

@@ -15,12 +15,10 @@ The counting is ``benchmarks/kit_counts.py``'s (the same definitions it prints).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from _kit_counts import kc
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,20 +35,6 @@ ALLOWED_CIRCLES: dict[frozenset[str], str] = {}
 
 # ---- private imports allowed: (importing file, imported module, name) -> why --------------
 ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {}
-
-
-def _load_counts() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "kit_counts", ROOT / "benchmarks" / "kit_counts.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("kit_counts", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-kc = _load_counts()
 
 
 @pytest.fixture(scope="module")
