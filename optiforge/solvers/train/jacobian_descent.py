@@ -29,9 +29,10 @@ Choices the paper leaves open, documented and tested:
 - Projector precision. torchjd's default ``QuadprogProjector(reg_eps=1e-4)`` adds
   ``1e-4 I`` to the trace-normalized Gramian; a row whose squared norm is below ~1e-4 of the
   total is then no longer protected: on a 3-row Jacobian whose row norms span ~1300x
-  UPGrad's direction has cosine -0.48 with the smallest row (it conflicts). ``upgrad()``
-  uses ``reg_eps=1e-9`` (the QP stays positive definite in float64, where torchjd solves
-  it), which brings the cosine to -3e-4 (``tests/.../test_jacobian_descent.py``).
+  UPGrad's direction has cosine -0.48 with the smallest row (it conflicts), and on the
+  Pareto benchmark the iterates drift along the front at the small objectives' expense.
+  ``upgrad()`` starts from ``reg_eps=1e-13`` for a float64 Gramian (1e-7 for float32)
+  and raises it x100 only when quadprog refuses (``TightProjector``).
 - Gramian path: ``Engine(model, batch_dim=0)`` when the losses are per example (IWRM; the
   modules must treat examples independently: no BatchNorm), ``batch_dim=None`` otherwise.
 - IWRM's optimizer: SGD with heavy-ball momentum (as the ``sgd`` ERM baseline, so the
@@ -41,6 +42,7 @@ Choices the paper leaves open, documented and tested:
 
 from __future__ import annotations
 
+import gc
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,17 +70,19 @@ from torchjd.linalg import QuadprogProjector
 
 from optiforge.solvers.train.api import HParam, ModelProblem, TrainMethod, TrainResult
 
-UPGRAD_REG_EPS = 1e-9
-"""Our first ``reg_eps`` for UPGrad's dual-cone QP (torchjd's default is 1e-4)."""
+UPGRAD_REG_EPS = {torch.float64: 1e-13, torch.float32: 1e-7}
+"""Our first ``reg_eps`` for UPGrad's dual-cone QP by the Gramian's dtype (torchjd's
+default is 1e-4 for all): about the dtype's rounding of a trace-normalized Gramian."""
 
 
 class TightProjector(QuadprogProjector):
     """torchjd's quadprog dual-cone projector with the smallest regularization that keeps
-    the QP solvable: ``reg_eps`` first, times 100 on each failure (a singular Gramian: a
-    batch holding one example twice, float32 rounding), up to ``max_reg_eps``."""
+    the QP solvable: ``reg_eps`` (``None``: by the Gramian's dtype, ``UPGRAD_REG_EPS``)
+    first, times 100 on each failure (a singular Gramian: a batch holding one example
+    twice, rounding), up to ``max_reg_eps``."""
 
-    def __init__(self, reg_eps: float = UPGRAD_REG_EPS, max_reg_eps: float = 1e-3) -> None:
-        super().__init__(reg_eps=reg_eps)
+    def __init__(self, reg_eps: float | None = None, max_reg_eps: float = 1e-3) -> None:
+        super().__init__(reg_eps=0.0 if reg_eps is None else reg_eps)
         self.first_reg_eps = reg_eps
         self.max_reg_eps = max_reg_eps
         self.retries = 0
@@ -86,6 +90,8 @@ class TightProjector(QuadprogProjector):
 
     def __call__(self, u: torch.Tensor, g: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         eps = self.first_reg_eps
+        if eps is None:
+            eps = UPGRAD_REG_EPS.get(g.dtype, UPGRAD_REG_EPS[torch.float32])
         while True:
             self.reg_eps = eps
             try:
@@ -97,7 +103,7 @@ class TightProjector(QuadprogProjector):
                 self.retries += 1
 
 
-def upgrad(reg_eps: float = UPGRAD_REG_EPS) -> UPGrad:
+def upgrad(reg_eps: float | None = None) -> UPGrad:
     """torchjd's UPGrad with a tight dual-cone projection (``TightProjector``)."""
     return UPGrad(projector=TightProjector(reg_eps=reg_eps))
 
@@ -305,20 +311,32 @@ def fit_jd(
             opt.step()
             seen = losses.detach()
         else:
-            info = jd_step(
-                model,
-                lambda b=batch: problem.losses(model, b),  # type: ignore[misc]
-                aggregator,
-                opt,
-                gramian=gramian,
-                engine=engine,
-            )
+            try:
+                info = jd_step(
+                    model,
+                    lambda b=batch: problem.losses(model, b),  # type: ignore[misc]
+                    aggregator,
+                    opt,
+                    gramian=gramian,
+                    engine=engine,
+                )
+            except (ValueError, RuntimeError):
+                # The engine vmaps each module over the batch; a module fed an unbatched
+                # tensor (an attention mask) breaks that on the first step, before any
+                # update. Drop the engine (its hooks go with it) and materialize J instead.
+                if not gramian or step > 0:
+                    raise
+                engine, gramian = None, False
+                gc.collect()
+                info = jd_step(model, lambda b=batch: problem.losses(model, b), aggregator, opt, gramian=False)  # type: ignore[misc]  # fmt: skip
             seen = info.losses
             if info.length_ratio is not None:
                 length_ratios.append(info.length_ratio)
         curve.append(float(seen.mean()))
         max_curve.append(float(seen.max()))
     extra: dict[str, Any] = {"max_curve": max_curve}
+    if aggregator is not None:
+        extra["path"] = "gramian" if gramian else "jacobian"
     if length_ratios:
         extra["mean_length_ratio"] = float(np.mean(length_ratios))
     return TrainResult(model=model, curve=curve, extra=extra)
