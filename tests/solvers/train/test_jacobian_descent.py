@@ -26,8 +26,6 @@ from optiforge.solvers.train.jacobian_descent import (
     upgrad,
 )
 
-torch.set_default_dtype(torch.float32)
-
 
 def _mlp(seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
@@ -105,6 +103,12 @@ def test_tight_projector_falls_back_on_a_singular_gramian() -> None:
     d = UPGrad(projector=proj)(jac)
     assert torch.isfinite(d).all()
     assert proj.retries >= 1 and proj.reg_eps > 1e-13
+    # The default start depends on the Gramian's dtype (float32 rounding is ~1e-7).
+    default = TightProjector()
+    UPGrad(projector=default)(jac)
+    assert default.reg_eps >= 1e-7
+    UPGrad(projector=default)(jac.double()[[0, 2, 3]])
+    assert default.reg_eps == 1e-13
 
 
 def test_min_norm_in_hull_on_hand_cases() -> None:
