@@ -11,6 +11,8 @@ from optiforge.solvers.train.api import TrainMethod
 ENTRIES: dict[str, str] = {
     "adamw": "optiforge.solvers.train.baselines:ADAMW",
     "sgd": "optiforge.solvers.train.baselines:SGD",
+    "imuon": "optiforge.solvers.train.imuon.method:IMUON",
+    "muon-factors": "optiforge.solvers.train.imuon.method:MUON_FACTORS",
 }
 
 
