@@ -21,6 +21,15 @@ gradient ``G``:
    affine-invariant exponential map on SPD (geoopt's), the polar retraction on Stiefel,
    the exponential map on Grassmann.
 
+The intrinsic coordinates (our choice where the description leaves it open): a metric has
+many isometries onto a flat matrix space; we take the block-diagonal one that keeps the
+tangent space's natural components apart (fixed-rank ``blockdiag(M, U_p, V_p)``, Stiefel
+``blockdiag(w Omega, K)``, SPD and Grassmann one block). A unitarily invariant norm of that
+block-diagonal matrix is then intrinsic (it depends on the point and the metric only, not on
+the factor gauge ``U -> U O1``, ``V -> V O2``), and its LMO is closed form (``lmo``). Taking
+the fixed-rank tangent vector as the ``m x n`` matrix it is instead would give the spectral
+ball a zero block constraint (``P_U^perp xi P_V^perp = 0``) whose LMO is no polar factor.
+
 Every ingredient commutes with the manifold's symmetry group (fixed-rank: ``X -> Q1 X
 Q2^T``; SPD: congruence ``P -> A P A^T``, any invertible ``A``; Stiefel: ``X -> Q X O``;
 Grassmann: ``X -> Q X O``), so iterates of a transformed problem are the transformed
@@ -133,8 +142,8 @@ class IMuon(torch.optim.Optimizer):
                     d_in = rgrad
                 blocks = chart_blocks(manifold, x, d_in, fac)
                 zs = lmo(blocks, group["norm"])
-                c = dual_norm(blocks, group["norm"]) if group["scale"] == "dual" else 1.0
-                state["dual_norm"] = c if group["scale"] == "dual" else dual_norm(blocks, group["norm"])  # fmt: skip
+                state["dual_norm"] = dual = dual_norm(blocks, group["norm"])  # the LMO's value
+                c = dual if group["scale"] == "dual" else 1.0
                 step = chart_tangent(manifold, x, zs, fac) * (-lr * c)
                 new_fac: Factors | None = None
                 if isinstance(manifold, FixedRank):
