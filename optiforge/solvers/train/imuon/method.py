@@ -7,16 +7,19 @@ point of ``FixedRank(shape, rank)``); if ``X0`` has rank below ``r`` (e.g. a LoR
 value ``1e-3 * max(1, sigma_1(X0))`` (a rank-``r`` point is needed; our choice). Training
 calls ``problem.matrix_losses(X, batch)`` on the point (float64 inside, cast to the model's
 dtype for the loss); the step is iMuon's with the spectral norm, momentum ``beta`` (the
-stochastic version), normalized steps (``scale="lmo"``) and a linear decay of ``lr`` to 0
-over the run (normalized steps need a decaying length to settle; our choice). At the end the
+stochastic version), dual scaling (``scale="dual"``: steepest descent in the intrinsic
+norm; in ``benchmarks/imuon_claims.py`` it beat normalized steps with a decaying length,
+Muon's recipe, by orders of magnitude on stochastic matrix sensing) and a linear decay of
+``lr`` to 0 over the run (settles under gradient noise; our choice). At the end the
 balanced factors ``L = U diag(sqrt s)``, ``R = V diag(sqrt s)`` are written into the model.
 
-``muon-factors``: the naive baseline, ``FactorMuon`` (exact polar factor, the same momentum
-and schedule) on every matrix parameter of the model, loss ``problem.losses``.
+``muon-factors``: the naive baseline, ``FactorMuon`` (exact polar factor, the same momentum,
+scaling and schedule) on every matrix parameter of the model, loss ``problem.losses``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import geoopt
@@ -71,12 +74,16 @@ def _run_imuon(problem: LowRankProblem, hp: dict[str, float], steps: int, seed: 
     dtype = left.dtype
     man = FixedRank(problem.shape, problem.rank)
     x = geoopt.ManifoldParameter(rank_r_start(man, (left @ right.T).detach().double(), seed), manifold=man)  # fmt: skip
-    opt = IMuon([x], lr=hp["lr"], momentum=hp["momentum"], norm="spectral", scale="lmo")
+    opt = IMuon([x], lr=hp["lr"], momentum=hp["momentum"], norm="spectral", scale="dual")
     gen = torch.Generator().manual_seed(seed + 1)
     curve: list[float] = []
+    extra: dict[str, Any] = {}
     for step in range(steps):
         _decay(opt, hp["lr"], step, steps)
         loss = problem.matrix_losses(x.to(dtype), problem.batch(step, gen)).mean()
+        if not math.isfinite(float(loss.detach())):  # diverged (lr too large): stop, say so
+            extra["diverged_at_step"] = step
+            break
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -85,13 +92,9 @@ def _run_imuon(problem: LowRankProblem, hp: dict[str, float], steps: int, seed: 
     with torch.no_grad():
         left.copy_((u * s.sqrt()).to(dtype))
         right.copy_((v * s.sqrt()).to(dtype))
-    extra: dict[str, Any] = {
-        "singular_values": [float(t) for t in s],
-        "orthonormality_error": max(
-            float((u.T @ u - torch.eye(problem.rank, dtype=u.dtype)).abs().max()),
-            float((v.T @ v - torch.eye(problem.rank, dtype=v.dtype)).abs().max()),
-        ),  # fmt: skip
-    }
+    eye = torch.eye(problem.rank, dtype=u.dtype)
+    extra["singular_values"] = [float(t) for t in s]
+    extra["orthonormality_error"] = max(float((u.T @ u - eye).abs().max()), float((v.T @ v - eye).abs().max()))  # fmt: skip
     return TrainResult(model=model, curve=curve, extra=extra)
 
 
@@ -99,26 +102,31 @@ def _run_factor_muon(problem: LowRankProblem, hp: dict[str, float], steps: int, 
     torch.manual_seed(seed)
     model = problem.make_model(seed)
     params = [p for p in model.parameters() if p.requires_grad and p.ndim == 2]
-    opt = FactorMuon(params, lr=hp["lr"], momentum=hp["momentum"], scale="lmo")
+    opt = FactorMuon(params, lr=hp["lr"], momentum=hp["momentum"], scale="dual")
     gen = torch.Generator().manual_seed(seed + 1)
     curve: list[float] = []
+    extra: dict[str, Any] = {}
     for step in range(steps):
         _decay(opt, hp["lr"], step, steps)
         loss = problem.losses(model, problem.batch(step, gen)).mean()
+        if not math.isfinite(float(loss.detach())):  # diverged (lr too large): stop, say so
+            extra["diverged_at_step"] = step
+            break
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         curve.append(float(loss.detach()))
-    return TrainResult(model=model, curve=curve)
+    return TrainResult(model=model, curve=curve, extra=extra)
 
 
-_HP = {"lr": HParam(1e-3, 1.0, 0.05), "momentum": HParam(0.0, 0.99, 0.9, log=False)}
+_HP = {"lr": HParam(1e-4, 1.0, 0.02), "momentum": HParam(0.0, 0.99, 0.5, log=False)}
 
 IMUON = TrainMethod(
     name="imuon",
     description="intrinsic Muon on the fixed-rank manifold: W kept as U diag(s) V^T, steps = polar "
     "factors of the Riemannian gradient's components (M, U_p, V_p), truncated-SVD retraction; "
-    "insensitive to how W is split into factors; lr decays linearly to 0",
+    "insensitive to how W is split into factors; steps scaled by the gradient's dual (nuclear) "
+    "norm, lr decays linearly to 0",
     kinds=frozenset({"lowrank"}),
     hparams=dict(_HP),
     run=_run_imuon,
