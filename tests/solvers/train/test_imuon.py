@@ -228,7 +228,7 @@ def test_geoopt_baselines_run_on_our_manifolds() -> None:
             ((x - 1) ** 2).sum().add(-(y.sum(0) ** 2).sum()).backward()
             opt.step()
     man.assert_check_point_on_manifold(x.detach())
-    assert float((y.T @ y - torch.eye(2)).abs().max()) < 1e-10
+    assert float((y.detach().T @ y.detach() - torch.eye(2)).abs().max()) < 1e-10
 
 
 def test_factor_muon_step_and_errors() -> None:
