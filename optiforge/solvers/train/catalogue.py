@@ -12,6 +12,8 @@ ENTRIES: dict[str, str] = {
     "adamw": "optiforge.solvers.train.baselines:ADAMW",
     "sgd": "optiforge.solvers.train.baselines:SGD",
     "upgrad-iwrm": "optiforge.solvers.train.jacobian_descent:UPGRAD_IWRM",
+    "imuon": "optiforge.solvers.train.imuon.method:IMUON",
+    "muon-factors": "optiforge.solvers.train.imuon.method:MUON_FACTORS",
 }
 
 
