@@ -60,12 +60,13 @@ def test_ema_correction_by_hand() -> None:
     x = torch.zeros(3)
     c = EMACorrection(x, beta=0.5, gamma=0.25)
     c.receive(torch.tensor([1]), torch.tensor([0.0]), torch.tensor([4.0]))  # c = 2
-    assert torch.allclose(c.offset, torch.tensor([0.0, 1.0, 0.0]))  # 0.5*0 + 0.5*2
+    assert torch.allclose(c.offset, torch.tensor([0.0, 1.0, 0.0]))  # 0 + (1 - 0.5) * 2
     c.apply()
     assert torch.allclose(x, torch.tensor([0.0, 0.25, 0.0]))
     assert torch.allclose(c.offset, torch.tensor([0.0, 0.75, 0.0]))
     c.receive(torch.tensor([1]), torch.tensor([0.0]), torch.tensor([-2.0]))  # c = -1
-    assert torch.allclose(c.offset, torch.tensor([0.0, 0.5 * 0.75 - 0.5, 0.0]))
+    assert torch.allclose(c.offset, torch.tensor([0.0, 0.75 - 0.5, 0.0]))
+    assert torch.allclose(c.estimate(torch.tensor([1])), torch.tensor([0.5]))  # z = x + o
     # the corrections of a pair cancel: the replicas' sum is unchanged by averaging
     x1, x2 = torch.tensor([1.0, 2.0]), torch.tensor([3.0, -2.0])
     e1, e2 = EMACorrection(x1, 0.3, 0.4), EMACorrection(x2, 0.3, 0.4)
@@ -85,7 +86,7 @@ def test_flat_buffer_backs_the_parameters() -> None:
     s0, s1 = make_stages(0, len(VOCAB), 6, 16, 32)
     t0, _ = make_stages(0, len(VOCAB), 6, 16, 32)
     assert all(torch.equal(a, b) for a, b in zip(s0.parameters(), t0.parameters(), strict=True))
-    before = torch.nn.utils.parameters_to_vector(s0.parameters())
+    before = torch.nn.utils.parameters_to_vector(s0.parameters()).detach()
     flat = flatten_params(s0)
     assert torch.equal(flat, before)
     flat[0] += 1.0

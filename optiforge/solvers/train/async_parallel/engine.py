@@ -102,12 +102,14 @@ class Config:
     """Async: minibatches in the pipeline at stage 0 (its staleness is ``in_flight - 1``;
     2 is 1F1B on two stages)."""
     lookahead: bool = True
+    lookahead_decay: float = 1.0
+    """Look-ahead horizon ``sum_{k<tau} decay**k`` steps (1: ``tau`` steps, SpecTrain's)."""
     avg_every: int = 4
     """Async: steps between sparse-averaging rounds (also the delay an exchange is folded in)."""
     fraction: float = 0.1
     """Async: fraction of a stage's coordinates exchanged per round (0: no averaging)."""
     beta: float = 0.5
-    """EMA weight of the earlier offset when an exchange is folded in."""
+    """EMA weight on the replica's own consensus estimate when a received average is folded in."""
     gamma: float = 0.5
     """Fraction of the offset applied to the weights per step."""
     fail_rank: int = -1
@@ -261,7 +263,7 @@ def _run_async(cfg: Config, rank: int, data: LMData, module: nn.Module, flat: to
         x, _ = data.batch(replica, step, cfg.batch)
         ws = [p.detach() for p in params]
         if cfg.lookahead and tau > 0:
-            stash = lookahead(ws, delta_views(), tau)
+            stash = lookahead(ws, delta_views(), tau, cfg.lookahead_decay)
         else:
             stash = [w.clone() for w in ws]  # weight stashing
         for w in stash:
@@ -317,7 +319,7 @@ def _run_async(cfg: Config, rank: int, data: LMData, module: nn.Module, flat: to
                 idx = sparse_indices(
                     flat.numel(), cfg.fraction, cfg.seed, stage, (t + 1) // cfg.avg_every
                 )
-                sent = flat[idx].clone()
+                sent = corr.estimate(idx)
                 buf = torch.empty_like(sent)
                 comm.sent["dp"] += sent.numel() * sent.element_size()
                 w_send = dist.isend(sent, dp_peer, tag=_TAG_DP)
@@ -325,6 +327,20 @@ def _run_async(cfg: Config, rank: int, data: LMData, module: nn.Module, flat: to
                 pending = (t, idx, sent, buf, w_send, w_recv)
     fold(cfg.steps, record=False)  # complete the last exchange (its bytes were sent); not applied
     return {"curve": curve, "staleness": dict(staleness), "dp_delay": dict(dp_delay)}
+
+
+def _warm_torch() -> None:
+    """Import what the first optimizer step and ``functional_call`` import lazily (~5 s
+    here, in every worker otherwise): done in the parent, forked workers inherit it."""
+    lin = nn.Linear(2, 2)
+    opt = torch.optim.Adam(lin.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: 1.0)
+    w = {n: p.detach().clone().requires_grad_() for n, p in lin.named_parameters()}
+    out = functional_call(lin, w, (torch.zeros(1, 2),))
+    torch.autograd.grad(out.sum(), list(w.values()))
+    _ce(lin(torch.zeros(1, 2)), torch.zeros(1, dtype=torch.int64)).backward()
+    opt.step()
+    sched.step()
 
 
 def _worker(rank: int, init_file: str, jobs: list[Config], out_dir: str, timeout_s: float) -> None:
@@ -398,6 +414,8 @@ def run(
     """Run ``jobs`` one after another on four gloo worker processes; evaluate here."""
     tmp = tempfile.mkdtemp(prefix="optiforge-async-")
     ctx: Any = mp.get_context(start_method)
+    if start_method == "fork":
+        _warm_torch()
     procs = [ctx.Process(target=_worker, args=(r, os.path.join(tmp, "store"), jobs, tmp, timeout_s), daemon=True) for r in range(WORLD)]  # fmt: skip
     try:
         for p in procs:

@@ -19,20 +19,23 @@ step instead of ``lr * momentum``). Backward runs on the same stashed ``w_hat`` 
 stashing, so forward and backward agree); the gradient is applied to the live ``w``.
 ``lookahead=False`` is PipeDream's plain weight stashing (``w_hat = w_t``).
 
-**Sparse averaging with an EMA correction (our rule).** Every ``avg_every`` steps (round
-``j``) the two replicas of a stage pick the same random coordinates ``idx`` (a fraction
-``fraction`` of the stage's flattened parameters, drawn from a generator both seed with
-``(seed, stage, j)``, so no index is sent), each sends its values ``x[idx]`` to the other
-with ``isend``/``irecv`` and goes on training. The exchange is completed one round later
-(``avg_every`` steps after the send: a fixed delay, so the run is deterministic); then
-``c = (recv - sent) / 2`` is how far the sent coordinates were from the pair's average.
-Each replica keeps an offset ``o`` (flat, zeros at start): ``z = x + o`` is its running
-estimate of the consensus weights, kept in the frame that moves with its own training (the
-local steps move ``x`` and ``z`` alike, so a stale average is compensated by the replica's
-own progress since the send). On completion ``o[idx] <- beta * o[idx] + (1 - beta) * c``
-(the EMA over rounds of the received averages, as offsets), and after every optimizer step
-the weights are corrected toward ``z``: ``x <- x + gamma * o``, ``o <- (1 - gamma) * o``.
-``beta = 0, gamma = 1`` is plain (stale-compensated) sparse averaging, applied at once.
+**Sparse averaging with an EMA correction (our rule).** Each replica keeps an offset
+``o`` (flat, zeros at start): ``z = x + o`` is its running estimate of the consensus
+weights, kept in the frame that moves with its own training (a local step moves ``x`` and
+``z`` alike). Every ``avg_every`` steps (round ``j``) the two replicas of a stage pick the
+same random coordinates ``idx`` (a fraction ``fraction`` of the stage's flattened
+parameters, from a generator both seed with ``(seed, stage, j)``, so no index is sent);
+each sends its estimate ``z[idx]`` to the other with ``isend``/``irecv`` and goes on
+training. The exchange is folded in one round later (``avg_every`` steps after the send: a
+fixed delay, so the run is deterministic), just before the next round's send:
+``c = (recv - sent) / 2`` is how far the sent estimate was from the pair's average, and
+``z[idx] <- beta * z[idx] + (1 - beta) * (z[idx] + c)``, i.e. ``o[idx] += (1 - beta) c``:
+the EMA (weight ``beta`` on the old estimate) toward the received average, compensated for
+staleness by the replica's own progress since the send (``z_now + c = average at send +
+(z_now - z_sent)``). After every optimizer step the weights are corrected toward the
+estimate: ``x <- x + gamma * o``, ``o <- (1 - gamma) * o`` (``z`` unchanged). Sending ``z``
+rather than ``x`` keeps a correction not yet applied from being counted twice.
+``beta = 0, gamma = 1`` is plain (stale-compensated) sparse averaging applied at once.
 """
 
 from __future__ import annotations
@@ -88,9 +91,22 @@ def flatten_params(module: nn.Module) -> torch.Tensor:
     return flat
 
 
-def lookahead(weights: list[torch.Tensor], last_delta: list[torch.Tensor], staleness: int) -> list[torch.Tensor]:  # fmt: skip
-    """Predicted weights ``w + staleness * delta`` (new tensors; ``w`` is not changed)."""
-    return [w + staleness * d for w, d in zip(weights, last_delta, strict=True)]
+def lookahead_horizon(staleness: int, decay: float = 1.0) -> float:
+    """How many last steps the look-ahead adds: ``staleness`` for ``decay = 1``, else
+    ``sum_{k<staleness} decay**k`` (the step shrinking like a momentum buffer fed zero-mean
+    gradients)."""
+    if decay == 1.0:
+        return float(staleness)
+    return (1.0 - decay**staleness) / (1.0 - decay)
+
+
+def lookahead(
+    weights: list[torch.Tensor], last_delta: list[torch.Tensor], staleness: int, decay: float = 1.0
+) -> list[torch.Tensor]:
+    """Predicted weights ``w + h * delta`` with ``h = lookahead_horizon(staleness, decay)``
+    (new tensors; ``w`` is not changed)."""
+    h = lookahead_horizon(staleness, decay)
+    return [w + h * d for w, d in zip(weights, last_delta, strict=True)]
 
 
 def sparse_indices(n: int, fraction: float, seed: int, stage: int, round_: int) -> torch.Tensor:
@@ -114,10 +130,13 @@ class EMACorrection:
         self.gamma = gamma
         self.offset = torch.zeros_like(flat)
 
+    def estimate(self, idx: torch.Tensor) -> torch.Tensor:
+        """The consensus estimate ``z[idx] = x[idx] + o[idx]`` (what a replica sends)."""
+        return self.flat[idx] + self.offset[idx]
+
     def receive(self, idx: torch.Tensor, sent: torch.Tensor, recv: torch.Tensor) -> None:
-        """Fold a completed exchange in: ``o[idx] <- beta o[idx] + (1 - beta)(recv - sent)/2``."""
-        c = 0.5 * (recv - sent)
-        self.offset[idx] = self.beta * self.offset[idx] + (1.0 - self.beta) * c
+        """Fold a completed exchange in: ``o[idx] += (1 - beta)(recv - sent) / 2``."""
+        self.offset[idx] += (1.0 - self.beta) * 0.5 * (recv - sent)
 
     @torch.no_grad()
     def apply(self) -> None:
