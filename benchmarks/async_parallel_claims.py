@@ -2,7 +2,7 @@
 baseline, on torch.distributed gloo with 4 local processes
 (optiforge/solvers/train/async_parallel/).
 
-Run (CPU; the 4 workers share the machine's cores; about 4 minutes for 5 seeds):
+Run (CPU; the 4 workers share the machine's cores; about 6 minutes for 5 seeds on the shared 2-core machine):
 
     OMP_NUM_THREADS=1 python benchmarks/async_parallel_claims.py --seeds 5 --out runs/async_parallel
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +29,7 @@ this short run (async lags early; after 600 steps the benchmark measures about 0
 
 
 @pytest.mark.slow
-def test_async_matches_sync_with_fewer_bytes_and_the_ablation_loses() -> None:
+def test_async_matches_sync_with_fewer_bytes_and_the_ablation_loses(tmp_path: Path) -> None:
     base = Config(steps=STEPS, lr=1e-2, seed=0, data_seed=0)
     sync, asyn, again, no_avg = run(
         [
@@ -38,6 +39,7 @@ def test_async_matches_sync_with_fewer_bytes_and_the_ablation_loses() -> None:
             Config(**{**base.__dict__, "fraction": 0.0}),
         ],  # fmt: skip
         timeout_s=120,
+        workdir=tmp_path,
     )
     # bytes: every tensor sent, counted exactly
     n = [sum(p.numel() for p in st.parameters()) for st in make_stages(0, len(VOCAB), base.context, base.d, base.hidden)]  # fmt: skip
@@ -65,15 +67,17 @@ def test_async_matches_sync_with_fewer_bytes_and_the_ablation_loses() -> None:
     assert no_avg_gap > TOL and no_avg_gap > gap + 0.01, (sync.val_mean, asyn.val_mean, no_avg.val_mean)  # fmt: skip
 
 
-def test_a_failing_worker_stops_all_and_says_which() -> None:
+def test_a_failing_worker_stops_all_and_says_which(tmp_path: Path) -> None:
     t0 = time.monotonic()
     with pytest.raises(SolverError, match="rank 2: RuntimeError: injected failure"):
-        run([Config(steps=5, fail_rank=2)], timeout_s=60)
+        run([Config(steps=5, fail_rank=2)], timeout_s=60, workdir=tmp_path)
     assert time.monotonic() - t0 < 30
     assert mp.active_children() == []
+    assert list(tmp_path.iterdir()) == []  # the run's directory is removed
 
 
-def test_a_hanging_worker_is_stopped_at_the_timeout() -> None:
+def test_a_hanging_worker_is_stopped_at_the_timeout(tmp_path: Path) -> None:
     with pytest.raises(SolverError):
-        run([Config(steps=5, hang_rank=1)], timeout_s=3)
+        run([Config(steps=5, hang_rank=1)], timeout_s=3, workdir=tmp_path)
     assert mp.active_children() == []
+    assert list(tmp_path.iterdir()) == []  # the run's directory is removed

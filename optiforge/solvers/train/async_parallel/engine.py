@@ -409,10 +409,16 @@ def _evaluate(cfg: Config, data: LMData, states: list[torch.Tensor]) -> float:
 
 
 def run(
-    jobs: list[Config], timeout_s: float = 300.0, start_method: str = "fork"
+    jobs: list[Config],
+    timeout_s: float = 300.0,
+    start_method: str = "fork",
+    workdir: str | os.PathLike[str] | None = None,
 ) -> list[RunResult]:
-    """Run ``jobs`` one after another on four gloo worker processes; evaluate here."""
-    tmp = tempfile.mkdtemp(prefix="optiforge-async-")
+    """Run ``jobs`` one after another on four gloo worker processes; evaluate here.
+
+    The rendezvous store and the workers' results live in a fresh directory under
+    ``workdir`` (the system temp dir by default), removed at the end."""
+    tmp = tempfile.mkdtemp(prefix="optiforge-async-", dir=workdir)
     ctx: Any = mp.get_context(start_method)
     if start_method == "fork":
         _warm_torch()
