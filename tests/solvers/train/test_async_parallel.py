@@ -115,3 +115,11 @@ def test_grammar_agrees_and_batches_are_reproducible() -> None:
     assert x.shape == (8, 6) and y.shape == (8,) and torch.equal(x, x2) and torch.equal(y, y2)
     assert not torch.equal(x, data.batch(replica=0, step=7, size=8)[0])
     assert data.val_x.shape == (64, 6)
+
+
+def test_config_refuses_what_the_schedules_cannot_run() -> None:
+    from optiforge.solvers.train.async_parallel import Config
+
+    for bad in ({"batch": 30, "microbatches": 4}, {"in_flight": 0}, {"fraction": 1.5}, {"mode": "x"}):  # fmt: skip
+        with pytest.raises(ValueError):
+            Config(**bad)  # type: ignore[arg-type]
