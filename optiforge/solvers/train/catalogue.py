@@ -11,6 +11,7 @@ from optiforge.solvers.train.api import TrainMethod
 ENTRIES: dict[str, str] = {
     "adamw": "optiforge.solvers.train.baselines:ADAMW",
     "sgd": "optiforge.solvers.train.baselines:SGD",
+    "clipped-sgd": "optiforge.solvers.train.heavy_tail:CLIPPED_SGD",
 }
 
 
