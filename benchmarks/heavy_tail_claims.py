@@ -10,7 +10,8 @@ Each row: a problem, a method, p; the noise has tail index p + 0.1 and E|xi_i|^p
 R independent runs per horizon T (vectorised: one (R, d) parameter), a fresh seed per T.
 ``slope``: least-squares slope of log E[error] over log T with a 95% percentile
 bootstrap interval (runs resampled at each T); ``median``: the same fit on the median run;
-``pred``: the predicted exponent. Problems (``heavy_tail_problems.py``): ``simplex``
+``last pair``: the slope of the mean between the two largest T (does the fit approach
+``pred`` as T grows?); ``pred``: the predicted exponent. Problems (``heavy_tail_problems.py``): ``simplex``
 (||x - x*||_1 on the simplex, entropic SMD), ``unbounded`` (||x - x*||_1 on R^8, no
 projection: power map psi = 1/q sum |x_i|^q with q = p/(p-1), the 1/2||x||_q^2 map,
 Euclidean SGD, clipped SGD), ``nonconvex`` (a smooth Lipschitz nonconvex robust fit,
@@ -140,7 +141,8 @@ def main() -> None:
                     p, part.problem.setting, clipped=mname in part.clipped_pred
                 )
                 results[(part.name, mname, p)] = (part.horizons, means)
-                print(f"| {mname} | {p} | {pred:.3f} | {s:.3f} [{lo:.3f}, {hi:.3f}] | {med:.3f} | {means[-1]:.4g} |",
+                last = fit_slope(part.horizons[-2:], means[-2:])
+                print(f"| {mname} | {p} | {pred:.3f} | {s:.3f} [{lo:.3f}, {hi:.3f}] | {last:.3f} | {med:.3f} | {means[-1]:.4g} |",
                       flush=True)  # fmt: skip
     print(f"\n(total {time.time() - t_start:.0f} s)")
     plot(results, args.out)
