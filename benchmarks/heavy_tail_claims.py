@@ -125,10 +125,8 @@ def main() -> None:
             continue
         sq = part.problem.setting == "nonconvex"
         print(f"\n## {part.name}: T = {part.horizons}, {part.runs} runs per T")
-        print(
-            "| method | p | pred | slope of mean [95% bootstrap] | slope of median | mean error at T_max |"
-        )
-        print("|---|---|---|---|---|---|")
+        cols = "method | p | pred | slope of mean [95% bootstrap] | last pair | slope of median | mean error at T_max"
+        print(f"| {cols} |\n" + "|---" * 7 + "|")
         for mname, cfg in part.methods.items():
             for p in PS:
                 errs = [run(part.problem, p=p, horizon=t, runs=part.runs, seed=1000 * i + 17, **cfg)
@@ -158,10 +156,21 @@ def plot(results: dict[tuple[str, str, float], tuple[list[int], list[float]]], o
         return
     names = sorted({k[0] for k in results})
     fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4), squeeze=False)
+    colors = dict(zip(PS, ["tab:red", "tab:orange", "tab:green", "tab:blue"], strict=True))
+    styles = ["-", "--", ":", "-."]
     for ax, name in zip(axes[0], names, strict=True):
+        methods = list(dict.fromkeys(m for (pn, m, _p) in results if pn == name))
         for (pn, m, p), (ts, ms) in results.items():
-            if pn == name and ("constant" not in m):
-                ax.loglog(ts, ms, marker="o", label=f"{m}, p={p}")
+            if pn == name:  # colour: p; line style: method
+                ax.loglog(
+                    ts,
+                    ms,
+                    styles[methods.index(m) % 4],
+                    color=colors[p],
+                    marker="o",
+                    ms=3,
+                    label=f"{m}, p={p}",
+                )
         ax.set_title(name)
         ax.set_xlabel("T")
         ax.legend(fontsize=5)

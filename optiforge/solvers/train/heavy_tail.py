@@ -57,8 +57,12 @@ sum_t eta_t``. The remainder ``D_psi*`` is where the heavy tail enters:
   and the horizon capping ``J <= eta G T`` the mean error is ``~ 1/(eta T) + eta
   T^(2-alpha)``, i.e. ``T^(2-alpha-1/p)`` under the ``T^(-1/p)`` schedule: slower than
   ``T^(-(p-1)/p)`` whenever ``alpha < 3 - 2/p``. The median (typical run) still decays at
-  ``T^(-(p-1)/p)``. Clipping (``ClippedSGD``, threshold ``~ T^(1/p)``) caps the jumps at
-  ``eta * tau = O(1)`` and restores the rate in expectation.
+  ``T^(-(p-1)/p)``. Measured (``benchmarks/heavy_tail_claims.py``, p = 1.25, T = 4096,
+  4000 runs): mean error 1.40 for SGD vs 0.26 for the power map, and the 99.9% quantile /
+  median of the runs' errors 559 vs 28 (1000 runs); the fitted slope of SGD's mean is
+  too noisy at this size to separate from ``-(p-1)/p``. Clipping (``ClippedSGD``,
+  threshold ``~ T^(1/p)``) caps the jumps at ``eta * tau = O(1)`` and restores the rate
+  in expectation.
 
 Nonconvex, L-smooth and G-Lipschitz ``f`` (``F* = inf f``), plain SGD: the descent lemma's
 remainder is ``f(x - eta g) - f(x) - <grad f(x), -eta g> <= min(L eta^2 ||g||^2 / 2,
