@@ -14,6 +14,7 @@ ENTRIES: dict[str, str] = {
     "upgrad-iwrm": "optiforge.solvers.train.jacobian_descent:UPGRAD_IWRM",
     "imuon": "optiforge.solvers.train.imuon.method:IMUON",
     "muon-factors": "optiforge.solvers.train.imuon.method:MUON_FACTORS",
+    "clipped-sgd": "optiforge.solvers.train.heavy_tail:CLIPPED_SGD",
 }
 
 
