@@ -425,8 +425,9 @@ def drifting_quadratic_stream(
     Per round: ``A_t = U_t diag(lam) U_t'`` (``lam`` log-spaced in ``[1, kappa]``) with
     ``U_t`` rotated by angle ``drift``; ``B_t``, ``c_t`` take mean-reverting random-walk
     steps of norm ``drift`` (reversion rate ``reversion`` towards their centres); every
-    ``switch_every`` rounds (if > 0) the centres and the walks jump (a fresh draw scaled by
-    ``switch_size``), and ``c_t`` gets i.i.d. Gaussian noise of norm ~``noise`` (the
+    ``switch_every`` rounds (if > 0) ``A`` gets a fresh rotation and the centres of ``B``,
+    ``c`` jump to ``sqrt(1 - s^2) old + s fresh`` (``s = switch_size <= 1``; 1: a fresh
+    draw; the centres' distribution stays the same, so every switch is alike), and ``c_t`` gets i.i.d. Gaussian noise of norm ~``noise`` (the
     window experiment's stochasticity). ``V_T`` grows with ``drift`` and the switches.
     """
     gen = torch.Generator().manual_seed(seed)
@@ -447,8 +448,9 @@ def drifting_quadratic_stream(
     for t in range(T):
         if switch_every > 0 and t > 0 and t % switch_every == 0:
             U = torch.linalg.qr(torch.randn(S, dy, dy, generator=gen, dtype=f64))[0]
-            Bc = Bc + switch_size * draw_B()
-            cc = cc + switch_size * draw_c()
+            keep = math.sqrt(max(1.0 - switch_size**2, 0.0))  # stationary: sizes do not grow
+            Bc = keep * Bc + switch_size * draw_B()
+            cc = keep * cc + switch_size * draw_c()
         As.append(U @ torch.diag_embed(lam.expand(S, dy)) @ U.transpose(-1, -2))
         Bs.append(Bc + Bz)
         eps = torch.randn(S, dy, generator=gen, dtype=f64) / math.sqrt(dy)
