@@ -70,7 +70,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import Tensor
@@ -148,16 +148,16 @@ class OBOConfig:
     """``beta``; ``None``: ``1 / stream.inner_smoothness``."""
 
     @staticmethod
-    def adaptive(**kw: float) -> OBOConfig:
-        return replace(OBOConfig(), **kw)  # type: ignore[arg-type]
+    def adaptive(**kw: Any) -> OBOConfig:
+        return replace(OBOConfig(), **kw)
 
     @staticmethod
     def single_loop(window: int = 1) -> OBOConfig:
         return OBOConfig(inner="fixed", aux="fixed", inner_steps=1, aux_steps=1, window=window)
 
     @staticmethod
-    def window_averaged(window: int, **kw: float) -> OBOConfig:
-        return replace(OBOConfig(window=window), **kw)  # type: ignore[arg-type]
+    def window_averaged(window: int, **kw: Any) -> OBOConfig:
+        return replace(OBOConfig(window=window), **kw)
 
     @staticmethod
     def fixed(k: int, window: int = 1) -> OBOConfig:
