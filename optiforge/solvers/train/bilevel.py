@@ -169,16 +169,19 @@ def subspace_forward(
         mod_terms = terms[i]
 
         def fwd(x: torch.Tensor, _mod: nn.Linear = mod, _t: list[tuple[Sketch, torch.Tensor]] = mod_terms) -> torch.Tensor:  # fmt: skip
-            out = F.linear(x, _mod.weight, _mod.bias)
+            # x Delta W^T = U V for every term at once: rows (Delta W = P B): U = x B^T,
+            # V = P^T; cols (Delta W = B P^T): U = x P, V = B^T. One addmm, one output.
+            us, vs = [], []
             for sk, b in _t:
                 assert sk.mat is not None
-                if sk.side == "rows":  # Delta W = P B: x Delta W^T = (x B^T) P^T
-                    out = out + F.linear(F.linear(x, b), sk.mat)
-                else:  # Delta W = B P^T: x Delta W^T = (x P) B^T
-                    out = out + F.linear(x @ sk.mat, b)
-            return out
+                us.append(F.linear(x, b) if sk.side == "rows" else x @ sk.mat)
+                vs.append(sk.mat.T if sk.side == "rows" else b.T)
+            base = F.linear(x, _mod.weight, _mod.bias)
+            flat = base.reshape(-1, base.shape[-1])
+            u = torch.cat(us, -1).reshape(flat.shape[0], -1)
+            return torch.addmm(flat, u, torch.cat(vs, 0)).reshape(base.shape)
 
-        mod.forward = fwd  # type: ignore[method-assign]
+        mod.forward = fwd  # type: ignore[method-assign,assignment]
         patched.append(mod)
     params = dict(model.named_parameters())
     replaced: dict[str, torch.Tensor] = {}
@@ -387,7 +390,9 @@ def step_fn(method: Literal["bros", "bros-single", "ma-soba"]) -> StepFn:
 
 
 def fresh_state(model: nn.Module, lam: torch.Tensor) -> BilevelState:
-    return BilevelState(v=[torch.zeros_like(p) for p in model.parameters()], h=torch.zeros_like(lam))
+    return BilevelState(
+        v=[torch.zeros_like(p) for p in model.parameters()], h=torch.zeros_like(lam)
+    )
 
 
 def run_bilevel(
@@ -433,12 +438,14 @@ def step_peak_bytes(fn: Callable[[], Any]) -> int:
 
 # ----------------------------------------------------------------------------- catalogue
 
-_COMMON = {
-    "lr_inner": HParam(1e-3, 1.0, 0.1),
-    "lr_aux": HParam(1e-3, 1.0, 0.1),
-    "lr_outer": HParam(1.0, 1e4, 100.0),
-    "avg": HParam(0.01, 1.0, 0.1),
-}
+
+def _hparams(lr_aux: float) -> dict[str, HParam]:
+    return {
+        "lr_inner": HParam(1e-3, 1.0, 0.3),
+        "lr_aux": HParam(1e-4, 1.0, lr_aux),
+        "lr_outer": HParam(1.0, 1e4, 300.0),
+        "avg": HParam(0.01, 1.0, 0.1),
+    }
 
 
 def _run_bros(problem: Any, hp: dict[str, float], steps: int, seed: int) -> TrainResult:
@@ -458,7 +465,7 @@ BROS = TrainMethod(
         "lower peak memory (no full-space derivative graph)"
     ),
     kinds=frozenset({"bilevel"}),
-    hparams={**_COMMON, "rank": HParam(1, 64, 8, kind="int")},
+    hparams={**_hparams(0.01), "rank": HParam(1, 64, 16, kind="int")},
     run=_run_bros,
 )
 MA_SOBA = TrainMethod(
@@ -468,6 +475,6 @@ MA_SOBA = TrainMethod(
         "step on the linear system for the auxiliary variable, moving-average hypergradient"
     ),
     kinds=frozenset({"bilevel"}),
-    hparams=dict(_COMMON),
+    hparams=_hparams(0.03),
     run=_run_ma_soba,
 )

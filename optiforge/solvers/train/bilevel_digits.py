@@ -29,7 +29,9 @@ def _digits() -> tuple[torch.Tensor, torch.Tensor]:
     from sklearn.datasets import load_digits
 
     d = load_digits()
-    return torch.tensor(d.data, dtype=torch.float32) / 16.0, torch.tensor(d.target, dtype=torch.long)
+    return torch.tensor(d.data, dtype=torch.float32) / 16.0, torch.tensor(
+        d.target, dtype=torch.long
+    )
 
 
 @dataclass

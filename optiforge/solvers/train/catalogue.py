@@ -11,6 +11,8 @@ from optiforge.solvers.train.api import TrainMethod
 ENTRIES: dict[str, str] = {
     "adamw": "optiforge.solvers.train.baselines:ADAMW",
     "sgd": "optiforge.solvers.train.baselines:SGD",
+    "bros": "optiforge.solvers.train.bilevel:BROS",
+    "ma-soba": "optiforge.solvers.train.bilevel:MA_SOBA",
 }
 
 
