@@ -261,6 +261,44 @@ def hvp_exact(
     return [h.detach() for h in torch.autograd.grad(s, ps)]
 
 
+@dataclass
+class ProbeBias:
+    """Many draws of a Hessian-action estimate against the exact ``H v``: ``ratios`` ``(n,)``
+    are ``<est_i, v> / <H v, v>`` (1 in expectation iff unbiased along ``v``); ``rel_err`` is
+    ``|mean_i est_i - H v| / |H v|`` and ``noise_floor`` what an unbiased estimate with the
+    same per-coordinate variance would show (``sqrt(sum_j var_j / n) / |H v|``)."""
+
+    ratios: torch.Tensor
+    rel_err: float
+    noise_floor: float
+
+
+def probe_bias(
+    loss_at: Callable[[nn.Module], torch.Tensor],
+    model: nn.Module,
+    v: list[torch.Tensor],
+    rank: int,
+    n: int,
+    gen: torch.Generator,
+    probes: Literal["bi", "single"] = "bi",
+) -> ProbeBias:
+    """The empirical bias of BROS's Hessian-action estimate ``P P^T H Q Q^T v`` (``bi``) or
+    of the uncorrected ``P P^T H P P^T v`` (``single``) over ``n`` fresh draws."""
+    ps = list(model.parameters())
+    hv = torch.cat([h.reshape(-1) for h in hvp_exact(loss_at, model, v)])
+    vf = torch.cat([x.reshape(-1) for x in v])
+    draws = torch.empty(n, hv.numel())
+    for i in range(n):
+        p_sk = draw_sketches(ps, rank, gen)
+        q_sk = p_sk if probes == "single" else draw_sketches(ps, rank, gen)
+        hq, _, _ = hessian_action(loss_at, model, v, p_sk, q_sk)
+        draws[i] = torch.cat([sk.lift(h).reshape(-1) for sk, h in zip(p_sk, hq, strict=True)])
+    ratios = draws @ vf / float(hv @ vf)
+    rel = float((draws.mean(0) - hv).norm() / hv.norm())
+    floor = float((draws.var(0).sum() / n).sqrt() / hv.norm())
+    return ProbeBias(ratios=ratios, rel_err=rel, noise_floor=floor)
+
+
 # ----------------------------------------------------------------------------- the loops
 
 
