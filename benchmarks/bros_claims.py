@@ -14,6 +14,7 @@
 
     python benchmarks/bros_claims.py            # ~6 min on one core
     python benchmarks/bros_claims.py --quick
+    python benchmarks/bros_claims.py --only-quality --steps 2000   # does the gap close?
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from functools import partial
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -57,9 +59,8 @@ def bias_table(n: int) -> None:
         v = [torch.randn(p.shape, generator=gen) for p in res.model.parameters()]
         label = "linear 64-10" if not hidden else f"MLP 64-{hidden}-10"
         for probes in ("bi", "single"):
-            pb = probe_bias(
-                lambda m: prob.inner_loss(m, lam, ib), res.model, v, rank, n, gen, probes
-            )  # type: ignore[arg-type]  # noqa: B023
+            g = partial(prob.inner_loss, lam=lam, batch=ib)
+            pb = probe_bias(g, res.model, v, rank, n, gen, probes)  # type: ignore[arg-type]
             name = "two (BROS)" if probes == "bi" else "one (uncorrected)"
             print(f"| {label} | {rank} | {name} | {ci(pb.ratios.tolist())} | {pb.rel_err:.3f} | {pb.noise_floor:.3f} |")  # fmt: skip
 
@@ -78,10 +79,8 @@ def memory_table() -> None:
             gen, sk = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
             ib, ob = prob.inner_batch(0, gen), prob.outer_batch(0, gen)
             fn = step_fn(name)  # type: ignore[arg-type]
-            peaks = [
-                step_peak_bytes(lambda: fn(prob, model, lam, state, ib, ob, hp, sk))
-                for _ in range(2)
-            ]  # noqa: B023
+            one = partial(fn, prob, model, lam, state, ib, ob, hp, sk)
+            peaks = [step_peak_bytes(one) for _ in range(2)]
             assert peaks[0] == peaks[1], peaks  # deterministic on CPU
             persistent = sum(p.numel() * 4 for p in model.parameters()) + state.nbytes() + 4 * lam.numel()  # fmt: skip
             row[name] = (peaks[0] / 1024, (peaks[0] + persistent) / 1024)
@@ -91,14 +90,19 @@ def memory_table() -> None:
         print(f"| {label} | {d} | {mt:.0f} | {bt:.0f} | {bt / mt:.2f} | {mT:.0f} | {bT:.0f} | {bT / mT:.2f} |")  # fmt: skip
 
 
-def quality_tables(seeds: list[int], steps: int, hidden: int, depth: int) -> None:
+def quality_tables(
+    seeds: list[int], steps: int, hidden: int, depth: int, rank: int | None, main_only: bool
+) -> None:
     tasks = [DigitsCleaning(hidden=hidden, depth=depth), DigitsImbalance(hidden=hidden, depth=depth)]  # fmt: skip
+    bros_hp = catalogue.get("bros").defaults({"rank": rank} if rank else {})
     methods = {
         "MA-SOBA": ("ma-soba", catalogue.get("ma-soba").defaults()),
-        "BROS": ("bros", catalogue.get("bros").defaults()),
-        "BROS one probe": ("bros-single", catalogue.get("bros").defaults()),
+        f"BROS r={int(bros_hp['rank'])}": ("bros", bros_hp),
+        "BROS one probe": ("bros-single", bros_hp),
         "no reweighting": ("ma-soba", {**catalogue.get("ma-soba").defaults(), "lr_outer": 0.0}),
     }
+    if main_only:
+        methods = dict(list(methods.items())[:2])
     for prob in tasks:
         acc: dict[str, list[float]] = {k: [] for k in methods}
         f1: dict[str, list[float]] = {k: [] for k in methods}
@@ -127,13 +131,18 @@ def quality_tables(seeds: list[int], steps: int, hidden: int, depth: int) -> Non
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--steps", type=int, default=None, help="quality runs' steps (1000)")
+    ap.add_argument("--rank", type=int, default=None, help="BROS's rank (catalogue default)")
+    ap.add_argument("--only-quality", action="store_true", help="MA-SOBA and BROS only")
     args = ap.parse_args()
     torch.set_num_threads(1)
     t0 = time.time()
-    bias_table(500 if args.quick else 3000)
-    memory_table()
+    if not args.only_quality:
+        bias_table(500 if args.quick else 3000)
+        memory_table()
     seeds = list(range(1, 4 if args.quick else 9))
-    quality_tables(seeds, 300 if args.quick else 1000, 256, 2)
+    steps = args.steps or (300 if args.quick else 1000)
+    quality_tables(seeds, steps, 256, 2, args.rank, args.only_quality)
     print(f"\n(total {time.time() - t0:.0f} s)")
 
 

@@ -440,9 +440,9 @@ def run_bilevel(
     steps: int,
     seed: int,
 ) -> TrainResult:
-    """Train ``problem`` for ``steps`` single-loop steps; ``extra`` holds the persistent
-    state's bytes and the peak bytes allocated within one step (``step_peak_bytes``,
-    measured on the last step)."""
+    """Train ``problem`` for ``steps`` single-loop steps from ``problem.make(seed)``;
+    ``curve`` is the inner loss per step, ``extra["state_bytes"]`` the persistent state's
+    bytes (``v``, ``h``). Peak memory of a step: ``step_peak_bytes`` around one step."""
     torch.manual_seed(seed)
     model, lam = problem.make(seed)
     lam = lam.detach().clone()
