@@ -56,6 +56,7 @@ def test_bi_probe_is_unbiased_and_single_probe_is_not(cleaning_linear: DigitsCle
     for probes in ("bi", "single"):
         pb = probe_bias(g, res.model, v, rank=4, n=1500, gen=gen, probes=probes)  # type: ignore[arg-type]
         out[probes] = (_interval(pb.ratios.tolist()), pb.rel_err, pb.noise_floor)
+    print(out)  # shown with -s
     (m, lo, hi), rel, floor = out["bi"]
     assert lo <= 1.0 <= hi, out  # unbiased along v
     assert rel < 2 * floor, out  # the mean's error is the sampling noise
@@ -82,6 +83,7 @@ def test_step_peak_memory_well_below_ma_soba() -> None:
         assert a == b  # deterministic on CPU
         persistent = sum(p.numel() * 4 for p in model.parameters()) + state.nbytes() + lam.numel() * 4  # fmt: skip
         peaks[name] = (a, a + persistent)
+    print(peaks)  # shown with -s
     assert peaks["bros"][0] < 0.5 * peaks["ma-soba"][0], peaks  # measured 0.32x
     assert peaks["bros"][1] < 0.75 * peaks["ma-soba"][1], peaks  # measured 0.58x
 
@@ -105,6 +107,7 @@ def test_same_quality_as_ma_soba_on_data_cleaning() -> None:
     d_f1 = _interval([a - b for a, b in zip(f1["bros"], f1["ma-soba"], strict=True)])
     d_none = _interval([a - b for a, b in zip(acc["bros"], acc["none"], strict=True)])
     info = {"acc": acc, "f1": f1, "d_acc": d_acc, "d_f1": d_f1, "d_none": d_none}
+    print(info)  # shown with -s
     assert d_acc[1] > -0.03, info  # non-inferior in test accuracy (3 points)
     assert d_f1[1] > -0.05, info  # and in corrupted-label detection
     assert min(f1["bros"]) > 0.85, info
