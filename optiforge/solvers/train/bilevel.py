@@ -146,15 +146,21 @@ def draw_sketches(params: list[nn.Parameter], rank: int, gen: torch.Generator) -
     return [draw_sketch(p, rank, gen) for p in params]
 
 
+def trainable(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """The inner variables ``y``: the model's parameters that require grad (frozen ones are
+    part of the problem, not of ``y``)."""
+    return [(k, p) for k, p in model.named_parameters() if p.requires_grad]
+
+
 @contextlib.contextmanager
 def subspace_forward(
     model: nn.Module, terms: list[list[tuple[Sketch, torch.Tensor]]]
 ) -> Iterator[Callable[..., Any]]:
     """Inside, the returned callable runs ``model`` at ``y + sum_j lift_j(B_j)``: ``terms[i]``
-    lists the ``(sketch, B)`` pairs added to the ``i``-th parameter (``named_parameters``
+    lists the ``(sketch, B)`` pairs added to the ``i``-th trainable parameter (``trainable``
     order). ``nn.Linear`` weights take the low-rank path in the forward (no ``m x n``
     tensor); every other parameter is replaced by ``p + sum lift`` via ``functional_call``."""
-    names = [k for k, _ in model.named_parameters()]
+    names = [k for k, _ in trainable(model)]
     index = {k: i for i, k in enumerate(names)}
     patched: list[nn.Linear] = []
     low_rank: set[int] = set()
@@ -183,7 +189,7 @@ def subspace_forward(
 
         mod.forward = fwd  # type: ignore[method-assign,assignment]
         patched.append(mod)
-    params = dict(model.named_parameters())
+    params = dict(trainable(model))
     replaced: dict[str, torch.Tensor] = {}
     for i, k in enumerate(names):
         if i in low_rank or not terms[i]:
@@ -254,7 +260,7 @@ def hvp_exact(
     loss_at: Callable[[nn.Module], torch.Tensor], model: nn.Module, v: list[torch.Tensor]
 ) -> list[torch.Tensor]:
     """``H v`` by double backward through the full-space gradient (MA-SOBA's way)."""
-    ps = list(model.parameters())
+    ps = [p for _, p in trainable(model)]
     g = loss_at(model)
     grads = torch.autograd.grad(g, ps, create_graph=True)
     s = sum(((gi * vi).sum() for gi, vi in zip(grads, v, strict=True)), torch.zeros(()))
@@ -284,7 +290,7 @@ def probe_bias(
 ) -> ProbeBias:
     """The empirical bias of BROS's Hessian-action estimate ``P P^T H Q Q^T v`` (``bi``) or
     of the uncorrected ``P P^T H P P^T v`` (``single``) over ``n`` fresh draws."""
-    ps = list(model.parameters())
+    ps = [p for _, p in trainable(model)]
     hv = torch.cat([h.reshape(-1) for h in hvp_exact(loss_at, model, v)])
     vf = torch.cat([x.reshape(-1) for x in v])
     draws = torch.empty(n, hv.numel())
@@ -316,7 +322,7 @@ class BilevelState:
 
 
 def _outer_grad_y(problem: BilevelProblem, model: nn.Module, batch: Batch) -> list[torch.Tensor]:
-    ps = list(model.parameters())
+    ps = [p for _, p in trainable(model)]
     f = problem.outer_loss(model, batch)
     return [g.detach() if g is not None else torch.zeros_like(p) for g, p in zip(torch.autograd.grad(f, ps, allow_unused=True), ps, strict=True)]  # fmt: skip
 
@@ -331,7 +337,7 @@ def ma_soba_step(
     hp: dict[str, float],
 ) -> float:
     """One MA-SOBA step in place (module docstring); returns the inner loss."""
-    ps = list(model.parameters())
+    ps = [p for _, p in trainable(model)]
     lam_ = lam.detach().requires_grad_(True)
     g = problem.inner_loss(model, lam_, ib)
     gy = torch.autograd.grad(g, ps, create_graph=True)
@@ -363,7 +369,7 @@ def bros_step(
 ) -> float:
     """One BROS step in place (module docstring); ``probes="single"`` is the uncorrected
     ablation (``Q = P``). Returns the inner loss."""
-    ps = list(model.parameters())
+    ps = [p for _, p in trainable(model)]
     rank = int(hp["rank"])
     p_sk = draw_sketches(ps, rank, gen)
     q_sk = p_sk if probes == "single" else draw_sketches(ps, rank, gen)
@@ -429,7 +435,7 @@ def step_fn(method: Literal["bros", "bros-single", "ma-soba"]) -> StepFn:
 
 def fresh_state(model: nn.Module, lam: torch.Tensor) -> BilevelState:
     return BilevelState(
-        v=[torch.zeros_like(p) for p in model.parameters()], h=torch.zeros_like(lam)
+        v=[torch.zeros_like(p) for _, p in trainable(model)], h=torch.zeros_like(lam)
     )
 
 

@@ -212,3 +212,23 @@ def test_catalogue_adapters_train_a_problem(name: str) -> None:
     assert sum(res.curve[-10:]) < sum(res.curve[:10])  # the inner problem is trained
     assert float(res.lam.abs().max()) > 0  # and the outer weights moved
     assert prob.evaluate(res.model, res.lam) == prob.evaluate(res.model, res.lam)  # finite
+
+
+class FrozenFirstLayer(TinyRegression):
+    """The same problem with a frozen random feature layer in front (not part of ``y``)."""
+
+    def make(self, seed: int) -> tuple[nn.Module, torch.Tensor]:
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(self.dim, 6), nn.Tanh(), nn.Linear(6, 1))
+        model[0].requires_grad_(False)
+        return model, torch.zeros(self.n)
+
+
+@pytest.mark.parametrize("name", ["bros", "ma-soba"])
+def test_frozen_parameters_are_left_alone(name: str) -> None:
+    prob = FrozenFirstLayer()
+    res = catalogue.get(name).run(prob, catalogue.get(name).defaults({"rank": 2} if name == "bros" else {}), 20, 0)  # fmt: skip
+    frozen, _ = prob.make(0)
+    assert torch.equal(res.model[0].weight, frozen[0].weight)
+    assert not torch.equal(res.model[2].weight, frozen[2].weight)
+    assert res.extra["state_bytes"] == 4 * (6 + 1 + prob.n)  # v over the trainable layer, h
