@@ -12,7 +12,7 @@
    default hyperparameters (chosen on seed 0 in a small grid), seeds 1..8, paired 95%
    t-intervals of the differences.
 
-    python benchmarks/bros_claims.py            # ~6 min on one core
+    python benchmarks/bros_claims.py            # ~4 min on one core
     python benchmarks/bros_claims.py --quick
     python benchmarks/bros_claims.py --only-quality --steps 2000   # does the gap close?
 """
