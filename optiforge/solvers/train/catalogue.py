@@ -15,6 +15,8 @@ ENTRIES: dict[str, str] = {
     "imuon": "optiforge.solvers.train.imuon.method:IMUON",
     "muon-factors": "optiforge.solvers.train.imuon.method:MUON_FACTORS",
     "clipped-sgd": "optiforge.solvers.train.heavy_tail:CLIPPED_SGD",
+    "bros": "optiforge.solvers.train.bilevel:BROS",
+    "ma-soba": "optiforge.solvers.train.bilevel:MA_SOBA",
 }
 
 
