@@ -40,6 +40,12 @@ class TrainPlanTask(Task, Protocol):
         ``log``, ``kind``)."""
         ...
 
+    def check_plan(self, candidate: Any) -> str | None:
+        """None for a plan ``evaluate`` can run; else one line saying why not (an unknown
+        optimizer, one that does not apply to this problem, an unknown hyperparameter, a
+        value outside its range). Never runs the plan."""
+        ...
+
     def default_plan(self) -> dict[str, Any]:
         """The fixed default: AdamW at its catalogue defaults (the ``adamw`` baseline)."""
         ...
