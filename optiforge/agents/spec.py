@@ -121,7 +121,7 @@ class AgentSpec(Generic[T, C]):
             want = getattr(self.task_type, "__name__", str(self.task_type))
             if self.families:
                 kinds = [(self.default_benchmark, want)] + [
-                    (f.benchmark, getattr(f.task_type, "__name__", "?")) for f in self.families
+                    (f.benchmark, str(f.task_type.__name__)) for f in self.families
                 ]
                 names = " or ".join(f"{b} tasks ({w})" for b, w in kinds)
                 raise ConfigError(f"{self.name} runs on {names}; {task.suite}/{task.name} is "
@@ -141,12 +141,12 @@ class AgentSpec(Generic[T, C]):
             )
         return task  # type: ignore[no-any-return]
 
-    def family_of(self, task: Any) -> TaskFamily[Any, C] | None:
+    def family_of(self, task: object) -> TaskFamily[Any, C] | None:
         """The first of ``families`` whose Protocol ``task`` satisfies (None: none, the
         agent's own ``task_type``)."""
         return next((f for f in self.families if isinstance(task, f.task_type)), None)
 
-    def baselines_for(self, task: Any) -> dict[str, Baseline[Any, C]]:
+    def baselines_for(self, task: object) -> dict[str, Baseline[Any, C]]:
         """The baselines measured on ``task``: its family's, else the agent's own."""
         family = self.family_of(task)
         return dict(family.baselines) if family is not None else dict(self.baselines)

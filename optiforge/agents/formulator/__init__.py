@@ -6,24 +6,15 @@ nuisance knobs, narrows ranges, picks log scales and the optimizer by dimension 
 type); the fixed default (every knob, full ranges, GP-BO), the paper's comparison point,
 is the ``default`` baseline (and ``agent.offline=default``). With an LLM it reads the description and writes a space and an
 optimizer choice (enums of the system's knobs and the portfolio; re-asked when invalid).
-
-On ``train`` tasks (``TrainPlanTask``) it writes a training plan: a catalogue optimizer and
-its hyperparameters (offline by stated rules: ``formulator.train_plan``), compared with
-AdamW at its defaults and with every method tuned by random search.
+On ``train`` tasks it writes a training plan (``formulator.train_plan``).
 """
 
 from optiforge.agents.formulator.agent import build
-from optiforge.agents.formulator.baselines import (
-    adamw_baseline,
-    default_baseline,
-    human_baseline,
-    tuned_baseline,
-)
+from optiforge.agents.formulator.baselines import TRAIN_FAMILY, default_baseline, human_baseline
 from optiforge.agents.formulator.config import FormulatorConfig
 from optiforge.agents.formulator.report import summary_notes
-from optiforge.agents.spec import AgentSpec, TaskFamily
+from optiforge.agents.spec import AgentSpec
 from optiforge.evals.suites.bbowp.protocol import WordProblemTask
-from optiforge.evals.suites.train.protocol import TrainPlanTask
 
 SPEC = AgentSpec(
     name="formulator",
@@ -35,11 +26,7 @@ SPEC = AgentSpec(
     default_benchmark="bbowp",
     task_type=WordProblemTask,
     baselines={"default": default_baseline, "human": human_baseline},
-    families=(
-        TaskFamily(
-            TrainPlanTask, "train", baselines={"adamw": adamw_baseline, "tuned": tuned_baseline}
-        ),
-    ),
+    families=(TRAIN_FAMILY,),
     default_budget=1,
     summary_notes=summary_notes,
     artifact="formulation",

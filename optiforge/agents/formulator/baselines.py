@@ -9,6 +9,7 @@ from __future__ import annotations
 from optiforge.agents.formulator.config import FormulatorConfig
 from optiforge.agents.formulator.report import FormulationExtra, PlanExtra
 from optiforge.agents.kit import AgentOutcome, RunContext
+from optiforge.agents.spec import TaskFamily
 from optiforge.evals.suites.bbowp.protocol import WordProblemTask
 from optiforge.evals.suites.train.protocol import TrainPlanTask
 
@@ -50,3 +51,7 @@ def tuned_baseline(
     extra = PlanExtra(plan=plan, by="tuned", search=found.get("search")).model_dump()
     n = len(found.get("search") or [])
     return AgentOutcome(best_candidate=plan, stop_reason="baseline", extra=extra, n_evaluations=n)
+
+
+TRAIN_FAMILY = TaskFamily(TrainPlanTask, "train", baselines={"adamw": adamw_baseline, "tuned": tuned_baseline})  # fmt: skip
+"""The formulator on ``train`` tasks, with the baselines measured there."""
