@@ -24,6 +24,7 @@ from optiforge.agents.formulator.problem import FormulatorState
 from optiforge.agents.formulator.report import formulator_outcome, plan_outcome
 from optiforge.agents.kit import AgentRun
 from optiforge.agents.kit.context import AgentContext
+from optiforge.errors import ConfigError
 from optiforge.evals.suites.bbowp.protocol import WordProblemTask
 from optiforge.evals.suites.train.protocol import TrainPlanTask
 
@@ -52,7 +53,14 @@ def build(
 
 
 def build_plan(task: TrainPlanTask, config: FormulatorConfig, budget: int | None) -> AgentRun:
-    """A ``train`` task: one ``plan`` node (its plan is scored by the task's training run)."""
+    """A ``train`` task: one ``plan`` node (its plan is scored by the task's training run).
+
+    Raises:
+        ConfigError: ``config.optimizer`` names no catalogue method for this problem."""
+    if config.optimizer is not None:
+        why = task.check_plan({"optimizer": config.optimizer})
+        if why:
+            raise ConfigError(f"agent.optimizer={config.optimizer}: {why}")
     g: StateGraph[Any, Any, Any, Any] = StateGraph(FormulatorState, context_schema=AgentContext)
     g.add_node("plan", nodes.plan)
     g.add_edge(START, "plan")

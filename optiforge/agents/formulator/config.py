@@ -29,3 +29,6 @@ class FormulatorConfig(BaseModel):
     tune_trials: int = Field(default=6, ge=1, le=50)
     """``train`` tasks: random-search trials per catalogue method of the ``tuned`` baseline
     (the method's defaults, then draws), scored on a validation split."""
+    optimizer: str | None = None
+    """``train`` tasks: use this catalogue method (``optiforge list optimizers``); the
+    heuristic or the LLM then sets only its hyperparameters. None: they pick the method."""

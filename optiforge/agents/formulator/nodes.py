@@ -77,12 +77,12 @@ def plan(state: FormulatorState, runtime: Runtime[TrainCtx]) -> dict[str, Any]:
     ctx = runtime.context
     task, config = ctx.task, ctx.config
     if ctx.llm is None:
-        p = heuristic_plan(task)
+        p = heuristic_plan(task, config.optimizer)
         rationale = str(p.pop("rationale"))
         ctx.tracer.event("heuristic_plan", optimizer=p["optimizer"], rationale=rationale)
         return {"plan": p, "by": "heuristic", "reasks": 0, "rationale": rationale}
     try:
-        p, reasks = llm_plan(task, ctx, config.max_reasks)
+        p, reasks = llm_plan(task, ctx, config.max_reasks, config.optimizer)
     except (ValueError, LLMError, BudgetExceeded) as e:
         ctx.tracer.event("plan_failed", error=str(e)[:300])
         return {"plan": {}, "by": "llm", "error": f"{type(e).__name__}: {e}"[:300]}
