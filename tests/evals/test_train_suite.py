@@ -200,3 +200,40 @@ def test_list_optimizers_names_the_catalogue_without_importing_methods() -> None
     assert (
         "adamw" in proc.stdout and "sgd" in proc.stdout and "lr [0.0001, 0.1] 0.001" in proc.stdout
     )
+
+
+def _raises(problem: object, hp: dict[str, float], steps: int, seed: int) -> TrainResult:
+    raise RuntimeError("boom\nsecond line")
+
+
+def test_a_method_that_raises_fails_its_plan_and_loses_the_search(monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    module = types.ModuleType("fake_raising_method")
+    module.METHOD = dataclasses.replace(LOWRANK_ONLY, name="raises", run=_raises)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_raising_method", module)
+    monkeypatch.setitem(catalogue.ENTRIES, "raises", "fake_raising_method:METHOD")
+    task = _tiny("train/lowrank-sensing", steps=10)
+    score = task.evaluate({"optimizer": "raises"})
+    assert not score.passed and score.details["reason"] == "raises failed: RuntimeError: boom"
+    found = task.tuned_plan(trials=1, seed=0)
+    assert found["optimizer"] != "raises"
+    assert [r["val"] for r in found["search"] if r["optimizer"] == "raises"] == [math.inf]
+
+
+class OwnFactors(torch.nn.Module):
+    """A method's own low-rank module (not the suite's ``Factors``): it holds L and R."""
+
+    def __init__(self, left: torch.Tensor, right: torch.Tensor) -> None:
+        super().__init__()
+        self.L, self.R = torch.nn.Parameter(left), torch.nn.Parameter(right)
+
+
+def test_a_low_rank_model_is_scored_through_its_factors() -> None:
+    p = MatrixSensing()
+    w_star = p._data()[0]
+    u, s, vh = torch.linalg.svd(w_star)
+    r = p.rank
+    exact = OwnFactors(u[:, :r] * s[:r], vh[:r].T)
+    assert p.evaluate(exact) < 1e-5
+    assert (
+        float(p.losses(exact, p.batch(0, torch.Generator().manual_seed(0))).mean().detach()) < 1e-3
+    )

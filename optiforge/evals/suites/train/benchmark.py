@@ -195,7 +195,12 @@ class TrainTask:
             method = catalogue.get(name)
             for trial in range(trials):
                 hp = method.defaults() if trial == 0 else sample_hparams(method, rng)
-                value, _ = train_and_score(tuning, method, hp, self.budget, seed)
+                try:
+                    value, _ = train_and_score(tuning, method, hp, self.budget, seed)
+                except Exception as e:  # noqa: BLE001 - a method that fails is not the best
+                    seen.append({"optimizer": name, "hparams": hp, "val": math.inf,
+                                 "error": _one_line(e)})  # fmt: skip
+                    continue
                 seen.append({"optimizer": name, "hparams": hp, "val": value})
         best = min(seen, key=lambda r: r["val"])
         return {"optimizer": best["optimizer"], "hparams": best["hparams"], "search": seen}
@@ -213,8 +218,13 @@ class TrainTask:
         plan = candidate if isinstance(candidate, dict) else json.loads(str(candidate))
         ignored = sorted(str(k) for k in plan if k not in PLAN_KEYS)
         t0 = time.perf_counter()
-        with _one_thread():
-            value, res = train_and_score(self.problem, method, hp, self.budget, seed)
+        details: dict[str, Any] = {"optimizer": method.name, "hparams": hp, "ignored": ignored}
+        try:
+            with _one_thread():
+                value, res = train_and_score(self.problem, method, hp, self.budget, seed)
+        except Exception as e:  # noqa: BLE001 - the method's failure is the plan's score
+            return Score(value=math.inf, passed=False,
+                         details={**details, "reason": f"{method.name} failed: {_one_line(e)}"})  # fmt: skip
         metrics = {"train_s": time.perf_counter() - t0}
         curve = [c for c in res.curve if math.isfinite(c)]
         if curve:
@@ -222,11 +232,14 @@ class TrainTask:
         if isinstance(self.problem, DigitsMLP | DigitsCleaning):
             metrics["accuracy"] = self.problem.accuracy(res.model)
         metrics |= {k: float(v) for k, v in res.extra.items() if isinstance(v, int | float)}
-        details = {"optimizer": method.name, "hparams": hp, "ignored": ignored}
         if not math.isfinite(value):
             return Score(value=math.inf, passed=False, metrics=metrics,
                          details={**details, "reason": "training diverged (non-finite loss)"})  # fmt: skip
         return Score(value=value, passed=True, metrics=metrics, details=details)
+
+
+def _one_line(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
 
 
 class _one_thread:

@@ -126,6 +126,15 @@ class Factors(nn.Module):
         return self.L @ self.R.T
 
 
+def factors_matrix(model: nn.Module) -> torch.Tensor:
+    """``W = L @ R.T`` of any model holding factors ``L`` and ``R`` (the api's contract for
+    a low-rank model; a method may return its own module, e.g. one on a manifold)."""
+    left, right = model.L, model.R
+    if not isinstance(left, torch.Tensor) or not isinstance(right, torch.Tensor):
+        raise TypeError(f"a low-rank model holds tensors L and R, got {type(model).__name__}")
+    return left @ right.T
+
+
 @cache
 def _sensing(
     m: int, n: int, rank: int, cond: float, n_meas: int, noise: float, data_seed: int
@@ -195,8 +204,7 @@ class MatrixSensing:
         return 0.5 * (torch.einsum("kij,ij->k", a, w) - y) ** 2
 
     def losses(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        assert isinstance(model, Factors)
-        return self.matrix_losses(model.matrix(), batch)
+        return self.matrix_losses(factors_matrix(model), batch)
 
     def evaluate_matrix(self, w: torch.Tensor) -> float:
         w_star, _, _, a_val, y_val = self._data()
@@ -206,8 +214,7 @@ class MatrixSensing:
             return float((w - w_star).norm() / w_star.norm())
 
     def evaluate(self, model: nn.Module) -> float:
-        assert isinstance(model, Factors)
-        return self.evaluate_matrix(model.matrix().detach())
+        return self.evaluate_matrix(factors_matrix(model).detach())
 
     def for_tuning(self) -> MatrixSensing:
         return dataclasses.replace(self, held="val")
