@@ -66,7 +66,8 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
         "optiforge.agents.formulator:SPEC",
         "bbowp",
         "Black-box word problems: write the search space and pick the optimizer (offline: a "
-        "heuristic reading of the description; baseline: the fixed default)",
+        "heuristic reading of the description; baseline: the fixed default); train tasks: pick the "
+        "training optimizer and its hyperparameters",
     ),
     "knowevo": AgentInfo(
         "optiforge.agents.knowevo:SPEC",

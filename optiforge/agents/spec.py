@@ -3,6 +3,8 @@
 ``T`` is the task family the agent runs on (a runtime-checkable Protocol declared beside
 the family's tasks, ``task_type``), ``C`` its config model. The harness checks a task with
 ``isinstance(task, spec.task_type)`` (``check_task``), never by suite name or ``hasattr``.
+An agent that reads a second family declares it in ``families`` (a ``TaskFamily``: its
+Protocol, its suite and the baselines measured on it).
 """
 
 from __future__ import annotations
@@ -46,6 +48,19 @@ def protocol_members(proto: type) -> list[str]:
 
 
 @dataclass(frozen=True)
+class TaskFamily(Generic[T, C]):
+    """Another task family an agent runs on, beside its ``task_type`` (the formulator:
+    word problems, and ``train`` tasks), with the baselines measured on that family."""
+
+    task_type: Any
+    """A ``runtime_checkable`` Protocol declared beside the family's tasks."""
+    benchmark: str
+    """The suite whose tasks are of this family."""
+    baselines: dict[str, Baseline[T, C]] = field(default_factory=dict)
+    """Baselines on this family's tasks (replacing the agent's own; the first is primary)."""
+
+
+@dataclass(frozen=True)
 class AgentSpec(Generic[T, C]):
     """A registered agent."""
 
@@ -77,6 +92,9 @@ class AgentSpec(Generic[T, C]):
     (``optiforge.agents.autorem.cli:app``). A reference, not the app: the app sits on the
     CLI layer (it builds run contexts and reads suites), which agent code never imports;
     the registry's ``AGENT_VERBS`` mounts it under its verb and imports it when it runs."""
+    families: tuple[TaskFamily[Any, C], ...] = ()
+    """Further task families the agent runs on (``check_task`` accepts their tasks too;
+    ``baselines_for`` gives their own baselines)."""
     attempt_event: str | None = None
     """The kind of the event the agent writes once per candidate attempt (fields:
     ``kit.events.AttemptEvent``); the pipelines' ``diagnose`` step counts them. None: the
@@ -98,9 +116,16 @@ class AgentSpec(Generic[T, C]):
             ConfigError: ``task`` is not of the agent's task family.
         """
         if self.task_type is not Task:
-            if isinstance(task, self.task_type):
+            if isinstance(task, self.task_type) or self.family_of(task) is not None:
                 return task  # type: ignore[no-any-return]
             want = getattr(self.task_type, "__name__", str(self.task_type))
+            if self.families:
+                kinds = [(self.default_benchmark, want)] + [
+                    (f.benchmark, str(f.task_type.__name__)) for f in self.families
+                ]
+                names = " or ".join(f"{b} tasks ({w})" for b, w in kinds)
+                raise ConfigError(f"{self.name} runs on {names}; {task.suite}/{task.name} is "
+                                  f"not one (try --bench {self.default_benchmark})")  # fmt: skip
             missing = [m for m in protocol_members(self.task_type) if not hasattr(task, m)]
             why = f" (it has no {', '.join(missing[:4])})" if missing else ""
             suite = f"{self.default_benchmark} tasks ({want})" if self.default_benchmark else want
@@ -115,6 +140,16 @@ class AgentSpec(Generic[T, C]):
                 f"(try --bench {self.default_benchmark or allowed})"
             )
         return task  # type: ignore[no-any-return]
+
+    def family_of(self, task: object) -> TaskFamily[Any, C] | None:
+        """The first of ``families`` whose Protocol ``task`` satisfies (None: none, the
+        agent's own ``task_type``)."""
+        return next((f for f in self.families if isinstance(task, f.task_type)), None)
+
+    def baselines_for(self, task: object) -> dict[str, Baseline[Any, C]]:
+        """The baselines measured on ``task``: its family's, else the agent's own."""
+        family = self.family_of(task)
+        return dict(family.baselines) if family is not None else dict(self.baselines)
 
     @property
     def primary_baseline(self) -> str | None:

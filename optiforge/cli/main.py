@@ -168,7 +168,7 @@ def list_benchmarks() -> None:
 
 @list_app.command("optimizers")
 def list_optimizers() -> None:
-    """Numerical optimizers: the black-box portfolio and the ask/tell registry."""
+    """Numerical optimizers: the black-box portfolio, the ask/tell registry and the training catalogue."""
     from optiforge.solvers import asktell
     from optiforge.solvers.blackbox.portfolio import CORE, PORTFOLIO
 
@@ -185,6 +185,25 @@ def list_optimizers() -> None:
         if cls.max_dim is not None:
             domain += f", d <= {cls.max_dim}"
         table.add_row(name, "yes" if name in PORTFOLIO else "no", domain, cls.summary)
+    list_console.print(table)
+    list_training_methods()
+
+
+def list_training_methods() -> None:
+    """The training catalogue (``solvers.train.catalogue``): names from ``ENTRIES``, what
+    each is from the stored index (no method is imported unless it is not indexed yet)."""
+    from rich.markup import escape
+
+    from optiforge.solvers.train import catalogue
+
+    table = Table(title='Training optimizers (a train plan\'s "optimizer"; `solvers.train.catalogue.get(NAME)`)')  # fmt: skip
+    for col in ("name", "problem kinds", "hyperparameters: range, default", "description"):
+        table.add_column(col)
+    for name in catalogue.names():
+        d = catalogue.info(name)
+        hps = ", ".join(f"{k} [{h['low']:g}, {h['high']:g}] {h['default']:g}{' log' if h['log'] else ''}"
+                        for k, h in d["hparams"].items())  # fmt: skip
+        table.add_row(name, ", ".join(d["kinds"]), escape(hps) or "-", escape(d["description"]))
     list_console.print(table)
 
 

@@ -19,6 +19,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "nco": "optiforge.evals.suites.nco:NCOBenchmark",
     "procedural": "optiforge.evals.suites.procedural:ProceduralBenchmark",
     "saddle": "optiforge.evals.suites.saddle:SaddleBenchmark",
+    "train": "optiforge.evals.suites.train:TrainBenchmark",
 }
 
 

@@ -88,12 +88,13 @@ def run_task(
     """
     spec = agent if isinstance(agent, AgentSpec) else get_agent(agent)
     method = method or spec.name
-    if method != spec.name and method not in spec.baselines:
-        raise ConfigError(
-            f"{spec.name} has no method {method!r} (baselines: {', '.join(spec.baselines)})"
-        )
     # Validate before anything is written: a typo must not leave a half-made run dir.
     spec.check_task(task)
+    baselines = spec.baselines_for(task)  # the task family's (an agent may read several)
+    if method != spec.name and method not in baselines:
+        raise ConfigError(
+            f"{spec.name} has no method {method!r} (baselines: {', '.join(baselines)})"
+        )
     config = build_config(spec.config_model, base=settings.agent, where=f"{spec.name} config")
     out = Path(out_dir)
     if resume and (out / "manifest.json").exists():
@@ -149,17 +150,18 @@ def run_task(
             final = run.drive(run_ctx, resume=resume)  # run_graph: checkpoint, resume, close
             outcome = run.outcome(final.state, run_ctx)
         else:
-            outcome = spec.baselines[method](task, ctx, budget, config)
+            outcome = baselines[method](task, ctx, budget, config)
         _phase(ctx, "re-measuring the best candidate", "in a fresh sandbox")
         with deadline.harness_grace():  # a wall cap leaves the re-measurement its margin
             value, passed, verification = _verify(task, outcome, ctx)
         baseline_name, baseline_score, baseline_trace = None, None, None
         if deadline.expired():  # the wall cap is up: no baseline run after it
             with_baseline = False
-        if with_baseline and method == spec.name and spec.primary_baseline:
-            baseline_name = spec.primary_baseline
+        primary = next(iter(baselines), None)
+        if with_baseline and method == spec.name and primary:
+            baseline_name = primary
             _phase(ctx, f"baseline {baseline_name}", f"a budget of {budget} evaluations")
-            b_out = spec.baselines[baseline_name](task, ctx, budget, config)
+            b_out = baselines[baseline_name](task, ctx, budget, config)
             _phase(ctx, f"re-measuring baseline {baseline_name}", "in a fresh sandbox")
             baseline_score, _, b_verification = _verify(task, b_out, ctx)
             baseline_trace = _harness_trace(b_verification) or b_out.trace
@@ -283,15 +285,17 @@ def run_eval(
     spec = get_agent(agent)
     benchmark = get_benchmark(bench)
     task_list = benchmark.tasks(split)
+    known = dict(spec.baselines)
     if task_list:
         spec.check_task(task_list[0])
+        known = spec.baselines_for(task_list[0])  # the suite's family's baselines
     if tasks:
         task_list = [t for t in task_list if t.name in set(tasks)]
         if not task_list:
             raise ConfigError(f"none of {tasks} is a task of {bench}/{split}")
     notes: list[str] = []
     if baselines is None:
-        baselines = list(spec.baselines)
+        baselines = list(known)
         offline = settings.model in (None, "", "offline") and settings.replay is None
         if offline and spec.offline_equivalent in baselines:
             baselines.remove(spec.offline_equivalent)
@@ -301,10 +305,8 @@ def run_eval(
             )
     methods = [spec.name] + baselines
     for m in methods[1:]:
-        if m not in spec.baselines:
-            raise ConfigError(
-                f"{spec.name} has no baseline {m!r} (known: {', '.join(spec.baselines)})"
-            )
+        if m not in known:
+            raise ConfigError(f"{spec.name} has no baseline {m!r} (known: {', '.join(known)})")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / RESULTS

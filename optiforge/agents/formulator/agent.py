@@ -5,7 +5,11 @@ by the harness in the sandbox, then the LLM's revision for the rest of the budge
 Nodes: ``nodes.py``. Its candidate is the formulation; the harness's re-measurement is the
 optimization run itself (``Task.evaluate`` runs it in the sandbox; a revised formulation
 carries its ``pilot``, so the re-measurement runs both stages within the one budget), so
-the score of a formulator run is the best value its formulation reached."""
+the score of a formulator run is the best value its formulation reached.
+
+On a ``train`` task (``TrainPlanTask``) the graph is one node, ``plan``: the training plan
+(a catalogue optimizer and its hyperparameters), scored by the task's training run on
+held-out data."""
 
 from __future__ import annotations
 
@@ -17,19 +21,26 @@ from langgraph.graph import END, START, StateGraph
 from optiforge.agents.formulator import nodes
 from optiforge.agents.formulator.config import FormulatorConfig
 from optiforge.agents.formulator.problem import FormulatorState
-from optiforge.agents.formulator.report import formulator_outcome
+from optiforge.agents.formulator.report import formulator_outcome, plan_outcome
 from optiforge.agents.kit import AgentRun
 from optiforge.agents.kit.context import AgentContext
+from optiforge.errors import ConfigError
 from optiforge.evals.suites.bbowp.protocol import WordProblemTask
+from optiforge.evals.suites.train.protocol import TrainPlanTask
 
 CHECKPOINTS = "formulator_checkpoints.sqlite"
 
 
-def build(task: WordProblemTask, config: FormulatorConfig, budget: int | None) -> AgentRun:
-    """``AgentSpec.build``: formulate, then (with an LLM) revise after a pilot run.
+def build(
+    task: WordProblemTask | TrainPlanTask, config: FormulatorConfig, budget: int | None
+) -> AgentRun:
+    """``AgentSpec.build``: formulate, then (with an LLM) revise after a pilot run; on a
+    ``train`` task, plan the training.
 
     budget: not spent (the instance's own optimization run scores a formulation); a
     different one is noted in the outcome."""
+    if isinstance(task, TrainPlanTask):
+        return build_plan(task, config, budget)
     g: StateGraph[Any, Any, Any, Any] = StateGraph(FormulatorState, context_schema=AgentContext)
     g.add_node("formulate", nodes.formulate)
     g.add_node("revise", nodes.revise)
@@ -37,5 +48,23 @@ def build(task: WordProblemTask, config: FormulatorConfig, budget: int | None) -
     g.add_edge("formulate", "revise")
     g.add_edge("revise", END)
     outcome = partial(formulator_outcome, spent=task.budget, asked=budget)
+    return AgentRun(graph=g, outcome=outcome, what="a formulator run", checkpoints=CHECKPOINTS,
+                    task=task, config=config, eval_budget=budget)  # fmt: skip
+
+
+def build_plan(task: TrainPlanTask, config: FormulatorConfig, budget: int | None) -> AgentRun:
+    """A ``train`` task: one ``plan`` node (its plan is scored by the task's training run).
+
+    Raises:
+        ConfigError: ``config.optimizer`` names no catalogue method for this problem."""
+    if config.optimizer is not None:
+        why = task.check_plan({"optimizer": config.optimizer})
+        if why:
+            raise ConfigError(f"agent.optimizer={config.optimizer}: {why}")
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(FormulatorState, context_schema=AgentContext)
+    g.add_node("plan", nodes.plan)
+    g.add_edge(START, "plan")
+    g.add_edge("plan", END)
+    outcome = partial(plan_outcome, spent=task.budget, asked=budget)
     return AgentRun(graph=g, outcome=outcome, what="a formulator run", checkpoints=CHECKPOINTS,
                     task=task, config=config, eval_budget=budget)  # fmt: skip

@@ -1,12 +1,17 @@
 """The formulator's baselines: the fixed default (every knob, full ranges, GP-BO: the
-paper's comparison point) and the human-designed formulation of the instance."""
+paper's comparison point) and the human-designed formulation of the instance; on ``train``
+tasks, AdamW at its defaults (``adamw``; ERM with uniform weights on a bilevel problem) and
+every applicable catalogue method tuned by random search on a validation split
+(``tuned``, the strong reference)."""
 
 from __future__ import annotations
 
 from optiforge.agents.formulator.config import FormulatorConfig
-from optiforge.agents.formulator.report import FormulationExtra
+from optiforge.agents.formulator.report import FormulationExtra, PlanExtra
 from optiforge.agents.kit import AgentOutcome, RunContext
+from optiforge.agents.spec import TaskFamily
 from optiforge.evals.suites.bbowp.protocol import WordProblemTask
+from optiforge.evals.suites.train.protocol import TrainPlanTask
 
 
 def default_baseline(
@@ -25,3 +30,28 @@ def human_baseline(
     form = dict(task.human)  # the optimizer seed is the harness's (the run's seed)
     extra = FormulationExtra(formulation=form).model_dump()
     return AgentOutcome(best_candidate=form, stop_reason="baseline", extra=extra)
+
+
+def adamw_baseline(
+    task: TrainPlanTask, ctx: RunContext, budget: int | None, config: FormulatorConfig
+) -> AgentOutcome:
+    """AdamW at its catalogue defaults (the fixed default)."""
+    plan = task.default_plan()
+    extra = PlanExtra(plan=plan, by="adamw").model_dump()
+    return AgentOutcome(best_candidate=plan, stop_reason="baseline", extra=extra)
+
+
+def tuned_baseline(
+    task: TrainPlanTask, ctx: RunContext, budget: int | None, config: FormulatorConfig
+) -> AgentOutcome:
+    """Every applicable method tuned by ``config.tune_trials`` random-search trials on a
+    validation split (from the run's seed); the best plan."""
+    found = task.tuned_plan(config.tune_trials, ctx.seed)
+    plan = {"optimizer": found["optimizer"], "hparams": found["hparams"]}
+    extra = PlanExtra(plan=plan, by="tuned", search=found.get("search")).model_dump()
+    n = len(found.get("search") or [])
+    return AgentOutcome(best_candidate=plan, stop_reason="baseline", extra=extra, n_evaluations=n)
+
+
+TRAIN_FAMILY = TaskFamily(TrainPlanTask, "train", baselines={"adamw": adamw_baseline, "tuned": tuned_baseline})  # fmt: skip
+"""The formulator on ``train`` tasks, with the baselines measured there."""

@@ -1,7 +1,8 @@
-"""The formulator graph's nodes: ``formulate`` then ``revise`` (see ``agent.py``).
+"""The formulator graph's nodes: ``formulate`` then ``revise`` on a word problem, ``plan``
+on a ``train`` task (see ``agent.py``).
 
 Each node reads the run's task, config and handles from ``runtime.context``
-(``AgentContext[WordProblemTask, FormulatorConfig]``).
+(``AgentContext[WordProblemTask, FormulatorConfig]``, or ``TrainPlanTask`` for ``plan``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from optiforge.agents.formulator.config import FormulatorConfig
 from optiforge.agents.formulator.heuristic import heuristic_formulation
 from optiforge.agents.formulator.problem import FormulatorState
 from optiforge.agents.formulator.proposers import llm_formulation, revision_prompt
+from optiforge.agents.formulator.train_plan import heuristic_plan, llm_plan
 from optiforge.agents.kit.context import AgentContext
 from optiforge.errors import BudgetExceeded, LLMError
 from optiforge.evals.suites.bbowp.protocol import WordProblemTask
+from optiforge.evals.suites.train.protocol import TrainPlanTask
 
 Ctx = AgentContext[WordProblemTask, FormulatorConfig]
+TrainCtx = AgentContext[TrainPlanTask, FormulatorConfig]
 
 
 def formulate(state: FormulatorState, runtime: Runtime[Ctx]) -> dict[str, Any]:
@@ -66,3 +70,21 @@ def revise(state: FormulatorState, runtime: Runtime[Ctx]) -> dict[str, Any]:
     return {"formulation": {**new, "pilot": {**form, "evals": len(seen)}},
             "pilot": {"evals": len(seen), "best": pilot.value if pilot.passed else None},
             "reasks": state.get("reasks", 0) + reasks}  # fmt: skip
+
+
+def plan(state: FormulatorState, runtime: Runtime[TrainCtx]) -> dict[str, Any]:
+    """A training plan: the LLM's (re-asked when invalid), offline the heuristic's rules."""
+    ctx = runtime.context
+    task, config = ctx.task, ctx.config
+    if ctx.llm is None:
+        p = heuristic_plan(task, config.optimizer)
+        rationale = str(p.pop("rationale"))
+        ctx.tracer.event("heuristic_plan", optimizer=p["optimizer"], rationale=rationale)
+        return {"plan": p, "by": "heuristic", "reasks": 0, "rationale": rationale}
+    try:
+        p, reasks = llm_plan(task, ctx, config.max_reasks, config.optimizer)
+    except (ValueError, LLMError, BudgetExceeded) as e:
+        ctx.tracer.event("plan_failed", error=str(e)[:300])
+        return {"plan": {}, "by": "llm", "error": f"{type(e).__name__}: {e}"[:300]}
+    ctx.tracer.event("llm_plan", optimizer=p["optimizer"], hparams=p["hparams"])
+    return {"plan": p, "by": "llm", "reasks": reasks}

@@ -23,6 +23,9 @@ class FormulatorState(TypedDict, total=False):
     error: str
     pilot: dict[str, Any]
     """What the revision step did: ``{"evals", "best"}`` or ``{"evals": 0, "error"}``."""
+    plan: dict[str, Any]
+    """On a ``train`` task: the training plan ``{"optimizer", "hparams"}``."""
+    rationale: str
 
 
 def llm_schema(knobs: list[str], max_variables: int) -> type[BaseModel]:

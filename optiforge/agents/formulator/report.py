@@ -56,14 +56,46 @@ def formulator_outcome(
     )  # fmt: skip
 
 
+class PlanExtra(BaseModel):
+    """``AgentOutcome.extra`` on a ``train`` task (the baselines fill ``plan`` only)."""
+
+    plan: dict[str, Any] | None
+    """The training plan ``{"optimizer", "hparams"}``."""
+    by: str | None = None
+    """Who wrote it: ``llm``, ``heuristic``, or the baseline's name."""
+    reasks: int = 0
+    rationale: str | None = None
+    search: list[dict[str, Any]] | None = None
+    """The ``tuned`` baseline: every random-search trial (plan and validation score)."""
+
+
+def plan_outcome(
+    state: Mapping[str, Any], ctx: RunContext, *, spent: int | None, asked: int | None
+) -> AgentOutcome:
+    """A ``train`` run's outcome: its plan is the candidate (the task trains and scores it)."""
+    plan = state.get("plan") or None
+    extra = PlanExtra(plan=plan, by=state.get("by"), reasks=state.get("reasks", 0),
+                      rationale=state.get("rationale"))  # fmt: skip
+    notes = [f"--budget {asked} is not used: a plan is scored by the task's own training run "
+             f"of {spent} steps"] if asked is not None and spent is not None and asked != spent else []  # fmt: skip
+    return AgentOutcome(
+        best_candidate=plan, n_evaluations=0, stop_reason="planned" if plan else "no plan",
+        failure=state.get("error"), notes=notes, extra=extra.model_dump(),
+    )  # fmt: skip
+
+
 def summary_notes(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per method: the optimizers its formulations named."""
+    """One line per method: the optimizers its formulations (or training plans) named."""
     out = []
     by_method: dict[str, Counter[str]] = {}
     for r in rows:
-        form = (r.get("extra") or {}).get("formulation") or {}
+        extra = r.get("extra") or {}
+        form = extra.get("formulation") or {}
         if form.get("method"):
             by_method.setdefault(str(r.get("method")), Counter())[str(form["method"])] += 1
+        plan = extra.get("plan") or {}
+        if plan.get("optimizer"):
+            by_method.setdefault(str(r.get("method")), Counter())[str(plan["optimizer"])] += 1
     for method, counts in sorted(by_method.items()):
         out.append(f"{method} chose: " + ", ".join(f"{k} x{v}" for k, v in counts.most_common()))
     return out

@@ -1,0 +1,140 @@
+"""The ``train`` suite's eval table: the formulator's training plans against AdamW at its
+defaults and against every catalogue method tuned by random search (validation split).
+
+For each ``--models`` entry one ``optiforge eval formulator --bench train --split SPLIT
+--seeds N --model MODEL`` (``offline``: the heuristic rules; ``local``: the embedded
+SmolLM2 model through llama.cpp), then per task and method the held-out score's mean and
+95% t-interval over seeds, the paired difference formulator - adamw and formulator - tuned
+(a negative difference: the formulator's plan scored lower, i.e. better), and the
+normalized gap ``(formulator - tuned) / (adamw - tuned)`` per seed (0: as good as the
+tuned reference, 1: no better than the fixed default; large when the default is already
+close to tuned), with its median over task-seed pairs and win counts.
+
+    python benchmarks/train_suite_eval.py [--split test] [--seeds 5] [--models offline,local]
+        [--out runs/train_suite] [--from DIR ...]
+
+A full run (test split, 5 seeds, offline and local) takes about 15 minutes on one core;
+the catalogue is read as it is (methods added to it are tuned and offered without change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from optiforge.evals.stats import mean_ci95
+
+METHODS = ("formulator", "adamw", "tuned")
+
+
+def run_eval(model: str, split: str, seeds: int, out: Path) -> Path:
+    cmd = [sys.executable, "-m", "optiforge.cli", "eval", "formulator", "--bench", "train",
+           "--split", split, "--seeds", str(seeds), "--model", model, "--memory", "none",
+           "--out", str(out)]  # fmt: skip
+    if out.exists():
+        cmd.append("--resume")
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    if proc.returncode not in (0, 1):
+        print(proc.stdout[-3000:], proc.stderr[-3000:], file=sys.stderr)
+        raise SystemExit(f"eval --model {model} exited {proc.returncode}")
+    print(f"eval --model {model}: {time.perf_counter() - t0:.0f} s -> {out}", flush=True)
+    return out
+
+
+def _fmt(mean: float, half: float | None) -> str:
+    if not math.isfinite(mean):
+        return "-"
+    return f"{mean:.4g}" + ("" if half is None else f" ± {half:.2g}")
+
+
+def table(eval_dir: Path) -> list[str]:
+    """The markdown table of one eval directory."""
+    info = json.loads((eval_dir / "eval.json").read_text())
+    rows = [
+        json.loads(x) for x in (eval_dir / "results.jsonl").read_text().splitlines() if x.strip()
+    ]
+    score: dict[tuple[str, str, int], float] = {}
+    chosen: dict[str, dict[str, int]] = {}
+    failed: dict[str, int] = {}
+    for r in rows:
+        key = (str(r["task"]), str(r["method"]), int(r["seed"]))
+        v = r.get("best_score")
+        score[key] = float(v) if isinstance(v, int | float) else math.inf
+        if v is None:
+            failed[str(r["method"])] = failed.get(str(r["method"]), 0) + 1
+        opt = ((r.get("extra") or {}).get("plan") or {}).get("optimizer")
+        if opt:
+            c = chosen.setdefault(str(r["method"]), {})
+            c[opt] = c.get(opt, 0) + 1
+    tasks = sorted({k[0] for k in score})
+    seeds = sorted({k[2] for k in score})
+    model = info["settings"].get("model") or "offline"
+    lines = [f"**{info['split']} split, {len(seeds)} seeds, formulator with `--model {model}`** "
+             "(held-out score, lower is better; mean ± 95% t-interval over seeds)", "",
+             "| task | metric | formulator | adamw (default) | tuned (random search) | formulator - adamw | formulator - tuned | normalized gap |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    metric = {str(r["task"]): str(r.get("metric", "")) for r in rows}
+    gaps_by_seed: dict[int, list[float]] = {}
+    for t in tasks:
+        cells = []
+        for m in METHODS:
+            vals = [score.get((t, m, s), math.inf) for s in seeds]
+            fin = [v for v in vals if math.isfinite(v)]
+            cells.append(_fmt(*mean_ci95(fin)) + ("" if len(fin) == len(vals) else f" ({len(vals) - len(fin)} failed)"))  # fmt: skip
+        diffs = []
+        for ref in ("adamw", "tuned"):
+            d = [score[(t, "formulator", s)] - score[(t, ref, s)] for s in seeds
+                 if math.isfinite(score.get((t, "formulator", s), math.inf))
+                 and math.isfinite(score.get((t, ref, s), math.inf))]  # fmt: skip
+            diffs.append(_fmt(*mean_ci95(d)) if d else "-")
+        gaps = []
+        for s in seeds:
+            f, a, b = (score.get((t, m, s), math.inf) for m in METHODS)
+            if all(math.isfinite(x) for x in (f, a, b)) and a - b > 1e-12:
+                gaps.append((f - b) / (a - b))
+                gaps_by_seed.setdefault(s, []).append((f - b) / (a - b))
+        lines.append(f"| {t} | {metric[t]} | {' | '.join(cells)} | {' | '.join(diffs)} | "
+                     f"{_fmt(*mean_ci95(gaps)) if gaps else '-'} |")  # fmt: skip
+    pairs = [(score[(t, "formulator", s)], score[(t, "adamw", s)], score[(t, "tuned", s)])
+             for t in tasks for s in seeds if all((t, m, s) in score for m in METHODS)]  # fmt: skip
+    wins = sum(f < a for f, a, _ in pairs)
+    ties = sum(f <= b for f, _, b in pairs)
+    all_gaps = sorted(g for gs in gaps_by_seed.values() for g in gs)
+    median = all_gaps[len(all_gaps) // 2] if all_gaps else math.nan
+    lines += ["", f"Over {len(pairs)} task-seed pairs: formulator better than adamw in {wins}, "
+              f"at least as good as tuned in {ties}; median normalized gap {median:.3g} "
+              "(0: as good as tuned; 1: as the default)."]  # fmt: skip
+    lines.append("Optimizers chosen: " + "; ".join(
+        f"{m}: " + ", ".join(f"{k} x{v}" for k, v in sorted(c.items())) for m, c in sorted(chosen.items())))  # fmt: skip
+    if failed:
+        lines.append("Failed runs (no valid plan): " + ", ".join(f"{m} {n}" for m, n in sorted(failed.items())))  # fmt: skip
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--models", default="offline,local")
+    ap.add_argument("--out", type=Path, default=Path("runs/train_suite"))
+    ap.add_argument("--from", dest="dirs", type=Path, nargs="*", help="print existing eval dirs")
+    args = ap.parse_args()
+    dirs = args.dirs or [
+        run_eval(m, args.split, args.seeds, args.out / f"{args.split}-{m}")
+        for m in args.models.split(",")
+        if m
+    ]
+    for d in dirs:
+        print("\n".join(table(d)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
