@@ -76,7 +76,9 @@ def test_the_heuristic_rules() -> None:
     p = heuristic_plan(_task("digits-mlp"))  # 4810 parameters, 600 steps: a small model
     assert p["optimizer"] == "adamw" and p["hparams"] == {"lr": pytest.approx(3e-3), "weight_decay": 0.01}  # fmt: skip
     assert "small model" in p["rationale"]
-    assert heuristic_plan(_task("digits-cleaning"))["optimizer"] == "adamw"  # no bilevel method yet
+    assert (
+        heuristic_plan(_task("digits-cleaning"))["optimizer"] == "bros"
+    )  # the catalogue's bilevel method
     forced = heuristic_plan(_task("digits-mlp"), "sgd")
     assert forced == {"optimizer": "sgd", "hparams": {"lr": pytest.approx(0.15), "momentum": 0.9},
                       "rationale": forced["rationale"]}  # fmt: skip
@@ -126,8 +128,8 @@ def test_the_llm_path_reasks_an_invalid_reply_and_respects_a_forced_optimizer() 
 
 
 def test_a_forced_optimizer_that_does_not_exist_is_refused_before_the_run(tmp_path: Any) -> None:
-    settings = RunSettings(memory="none", agent={"optimizer": "imuon"})
-    with pytest.raises(ConfigError, match=r"agent.optimizer=imuon: unknown optimizer 'imuon'"):
+    settings = RunSettings(memory="none", agent={"optimizer": "nope"})
+    with pytest.raises(ConfigError, match=r"agent.optimizer=nope: unknown optimizer 'nope'"):
         run_task("formulator", resolve_task("train/digits-mlp"), settings, tmp_path / "r")
 
 
@@ -139,7 +141,12 @@ def test_an_eval_row_per_method_on_one_problem(tmp_path: Any) -> None:
     rows = [json.loads(line) for line in (tmp_path / "ev" / "results.jsonl").read_text().splitlines()]  # fmt: skip
     by = {r["method"]: r for r in rows}
     assert set(by) == {"formulator", "adamw", "tuned"} and not summary["errors"]
-    assert by["formulator"]["extra"]["plan"]["optimizer"] == "adamw"
-    assert len(by["tuned"]["extra"]["search"]) == 4  # adamw and sgd, 2 trials each
+    assert (
+        by["formulator"]["extra"]["plan"]["optimizer"] == "imuon"
+    )  # the heuristic's low-rank rule
+    lowrank = [n for n in catalogue.ENTRIES if "lowrank" in catalogue.info(n)["kinds"]]
+    assert len(by["tuned"]["extra"]["search"]) == 2 * len(
+        lowrank
+    )  # every applicable method, 2 trials each
     # the heuristic's larger step beats the fixed default on this short budget
     assert by["formulator"]["best_score"] < by["adamw"]["best_score"]
