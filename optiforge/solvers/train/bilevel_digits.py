@@ -34,8 +34,23 @@ def _digits() -> tuple[torch.Tensor, torch.Tensor]:
     )
 
 
+class SigmoidWeightedCE:
+    """The two levels' losses of a classification bilevel problem (shared with the
+    ``train`` suite's ``DigitsCleaning``): inner ``mean_i sigmoid(lam_i) * CE_i`` over a
+    batch ``(x, y, idx)``, outer the plain cross-entropy of a clean batch ``(x, y)``."""
+
+    def inner_loss(self, model: nn.Module, lam: torch.Tensor, batch: Batch) -> torch.Tensor:
+        x, y, idx = batch
+        ce = F.cross_entropy(model(x), y, reduction="none")
+        return (torch.sigmoid(lam[idx]) * ce).mean()
+
+    def outer_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        x, y = batch
+        return F.cross_entropy(model(x), y)
+
+
 @dataclass
-class _DigitsBilevel:
+class _DigitsBilevel(SigmoidWeightedCE):
     name: str = "digits-bilevel"
     kind: Kind = "bilevel"
     description: str = ""
@@ -72,15 +87,6 @@ class _DigitsBilevel:
     def outer_batch(self, step: int, gen: torch.Generator) -> Batch:
         idx = torch.randint(len(self.y_va), (self.val_batch,), generator=gen)
         return self.x_va[idx], self.y_va[idx]
-
-    def inner_loss(self, model: nn.Module, lam: torch.Tensor, batch: Batch) -> torch.Tensor:
-        x, y, idx = batch
-        ce = F.cross_entropy(model(x), y, reduction="none")
-        return (torch.sigmoid(lam[idx]) * ce).mean()
-
-    def outer_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        x, y = batch
-        return F.cross_entropy(model(x), y)
 
     def test_accuracy(self, model: nn.Module) -> float:
         with torch.no_grad():

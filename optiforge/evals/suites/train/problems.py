@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from optiforge.solvers.train.api import Batch
+from optiforge.solvers.train.bilevel_digits import SigmoidWeightedCE
 
 Held = Literal["test", "val"]
 
@@ -356,7 +357,7 @@ def _cleaning(data_seed: int, n_train: int, n_clean: int, n_val: int, noise: flo
 
 
 @dataclass(frozen=True)
-class DigitsCleaning:
+class DigitsCleaning(SigmoidWeightedCE):
     """Hyper-data cleaning: per-example weights ``sigmoid(lam)`` on a label-corrupted
     training set, chosen so the inner classifier does well on a clean set; held-out
     cross-entropy of the inner classifier."""
@@ -397,15 +398,6 @@ class DigitsCleaning:
         xc, yc = self._data()[3:5]
         idx = torch.randint(0, len(yc), (self.batch_size,), generator=gen)
         return xc[idx], yc[idx]
-
-    def inner_loss(self, model: nn.Module, lam: torch.Tensor, batch: Batch) -> torch.Tensor:
-        x, y, idx = batch
-        ce = F.cross_entropy(model(x), y, reduction="none")
-        return (torch.sigmoid(lam[idx]) * ce).mean()
-
-    def outer_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        x, y = batch
-        return F.cross_entropy(model(x), y)
 
     def _held(self) -> tuple[torch.Tensor, torch.Tensor]:
         d = self._data()
