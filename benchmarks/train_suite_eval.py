@@ -27,18 +27,22 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from optiforge.evals.stats import mean_ci95
 
 METHODS = ("formulator", "adamw", "tuned")
 
 
-def run_eval(model: str, split: str, seeds: int, out: Path) -> Path:
+def run_eval(model: str, split: str, seeds: int, out: Path, baselines: bool = True) -> Path:
+    """``baselines=False``: the formulator's rows only (``--baselines ,``); the references
+    take no LLM, so a later model's table reads them from the first model's eval."""
     cmd = [sys.executable, "-m", "optiforge.cli", "eval", "formulator", "--bench", "train",
            "--split", split, "--seeds", str(seeds), "--model", model, "--memory", "none",
            "--out", str(out)]  # fmt: skip
-    if out.exists():
-        cmd.append("--resume")
+    if not baselines:
+        cmd += ["--baselines", ","]
+    # an existing --out is resumed: the eval skips the rows it already has
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
     if proc.returncode not in (0, 1):
@@ -54,12 +58,20 @@ def _fmt(mean: float, half: float | None) -> str:
     return f"{mean:.4g}" + ("" if half is None else f" ± {half:.2g}")
 
 
-def table(eval_dir: Path) -> list[str]:
-    """The markdown table of one eval directory."""
+def _rows(eval_dir: Path) -> list[dict[str, Any]]:
+    text = (eval_dir / "results.jsonl").read_text()
+    return [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+def table(eval_dir: Path, reference: Path | None = None) -> list[str]:
+    """The markdown table of one eval directory; the references (adamw, tuned) missing
+    there are read from ``reference`` (an eval of the same split and seeds)."""
     info = json.loads((eval_dir / "eval.json").read_text())
-    rows = [
-        json.loads(x) for x in (eval_dir / "results.jsonl").read_text().splitlines() if x.strip()
-    ]
+    rows = _rows(eval_dir)
+    if reference is not None and reference != eval_dir:
+        have = {(r["task"], r["method"], r["seed"]) for r in rows}
+        rows += [r for r in _rows(reference) if r["method"] != "formulator"
+                 and (r["task"], r["method"], r["seed"]) not in have]  # fmt: skip
     score: dict[tuple[str, str, int], float] = {}
     chosen: dict[str, dict[str, int]] = {}
     failed: dict[str, int] = {}
@@ -126,13 +138,13 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("runs/train_suite"))
     ap.add_argument("--from", dest="dirs", type=Path, nargs="*", help="print existing eval dirs")
     args = ap.parse_args()
+    models = [m for m in args.models.split(",") if m]
     dirs = args.dirs or [
-        run_eval(m, args.split, args.seeds, args.out / f"{args.split}-{m}")
-        for m in args.models.split(",")
-        if m
+        run_eval(m, args.split, args.seeds, args.out / f"{args.split}-{m}", baselines=i == 0)
+        for i, m in enumerate(models)
     ]
     for d in dirs:
-        print("\n".join(table(d)) + "\n")
+        print("\n".join(table(d, reference=dirs[0])) + "\n")
     return 0
 
 

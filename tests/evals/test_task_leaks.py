@@ -50,6 +50,7 @@ def test_every_registered_suite_is_checked() -> None:
         "nco",
         "procedural",
         "saddle",
+        "train",
     }, "a new suite needs its hidden facts listed in this file"
 
 
@@ -258,3 +259,29 @@ def test_saddle_hides_tests_and_solution(task: Any) -> None:
             if len(line) > 24 and not line.startswith("#"):
                 assert line not in shown, f"{secret.name}: {line!r}"
     assert not any(p.startswith(("tests/", "solution")) for p in task.initial_files())
+
+
+# --- train: the held-out data and which plan wins ------------------------------------
+
+
+@pytest.mark.parametrize("task", _tasks("train"), ids=_ids)
+def test_train_hides_the_held_out_data_and_the_answer(task: Any) -> None:
+    """What the formulator reads (description, facts, the catalogue's options) names no
+    winning plan; what a method trains on (every batch it can draw) holds no held-out
+    image: the held-out split is only ``evaluate``'s."""
+    import torch
+
+    seen = json.dumps({"d": task.description, "f": task.facts, "o": task.options}).lower()
+    for phrase in ("winner", "recommend", "works best", "best method", "best optimizer"):
+        assert phrase not in seen, phrase
+    p = task.problem
+    if p.kind not in ("classify", "bilevel"):
+        return
+    held = p._held()[0]
+    gen = torch.Generator().manual_seed(0)
+    if p.kind == "classify":
+        rows = [p.batch(s, gen)[0] for s in range(40)]
+    else:
+        rows = [p.inner_batch(s, gen)[0] for s in range(40)] + [p.outer_batch(s, gen)[0] for s in range(40)]  # fmt: skip
+    drawn = torch.cat(rows)
+    assert not bool((drawn[:, None, :] == held[None, :, :]).all(-1).any()), "a held-out image in a batch"  # fmt: skip
