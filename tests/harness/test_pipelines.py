@@ -72,6 +72,9 @@ def test_bundled_pipelines_validate() -> None:
                      "set": {"seed": "${b.artifact.x}"}}]}, "${b...} is not a node id"),
         ({"nodes": [{"id": "a", "agent": "evolve", "task": "funcfit/sine"},
                     {"id": "a", "agent": "evolve", "task": "funcfit/sine"}]}, "unique"),
+        # a baseline is checked against the task family's own (the formulator reads two)
+        ({"nodes": [{"id": "a", "agent": "formulator", "task": "train/digits-mlp", "method": "human"}]},
+         "formulator has no baseline 'human' (baselines: adamw, tuned)"),
     ],
 )  # fmt: skip
 def test_bad_pipelines_fail_with_one_clear_line(change: dict[str, Any], message: str) -> None:
@@ -79,6 +82,13 @@ def test_bad_pipelines_fail_with_one_clear_line(change: dict[str, Any], message:
     with pytest.raises(ConfigError) as err:
         parse_pipeline(data)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_node_may_run_its_task_familys_baseline() -> None:
+    for task, method in (("train/digits-mlp", "tuned"), ("bbowp/svm-tumours", "human")):
+        node = {"id": "a", "agent": "formulator", "task": task, "method": method}
+        spec = parse_pipeline({"name": "p", "description": "d", "nodes": [node]})
+        assert spec.nodes[0].method == method
 
 
 def test_edge_conditions() -> None:

@@ -255,13 +255,14 @@ def check_nodes(spec: PipelineSpec, where: str) -> None:
         assert node.agent is not None and node.task is not None
         try:
             agent = get_agent(node.agent)
+            task = agent.check_task(resolve_task(node.task))
+            baselines = agent.baselines_for(task)  # the task family's (the formulator: two)
             if (node.method and "${" not in node.method and node.method != agent.name
-                    and node.method not in agent.baselines):  # fmt: skip
+                    and node.method not in baselines):  # fmt: skip
                 raise ConfigError(
                     f"{node.agent} has no baseline {node.method!r} "
-                    f"(baselines: {', '.join(agent.baselines)})"
+                    f"(baselines: {', '.join(baselines)})"
                 )
-            agent.check_task(resolve_task(node.task))
         except ConfigError as e:
             raise ConfigError(f"{at}: {e}") from None
 
