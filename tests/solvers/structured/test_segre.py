@@ -168,7 +168,7 @@ def test_tol_stops_early() -> None:
 
 
 def test_rate_fits() -> None:
-    e = 0.5 * 0.6 ** np.arange(30)
+    e = np.asarray(0.5 * 0.6 ** np.arange(30), dtype=np.float64)
     assert fit_linear_rate(e, 1e-8, 1.0) == pytest.approx(0.6)
     assert fit_order(e, 1e-8, 1.0) == pytest.approx(1.0)
     q = np.array([0.1, 0.01, 1e-4, 1e-8])
