@@ -135,6 +135,30 @@ def _cubic_model(t: float, a: float, b: float, L: float) -> float:
     return -t * a + 0.5 * t * t * b + L * t**3 * b**1.5 / 6.0
 
 
+def _aicn_search(
+    loss: Loss,
+    y: FloatArray,
+    F: FloatArray,
+    h: FloatArray,
+    a: float,
+    b: float,
+    L: float,
+    f0: float,
+    adaptive: bool,
+    eta: float = 1.0,
+) -> tuple[float, float]:
+    """The AICN step along ``h`` and the ``L`` it used; adaptive: double ``L`` until
+    ``f(F + eta t h) <= f0 + phi(eta t)`` (at most 60 doublings)."""
+    t = aicn_step(a, b, L)
+    if adaptive:
+        for _ in range(60):
+            if loss_value(loss, y, F + eta * t * h) <= f0 + _cubic_model(eta * t, a, b, L) + 1e-15:
+                break
+            L *= 2.0
+            t = aicn_step(a, b, L)
+    return t, L
+
+
 def _init_score(loss: Loss, y: FloatArray) -> float:
     if loss == "logistic":
         p = float(np.clip(np.mean(y), 1e-12, 1 - 1e-12))
@@ -206,14 +230,9 @@ class WeakAICNBooster:
             b = float(np.mean(H * h * h))
             f0 = self.loss_history_[-1]
             if self.step == "aicn":
-                t = aicn_step(a, b, L)
-                if self.adaptive:
-                    for _ in range(60):
-                        f1 = loss_value(self.loss, y, F + self.learning_rate * t * h)
-                        if f1 <= f0 + _cubic_model(self.learning_rate * t, a, b, L) + 1e-15:
-                            break
-                        L *= 2.0
-                        t = aicn_step(a, b, L)
+                t, L = _aicn_search(
+                    self.loss, y, F, h, a, b, L, f0, self.adaptive, self.learning_rate
+                )
             else:
                 t = 1.0
             self.L_history_.append(L)
@@ -265,6 +284,7 @@ def newton_coordinate_descent(
     loss: Loss = "logistic",
     step: Literal["aicn", "newton"] = "aicn",
     L: float = 1.0,
+    adaptive: bool = True,
     iters: int = 200,
     rule: Literal["greedy", "cyclic"] = "greedy",
     hessian_floor: float = 1e-12,
@@ -274,7 +294,8 @@ def newton_coordinate_descent(
     The weak learner for coordinate ``j`` is ``c_j x_j`` with
     ``c_j = -x_j^T g / x_j^T (H * x_j)``; its ``delta_j^2 = (x_j^T g)^2 / (n x_j^T (H * x_j))``.
     ``rule="greedy"`` picks the largest ``delta_j``; ``"cyclic"`` goes round. The step is
-    the AICN damping (``step="aicn"``) or 1 (``"newton"``, plain Newton coordinate descent).
+    the AICN damping (``step="aicn"``, ``L`` adapted as in :class:`WeakAICNBooster` unless
+    ``adaptive=False``) or 1 (``"newton"``, plain Newton coordinate descent).
     No intercept: append a column of ones to ``X`` for one.
     """
     X = np.asarray(X, dtype=np.float64)
@@ -293,7 +314,12 @@ def newton_coordinate_descent(
         c = -xg[j] / xhx[j]
         a = float(-xg[j] * c)  # = delta_j^2 = b for this exact projection
         b = float(c * c * xhx[j])
-        t = aicn_step(a, b, L) if step == "aicn" else 1.0
+        if step == "aicn":
+            t, L = _aicn_search(loss, y, F, c * X[:, j], a, b, L, hist[-1], adaptive)
+            if adaptive:
+                L = max(L / 2.0, 1e-12)
+        else:
+            t = 1.0
         w[j] += t * c
         F = F + t * c * X[:, j]
         hist.append(loss_value(loss, y, F))

@@ -135,3 +135,15 @@ def test_claim_accuracy_within_reach_of_lightgbm() -> None:
         m.fit(Xtr, ytr)
         diffs.append(np.mean(b.predict(Xte) == yte) - np.mean(m.predict(Xte) == yte))
     assert float(np.mean(diffs)) > -0.02
+
+
+def test_claim_coordinate_special_case_on_the_trap_indicators() -> None:
+    """Coordinates = the trap's region indicators [x0 > 0, x0 <= 0, x1 > 2]: plain Newton
+    coordinate descent oscillates (loss > 1e6x initial); AICN coordinate descent is monotone."""
+    for seed in range(3):
+        X, y = newton_trap_dataset(seed, n_per_class=60 + 20 * seed, n_pairs=1 + seed % 2)
+        Z = np.c_[X[:, 0] > 0, X[:, 0] <= 0, X[:, 1] > 2].astype(float)
+        plain = newton_coordinate_descent(Z, y, step="newton", iters=30).loss_history
+        aicn = newton_coordinate_descent(Z, y, step="aicn", iters=30).loss_history
+        assert max(plain) > 1e6 * plain[0] and _increases(plain) >= 5
+        assert _increases(aicn) == 0 and aicn[-1] < 0.05
