@@ -147,3 +147,14 @@ def test_claim_coordinate_special_case_on_the_trap_indicators() -> None:
         aicn = newton_coordinate_descent(Z, y, step="aicn", iters=30).loss_history
         assert max(plain) > 1e6 * plain[0] and _increases(plain) >= 5
         assert _increases(aicn) == 0 and aicn[-1] < 0.05
+
+
+def test_gradreg_interpolates_between_newton_and_small_gradient_steps() -> None:
+    """lambda = sqrt(L ||g||): L -> 0 gives plain Newton boosting; large L, tiny steps."""
+    X, y = make_classification(n_samples=200, n_features=5, random_state=4)
+    newton = _history(X, y, step="newton", n_rounds=5)
+    np.testing.assert_allclose(
+        _history(X, y, step="gradreg", L=1e-14, n_rounds=5), newton, rtol=1e-4
+    )
+    slow = _history(X, y, step="gradreg", L=1e4, n_rounds=5)
+    assert _increases(slow) == 0 and slow[-1] > 0.9 * slow[0]
