@@ -148,10 +148,10 @@ def build_surrogate(
 
 
 def _lambda_max(Q: Array, rng: np.random.Generator, iters: int = 100) -> float:
-    v = rng.standard_normal(Q.shape[0])
+    v: Array = np.asarray(rng.standard_normal(size=(Q.shape[0],)))
     lam = 0.0
     for _ in range(iters):
-        w = Q @ v
+        w: Array = Q @ v
         lam = float(np.linalg.norm(w))
         if lam == 0.0:
             return 0.0
