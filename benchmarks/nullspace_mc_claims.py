@@ -160,7 +160,8 @@ def write(out: Path, a: dict[str, Any], b: dict[str, Any], seeds: int) -> None:
     for ax, r in zip(np.atleast_1d(axes), b["ranks"], strict=True):
         for k in METHODS:
             ys = [b["cells"][f"r={r},p={p}"][k][0] for p in b["ps"]]
-            ax.plot(b["ps"], ys, marker="o", label=k)
+            dashed = k == "smallinit-eps0"  # drawn dashed: it coincides with nullspace
+            ax.plot(b["ps"], ys, marker="x" if dashed else "o", ls="--" if dashed else "-", label=k)
         ax.set_title(f"rank {r}, coherence {b['coherence']}")
         ax.set_xlabel("sampling rate p")
     np.atleast_1d(axes)[0].set_ylabel(f"success rate (err < {SUCCESS})")
