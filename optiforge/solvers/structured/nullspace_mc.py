@@ -60,7 +60,8 @@ Measured (benchmarks/nullspace_mc_claims.py): the error is linear in ``eps`` (lo
 ~1); the method beats plain factorized GD in coherent, low-sampling regimes; but the same
 small-init GD with ``eps = 0`` (no nullspace perturbation: the surrogate is then exactly the
 completion loss, the observed block being an isometry) does as well, so at these sizes the
-gain is the small initialization's, not the perturbation's.
+gain is the small initialization's, not the perturbation's; from a large random init the
+surrogate was not more benign than the completion loss for eps up to 0.1.
 
 All of it is ours (numpy only); no kept library does matrix completion this way.
 """
