@@ -85,6 +85,7 @@ __all__ = [
     "make_implicit_data",
     "retrain",
     "train_mf",
+    "unlearn_to_equal_forgetting",
     "utility_metrics",
 ]
 
@@ -481,3 +482,32 @@ def utility_metrics(model: MFModel, data: ImplicitData, k: int = 10) -> dict[str
         top = np.argsort(-su)[:k]
         recs.append(y[top].sum() / min(k, y.sum()))
     return {"auc": float(np.mean(aucs)), "recall": float(np.mean(recs))}
+
+
+def unlearn_to_equal_forgetting(
+    run: Callable[[Callable[[int, MFModel], bool]], UnlearnResult],
+    data: ImplicitData,
+    target_mia: float,
+) -> dict[str, float]:
+    """Runs an unlearning method (``run(callback) -> UnlearnResult``) until its membership
+    AUC falls to ``target_mia`` (the retrained model's: equal forgetting, an evaluation
+    protocol that reads the held-out positives, applied alike to every method) and returns
+    the forgetting and utility metrics there, with ``steps`` and ``reached`` (1.0 / 0.0)."""
+    reached = [False]
+
+    def cb(step: int, m: MFModel) -> bool:
+        if forget_metrics(m, data)["mia_auc"] <= target_mia:
+            reached[0] = True
+            return True
+        return False
+
+    res = run(cb)
+    if not reached[0]:
+        reached[0] = forget_metrics(res.model, data)["mia_auc"] <= target_mia
+    return {
+        **forget_metrics(res.model, data),
+        **utility_metrics(res.model, data),
+        "steps": float(res.steps),
+        "reached": float(reached[0]),
+        "active": float(res.active),
+    }
