@@ -39,6 +39,7 @@ METHODS = [
     "adasru",
     "adasru-noproj",
     "adasru-noprecond",
+    "adasru-no-m",
     "ga",
 ]
 
@@ -85,6 +86,9 @@ def one_seed(seed: int, args: argparse.Namespace) -> dict[str, dict[str, float]]
         "adasru-noprecond": lambda cb: adasru(
             model, state, data, lr=lr, max_steps=k, precondition=False, callback=cb
         ),
+        "adasru-no-m": lambda cb: adasru(
+            model, state, data, lr=lr, max_steps=k, use_first_moment=False, callback=cb
+        ),
         "ga": lambda cb: gradient_ascent(model, data, lr=lr, max_steps=k, callback=cb),
     }
     for name, run in runs.items():
@@ -119,11 +123,14 @@ def main() -> None:
         d_auc = np.array([r[m]["auc"] - r["adasru"]["auc"] for r in res])
         d_rec = np.array([r[m]["recall"] - r["adasru"]["recall"] for r in res])
         print(f"  {m:18s} auc {ci(d_auc)}   recall@10 {ci(d_rec)}")
-    gap = lambda m: np.array(
-        [abs(r[m]["forget_score"] - r["retrain"]["forget_score"]) for r in res]
-    )  # noqa: E731
+
+    def gap(m: str) -> np.ndarray:
+        return np.array([abs(r[m]["forget_score"] - r["retrain"]["forget_score"]) for r in res])
+
+    def loss(m: str) -> np.ndarray:
+        return np.array([r["original"]["auc"] - r[m]["auc"] for r in res])
+
     print("\n|forget_score - retrain's|: " + ", ".join(f"{m} {ci(gap(m))}" for m in METHODS[2:]))
-    loss = lambda m: np.array([r["original"]["auc"] - r[m]["auc"] for r in res])  # noqa: E731
     print(
         "utility loss (original auc - method auc): "
         + ", ".join(f"{m} {ci(loss(m))}" for m in METHODS[1:])
