@@ -86,6 +86,7 @@ __all__ = [
     "MFModel",
     "UnlearnResult",
     "adasru",
+    "constrained_direction",
     "estimate_remaining",
     "finetune_remaining",
     "forget_metrics",
@@ -340,6 +341,17 @@ def _copy(model: MFModel) -> MFModel:
     return new
 
 
+def constrained_direction(g_f: Tensor, g_r: Tensor, p: Tensor) -> tuple[Tensor, bool]:
+    """``argmax <g_f, delta>`` s.t. ``<g_r, delta> <= 0`` in the metric ``diag(p)``, up to
+    scale: ``delta = (g_f - mu g_r) / p`` with ``mu = max(0, <g_r, g_f/p> / <g_r, g_r/p>)``.
+    All ``p`` vectors; returns ``delta`` and whether the constraint was active."""
+    d = g_f / p
+    num = float(g_r @ d)
+    if num <= 0:
+        return d, False
+    return d - (num / max(float(g_r @ (g_r / p)), 1e-30)) * (g_r / p), True
+
+
 def adasru(
     model: MFModel,
     state: AdamState,
@@ -374,14 +386,12 @@ def adasru(
         if callback is not None and callback(res.steps, out):
             break
         g_f = _grad(out, forget)
-        d = g_f / p
         if constrain:
             g_r = _grad(out, rest) + state.lam * theta if rest is not None else est.at(theta)
-            pg = g_r / p
-            num = float(g_r @ d)
-            if num > 0:
-                d = d - (num / max(float(g_r @ pg), 1e-30)) * pg
-                res.active += 1
+            d, active = constrained_direction(g_f, g_r, p)
+            res.active += int(active)
+        else:
+            d = g_f / p
         rms = float(d.pow(2).mean().sqrt())
         if rms == 0.0:
             break

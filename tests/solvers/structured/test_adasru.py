@@ -13,6 +13,7 @@ from optiforge.solvers.structured.adasru import (
     _fisher_diag,
     _grad,
     adasru,
+    constrained_direction,
     estimate_remaining,
     forget_metrics,
     gradient_ascent,
@@ -133,3 +134,24 @@ def test_contract_errors(trained) -> None:
         train_mf(3, 3, np.zeros((0, 3), dtype=np.int64))
     with pytest.raises(SolverError):
         estimate_remaining(model, state, len(data.train), data.train[:0])
+
+
+def test_constrained_direction_is_the_metric_projection() -> None:
+    """Active: <g_r, delta> = 0 and delta maximizes <g_f, .> over the half-space's boundary
+    in the P-norm ball (checked against random feasible directions of equal P-norm);
+    inactive: delta = g_f / p."""
+    gen = torch.Generator().manual_seed(0)
+    p = torch.rand(20, generator=gen, dtype=torch.float64) + 0.1
+    g_f = torch.randn(20, generator=gen, dtype=torch.float64)
+    g_r = g_f + 0.3 * torch.randn(20, generator=gen, dtype=torch.float64)  # conflicting
+    d, active = constrained_direction(g_f, g_r, p)
+    assert active
+    assert abs(float(g_r @ d)) < 1e-10
+    pnorm = lambda x: float((x * p * x).sum().sqrt())  # noqa: E731
+    best = float(g_f @ d) / pnorm(d)
+    for _ in range(200):
+        z = torch.randn(20, generator=gen, dtype=torch.float64)
+        z = z - float(g_r @ z) / float(g_r @ (g_r / p)) * (g_r / p)  # onto <g_r, z> = 0
+        assert float(g_f @ z) / pnorm(z) <= best + 1e-9
+    d2, active2 = constrained_direction(g_f, -g_r, p)
+    assert not active2 and torch.allclose(d2, g_f / p)
