@@ -155,3 +155,24 @@ def test_constrained_direction_is_the_metric_projection() -> None:
         assert float(g_f @ z) / pnorm(z) <= best + 1e-9
     d2, active2 = constrained_direction(g_f, -g_r, p)
     assert not active2 and torch.allclose(d2, g_f / p)
+
+
+def test_curvature_correction_tracks_the_remaining_gradient_along_the_path(trained) -> None:
+    """After some ascent steps the uncorrected estimate g_R* has lost the true remaining
+    gradient's direction; the curvature-corrected one keeps it (cosine, no data of R used)."""
+    data, model, state = trained
+    est = estimate_remaining(model, state, len(data.train), data.train[data.forget])
+    rest = data.train[data.remaining]
+    res = adasru(model, state, data, lr=0.01, max_steps=20)
+    theta = res.model.flat()
+    true = _grad(res.model, rest) + state.lam * theta
+
+    def cos(a: torch.Tensor) -> float:
+        return float(a @ true / (a.norm() * true.norm()))
+
+    assert cos(est.at(theta)) > 0.5
+    assert cos(est.at(theta)) > cos(est.g0) + 0.5
+    scaled = estimate_remaining(
+        model, state, len(data.train), data.train[data.forget], curvature_scale=0.5
+    )
+    assert torch.allclose(scaled.h - state.lam, 0.5 * (est.h - state.lam))
