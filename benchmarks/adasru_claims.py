@@ -8,13 +8,17 @@ gives forgetting (MIA AUC, mean score of the forgotten interactions) and utility
 AUC / recall@10 of the remaining users) there, with 95% t-intervals over seeds and paired
 differences against AdaSRU.
 
-    python benchmarks/adasru_claims.py --seeds 10
+    python benchmarks/adasru_claims.py --seeds 20 --out runs/adasru
+
+With ``--out``, ``tradeoff.png`` plots held-out AUC against membership AUC along each
+ascent method's path (seed 0, run past the retrained level) with retraining as a point.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -96,6 +100,57 @@ def one_seed(seed: int, args: argparse.Namespace) -> dict[str, dict[str, float]]
     return out
 
 
+def plot_paths(args: argparse.Namespace, out: Path) -> None:
+    """Utility vs forgetting along each method's path, seed 0."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = make_implicit_data(
+        n_users=args.n_users, n_items=args.n_items, forget_users_frac=args.forget_users
+    )
+    model, state = train_mf(data.n_users, data.n_items, data.train)
+    gold = retrain(data)
+    target = forget_metrics(gold, data)["mia_auc"]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    runs = {
+        "AdaSRU (source-free)": lambda cb: adasru(
+            model, state, data, lr=args.lr, max_steps=400, callback=cb
+        ),
+        "projected, true remaining gradient": lambda cb: adasru(
+            model, state, data, lr=args.lr, max_steps=400, remaining=True, callback=cb
+        ),
+        "AdaSRU without preconditioner": lambda cb: adasru(
+            model, state, data, lr=args.lr, max_steps=400, precondition=False, callback=cb
+        ),
+        "gradient ascent": lambda cb: gradient_ascent(
+            model, data, lr=args.lr, max_steps=400, callback=cb
+        ),
+    }
+    for name, run in runs.items():
+        xs: list[float] = []
+        ys: list[float] = []
+
+        def cb(step: int, m: object, xs: list[float] = xs, ys: list[float] = ys) -> bool:
+            xs.append(forget_metrics(m, data)["mia_auc"])  # type: ignore[arg-type]
+            ys.append(utility_metrics(m, data)["auc"])  # type: ignore[arg-type]
+            return xs[-1] < target - 0.05
+
+        run(cb)
+        ax.plot(xs, ys, label=name)
+    ax.scatter([target], [utility_metrics(gold, data)["auc"]], color="k", zorder=5, label="retrain")
+    ax.axvline(target, color="k", lw=0.5, ls="--")
+    ax.invert_xaxis()
+    ax.set_xlabel("membership AUC of the forgotten interactions (lower = more forgotten)")
+    ax.set_ylabel("held-out AUC, remaining users")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / "tradeoff.png", dpi=120)
+    print(f"wrote {out / 'tradeoff.png'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", type=int, default=10)
@@ -105,7 +160,10 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--max-steps", type=int, default=600)
     ap.add_argument("--ft-epochs", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None, help="folder for tradeoff.png")
     args = ap.parse_args()
+    if args.out is not None:
+        plot_paths(args, args.out)
     t0 = time.time()
     res = [one_seed(s, args) for s in range(args.seeds)]
     keys = ["mia_auc", "forget_score", "auc", "recall", "steps", "reached"]
