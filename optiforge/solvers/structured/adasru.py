@@ -61,8 +61,8 @@ implements these.
 
 Measured (``benchmarks/adasru_claims.py --seeds 20``; 200 x 150, all training positives of
 half the users deleted, every method stopped at the retrained model's membership AUC):
-held-out AUC of the remaining users AdaSRU 0.854, gradient ascent 0.844 (paired -0.0108 +-
-0.0045), retrain 0.850, the projected update with the true remaining gradient 0.863; the
+held-out AUC of the remaining users AdaSRU 0.854, gradient ascent 0.844 (paired -0.0105 +-
+0.0042), retrain 0.850, the projected update with the true remaining gradient 0.863; the
 gain over gradient ascent comes from the Adam preconditioner, the projection keeps the
 forgotten scores at retraining's level (gap 0.004 vs 0.018 without it) without adding
 utility. At a 20% deletion there is no measurable difference from gradient ascent.
