@@ -59,9 +59,12 @@ def _claim_holds(runs: list[dict[str, dict[str, float]]], method: str, other: st
     interval below 0 for ``other - method``), forgets to a score close to retraining's
     (mean gap < half of ``other``'s) and loses at most retraining's utility + 0.005."""
     d = np.array([r[other]["auc"] - r[method]["auc"] for r in runs])
-    gap = lambda m: np.mean(
-        [abs(r[m]["forget_score"] - r["retrain"]["forget_score"]) for r in runs]
-    )  # noqa: E731
+
+    def gap(m: str) -> float:
+        return float(
+            np.mean([abs(r[m]["forget_score"] - r["retrain"]["forget_score"]) for r in runs])
+        )
+
     loss = np.mean([r["original"]["auc"] - r[method]["auc"] for r in runs])
     ref_loss = np.mean([r["original"]["auc"] - r["retrain"]["auc"] for r in runs])
     return _upper(d) < 0 and gap(method) < 0.5 * gap(other) and loss <= ref_loss + 0.005
