@@ -74,6 +74,16 @@ Array = NDArray[np.float64]
 Index = NDArray[np.intp]
 TieRule = Literal["first", "average"]
 
+CLARABEL_OPTS: dict[str, float] = {
+    "tol_gap_abs": 1e-12,
+    "tol_gap_rel": 1e-12,
+    "tol_feas": 1e-12,
+    "tol_ktratio": 1e-10,
+}
+"""Tight interior-point tolerances: with CLARABEL's defaults a bound whose multiplier is
+near zero can stay ``1e-6`` away from active, and the certificate then sees a descent
+direction that exists only for steps of that size."""
+
 __all__ = [
     "DCA",
     "BaseRun",
@@ -251,7 +261,7 @@ class DCA:
     def step(self, x: Array) -> Array:
         """One DCA step from ``x`` (``(n,)``)."""
         self._y.value = self._problem.subgradient_h(x, self.rule)
-        self._sub.solve(solver=cp.CLARABEL)
+        self._sub.solve(solver=cp.CLARABEL, **CLARABEL_OPTS)
         if self._x.value is None:
             raise SolverError(f"DCA subproblem: {self._sub.status}")
         return np.asarray(self._x.value, dtype=np.float64)
@@ -398,6 +408,10 @@ class ProxLinear:
         self.t0 = t0
         self.tol = tol
         self.max_iter = max_iter
+        # CLARABEL's defaults: the tight CLARABEL_OPTS report "inaccurate" on subproblems
+        # whose l1 term reaches 0 (interpolating residuals); pass tighter ones for bound-active
+        # solutions (see CLARABEL_OPTS)
+        self.solver_opts: dict[str, float] = {}
         n = problem.n
         m = problem.residual(np.zeros(n)).size
         self._y = cp.Variable(n)
@@ -429,7 +443,7 @@ class ProxLinear:
         for _ in range(30):
             self._s.value = 1.0 / np.sqrt(2.0 * t)
             self._sxk.value = x * self._s.value
-            self._sub.solve(solver=cp.CLARABEL)
+            self._sub.solve(solver=cp.CLARABEL, **self.solver_opts)
             if self._y.value is None:
                 raise SolverError(f"prox-linear subproblem: {self._sub.status}")
             y = np.asarray(self._y.value, dtype=np.float64)
@@ -457,13 +471,18 @@ class ProxLinear:
 
 @dataclass
 class ExplorationResult:
-    """The wrapped run: last point, base iterations in all, rounds, accepted steps."""
+    """The wrapped run: last point, base iterations in all, rounds, accepted steps.
+
+    ``exploration_trials`` counts sampled directions, ``exploration_evals`` the objective
+    evaluations (a direction with a zero feasible step costs no evaluation).
+    """
 
     x: Array
     base_iterations: int
     rounds: int
     accepted: int
     exploration_evals: int
+    exploration_trials: int = 0
     values: list[float] = field(default_factory=list)
 
 
@@ -504,13 +523,13 @@ class RandomExploration:
         norm = float(np.linalg.norm(z))
         return None if norm < 1e-12 else z / norm
 
-    def explore(self, x: Array) -> tuple[Array | None, int]:
-        """One round at ``x``: the accepted point (or ``None``) and the evaluations used."""
+    def explore(self, x: Array) -> tuple[Array | None, int, int]:
+        """One round at ``x``: the accepted point (or ``None``), evaluations, trials used."""
         problem = self.base.problem
         fx = problem.value(x)
         lo, hi = np.log(self.step_range[0]), np.log(self.step_range[1])
         evals = 0
-        for _ in range(self.trials):
+        for trial in range(1, self.trials + 1):
             d = self.sample_direction(x)
             if d is None:
                 continue
@@ -523,25 +542,26 @@ class RandomExploration:
             x_new = x + t * d
             evals += 1
             if problem.value(x_new) < fx - self.decrease_margin * t * t - 1e-12 * (1.0 + abs(fx)):
-                return x_new, evals
-        return None, evals
+                return x_new, evals, trial
+        return None, evals, self.trials
 
     def run(self, x0: Array) -> ExplorationResult:
         run = self.base.run(x0)
         x, iters, values = run.x, run.iterations, list(run.values)
-        accepted = evals = 0
+        accepted = evals = trials = 0
         rounds = 0
         while rounds < self.max_rounds:
             rounds += 1
-            x_new, used = self.explore(x)
+            x_new, used, tried = self.explore(x)
             evals += used
+            trials += tried
             if x_new is None:
                 break
             accepted += 1
             run = self.base.run(x_new)
             x, iters = run.x, iters + run.iterations
             values.extend(run.values)
-        return ExplorationResult(x, iters, rounds, accepted, evals, values)
+        return ExplorationResult(x, iters, rounds, accepted, evals, trials, values)
 
 
 # ------------------------------------------------------------------------ instance builders

@@ -135,6 +135,7 @@ def test_exploration_at_a_d_stationary_point_leaves_the_base_run_alone():
     assert wrapped.accepted == 0
     assert wrapped.rounds == 1
     assert wrapped.exploration_evals == 32
+    assert wrapped.exploration_trials == 32
     assert wrapped.base_iterations == base.iterations
     np.testing.assert_array_equal(wrapped.x, base.x)
 
@@ -156,6 +157,7 @@ def test_claim_dca_with_the_barycentre_rule_stalls_and_the_wrapped_method_leaves
         assert p.min_directional_derivative(base.x) < -0.1  # base fails the check
         wrapped = RandomExploration(DCA(p, rule="average"), direction=direction, seed=seed).run(xs)
         assert wrapped.accepted >= 1
+        assert wrapped.exploration_evals <= wrapped.exploration_trials
         assert p.min_directional_derivative(wrapped.x) >= -TOL  # wrapped passes
         assert p.value(wrapped.x) < p.value(base.x) - 0.1
         assert np.all(p.constraints.slack(wrapped.x) >= -1e-7)
