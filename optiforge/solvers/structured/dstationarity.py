@@ -18,7 +18,8 @@ accepted point; stop when a whole round of trials finds no decrease. At a point 
 not d-stationary a direction with ``F'(x; d) < 0`` exists and an open cone of directions
 around it descends for small ``t``, so a round finds it with positive probability per
 trial; where the base method already ends at a d-stationary point the wrapper costs one
-round of ``trials`` function evaluations and leaves the base trajectory untouched.
+round of ``trials`` function evaluations and leaves the base trajectory untouched (the base
+runs first, unchanged; a long step may still find a lower basin, then the base restarts).
 
 Choices the description leaves open (ours, documented and tested):
 
@@ -48,7 +49,9 @@ Problems (feasible set ``X = {x : G x <= e}`` throughout, ``G`` is ``p x n``):
   (B_l x + beta_l)_j`` piecewise affine with concave kinks. The prox-linear step solves
   ``min_y |c(x) + J (y - x)|_1 + (mu/2)|y|^2 + |y - x|^2 / (2 t)`` over ``X`` with ``J`` an
   element of the generalized Jacobian (kinked rows by the same ``"first"`` / ``"average"``
-  rule), halving ``t`` until ``F(y)`` is below the model value.
+  rule), halving ``t`` until ``F(y)`` is below the model value. With ``c`` smooth the
+  method's fixed points are d-stationary; the kinked rows (``c`` only piecewise smooth)
+  are what lets a Jacobian choice hide a descent direction.
 
 What is a library's: cvxpy (CLARABEL) solves the convex subproblems of DCA and the
 prox-linear method (compiled once with parameters); scipy's HiGHS solves the certificate
