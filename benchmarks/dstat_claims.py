@@ -11,13 +11,16 @@ Scenarios (every one over ``--seeds`` instances, instance seed = run seed):
 - ``pl-kink n/m``: ``kinked_composite_instance`` (robust phase retrieval with ``m``
   measurements plus a concave kink, rotated box), started on the kink's tie set near the
   ground truth.
+- ``dc-trap n/2``: ``trapped_dc_instance`` from a uniform random start: DCA with either
+  rule falls into a non-d-stationary vertex whose descent cone is narrow (the wrapped
+  method's success per round then depends on ``trials``).
 - ``dc-generic n/k``: ``random_dc_instance`` from a uniform random start (the base works).
 - ``pl-generic n/m``: the kinked composite started off the tie set (the base works).
 
 Methods: the base (``DCA`` / ``ProxLinear``) with the barycentre rule at ties
 (``average``, the rule that can stall) or the first active piece (``first``), and the
-base wrapped with ``RandomExploration`` (64 trials a round, steps log-uniform in [1e-4,
-1], directions in the tangent cone, or uniform on the sphere for ``+x(sphere)``).
+base wrapped with ``RandomExploration`` (``+xT``: T trials a round, steps log-uniform in
+[1e-4, 1], directions in the tangent cone, or uniform on the sphere for ``(sphere)``).
 
 Per run: the certificate ``min F'(x; d)`` over feasible ``|d|_inf <= 1`` at the end
 (d-stationary when >= -1e-6), the final objective, base iterations (all restarts), the
@@ -48,6 +51,7 @@ from optiforge.solvers.structured.dstationarity import (
     kinked_composite_instance,
     random_dc_instance,
     stalled_dc_instance,
+    trapped_dc_instance,
 )
 
 TOL = 1e-6
@@ -75,6 +79,9 @@ def instances(name: str, seed: int) -> Instance:
     if kind == "dc-stall":
         p, xs = stalled_dc_instance(n=a, pieces=b, seed=seed)
         return p, xs, DCA
+    if kind == "dc-trap":
+        p, _ = trapped_dc_instance(n=a, seed=seed)
+        return p, np.random.default_rng(1000 + seed).uniform(-1, 1, a), DCA
     if kind == "dc-generic":
         p = random_dc_instance(n=a, pieces=b, seed=seed)
         return p, np.random.default_rng(seed).uniform(-1, 1, a), DCA
@@ -85,7 +92,8 @@ def instances(name: str, seed: int) -> Instance:
     return q, x0, ProxLinear
 
 
-METHODS = ["average", "first", "average+x", "average+x(sphere)"]
+METHODS = ["average", "first", "average+x64", "average+x64(sphere)"]
+TRAP_METHODS = ["first", "first+x64", "first+x256", "first+x1024", "first+x1024(sphere)"]
 
 
 def run_one(name: str, method: str, seed: int) -> dict[str, float]:
@@ -94,8 +102,9 @@ def run_one(name: str, method: str, seed: int) -> dict[str, float]:
     t0 = time.process_time()
     if "+x" in method:
         direction = "sphere" if "sphere" in method else "cone"
+        trials = int(method.split("+x")[1].split("(")[0])
         res = RandomExploration(
-            factory(problem, rule=rule), trials=64, direction=direction, seed=seed
+            factory(problem, rule=rule), trials=trials, direction=direction, seed=seed
         ).run(x0)
         x, iters, evals, accepted = res.x, res.base_iterations, res.exploration_evals, res.accepted
         trials = res.exploration_trials
@@ -124,6 +133,8 @@ def main() -> None:
     scenarios = [
         "dc-stall 6/4",
         "dc-stall 20/8",
+        "dc-trap 8/2",
+        "dc-trap 16/2",
         "pl-kink 6/15",
         "pl-kink 12/30",
         "dc-generic 10/10",
@@ -134,7 +145,7 @@ def main() -> None:
     results: dict[str, dict[str, list[dict[str, float]]]] = {}
     for name in scenarios:
         results[name] = {}
-        for method in METHODS:
+        for method in TRAP_METHODS if name.startswith("dc-trap") else METHODS:
             results[name][method] = [run_one(name, method, s) for s in range(args.seeds)]
             print(f"done {name} {method}", flush=True)
     lines = [

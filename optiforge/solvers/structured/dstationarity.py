@@ -99,6 +99,7 @@ __all__ = [
     "kinked_composite_instance",
     "random_dc_instance",
     "stalled_dc_instance",
+    "trapped_dc_instance",
 ]
 
 
@@ -642,3 +643,28 @@ def kinked_composite_instance(
     problem = KinkedComposite(smooth, smooth_jac, B, beta, cons)
     x0 = u_true + 0.3 * np.linalg.norm(u_true) / np.sqrt(n) * (P @ rng.standard_normal(n))
     return problem, x0, u_true
+
+
+def trapped_dc_instance(n: int = 8, seed: int = 0, eps: float = 0.05) -> tuple[DCProgram, Array]:
+    """A DC program whose DCA iterates fall into a non-d-stationary vertex from random starts.
+
+    ``F(x) = (eps/2)|x|^2 + q'x - max(a_1'x + b_1, a_2'x + b_2)`` over ``[-1, 1]^n``, both
+    pieces tied at the vertex ``v* = 1``. ``a_1 - q`` is positive (``[1, 2]`` in coordinate 0,
+    ``[0.5, 1]`` elsewhere, below ``a_2 - q in [1.5, 2.5]`` there, so piece 1 is the active
+    one over most of the box, ``(a_1 - a_2)'(x - v*) > 0``), so from
+    wherever piece 1 is active the DCA step (``clip((y - q)/eps)``) lands on ``v*``; ``a_2 -
+    q`` is positive except ``(a_2 - q)_0 in [-0.4, -0.2]``, so the barycentre ``ȳ - q`` is
+    still positive and DCA with either rule (``"first"`` picks ``a_1``) stays at ``v*``,
+    while ``F'(v*; -e_0) = (a_2 - q)_0 - eps < 0``: not d-stationary. From piece 2's region
+    DCA goes to the d-stationary (and lower) vertex ``v* - 2 e_0``. Returns ``(problem,
+    v*)``.
+    """
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal(n)
+    a1 = q + rng.uniform(0.5, 1.0, n)
+    a1[0] = q[0] + rng.uniform(1.0, 2.0)
+    a2 = q + rng.uniform(1.5, 2.5, n)
+    a2[0] = q[0] - rng.uniform(0.2, 0.4)
+    A = np.vstack([a1, a2])
+    v = np.ones(n)
+    return DCProgram(eps * np.eye(n), q, A, -A @ v, Polyhedron.box(n, -1.0, 1.0)), v

@@ -14,6 +14,7 @@ from optiforge.solvers.structured.dstationarity import (
     kinked_composite_instance,
     random_dc_instance,
     stalled_dc_instance,
+    trapped_dc_instance,
 )
 
 TOL = 1e-6  # certificate tolerance: d-stationary when min F'(x; d) >= -TOL
@@ -163,6 +164,28 @@ def test_claim_dca_with_the_barycentre_rule_stalls_and_the_wrapped_method_leaves
         assert np.all(p.constraints.slack(wrapped.x) >= -1e-7)
         broken = RandomExploration(DCA(p, rule="average"), trials=0, seed=seed).run(xs)
         assert p.min_directional_derivative(broken.x) < -0.1
+
+
+def test_claim_dca_falls_into_a_non_d_stationary_vertex_from_random_starts():
+    """On the trapped instance DCA with either tie rule, from uniform random starts, ends at
+    the vertex v* (critical, not d-stationary); the wrapped method with cone directions and
+    enough trials (1024: v*'s descent cone is narrow) passes the check from every start;
+    uniform-sphere directions (the feasible cone is 2^-n of the sphere) never leave."""
+    for seed in range(3):
+        p, v = trapped_dc_instance(n=8, seed=seed)
+        rng = np.random.default_rng(100 + seed)
+        for k in range(3):
+            x0 = rng.uniform(-1.0, 1.0, 8)
+            for rule in ("first", "average"):
+                base = DCA(p, rule=rule).run(x0)
+                np.testing.assert_allclose(base.x, v, atol=1e-7)
+                assert p.min_directional_derivative(base.x) < -0.2  # base fails the check
+            wrapped = RandomExploration(DCA(p), trials=1024, seed=k).run(x0)
+            assert p.min_directional_derivative(wrapped.x) >= -TOL  # wrapped passes
+            assert p.value(wrapped.x) < p.value(v) - 0.3
+            sphere = RandomExploration(DCA(p), trials=256, direction="sphere", seed=k).run(x0)
+            assert sphere.accepted == 0
+            assert p.min_directional_derivative(sphere.x) < -0.2
 
 
 def test_claim_prox_linear_at_a_kink_stalls_and_the_wrapped_method_leaves():
