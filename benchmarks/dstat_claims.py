@@ -20,7 +20,8 @@ Scenarios (every one over ``--seeds`` instances, instance seed = run seed):
 Methods: the base (``DCA`` / ``ProxLinear``) with the barycentre rule at ties
 (``average``, the rule that can stall) or the first active piece (``first``), and the
 base wrapped with ``RandomExploration`` (``+xT``: T trials a round, steps log-uniform in
-[1e-4, 1], directions in the tangent cone, or uniform on the sphere for ``(sphere)``).
+[1e-4, 1], directions in the tangent cone, ``(sparse-cone)`` from sparse Gaussians projected on it,
+``(sphere)`` uniform on the sphere).
 
 Per run: the certificate ``min F'(x; d)`` over feasible ``|d|_inf <= 1`` at the end
 (d-stationary when >= -1e-6), the final objective, base iterations (all restarts), the
@@ -93,7 +94,15 @@ def instances(name: str, seed: int) -> Instance:
 
 
 METHODS = ["average", "first", "average+x64", "average+x64(sphere)"]
-TRAP_METHODS = ["first", "first+x64", "first+x256", "first+x1024", "first+x1024(sphere)"]
+TRAP_METHODS = [
+    "first",
+    "first+x64",
+    "first+x256",
+    "first+x1024",
+    "first+x1024(sphere)",
+    "first+x64(sparse-cone)",
+    "first+x256(sparse-cone)",
+]
 
 
 def run_one(name: str, method: str, seed: int) -> dict[str, float]:
@@ -101,7 +110,7 @@ def run_one(name: str, method: str, seed: int) -> dict[str, float]:
     rule = method.split("+")[0]
     t0 = time.process_time()
     if "+x" in method:
-        direction = "sphere" if "sphere" in method else "cone"
+        direction = method.split("(")[1].rstrip(")") if "(" in method else "cone"
         trials = int(method.split("+x")[1].split("(")[0])
         res = RandomExploration(
             factory(problem, rule=rule), trials=trials, direction=direction, seed=seed

@@ -27,7 +27,12 @@ Choices the description leaves open (ours, documented and tested):
   ``T_X(x) = {d : G_A d <= 0}`` of the polyhedral feasible set (``A`` the active rows,
   within ``active_tol``) and normalized: the projection is Moreau's decomposition, ``z -
   G_A' lam`` with ``lam = argmin_{lam >= 0} |G_A' lam - z|`` (scipy's NNLS). Not uniform on
-  ``T_X(x) ∩ sphere`` but full-support on it. ``direction="sphere"``: uniform on the unit
+  ``T_X(x) ∩ sphere`` but full-support on it. ``direction="sparse-cone"``: the same with
+  the Gaussian zeroed outside a random support whose size is log-uniform in ``{1..n}``
+  before the projection: at a vertex the descent directions can form a narrow cone around
+  an edge (``trapped_dc_instance``: around ``-e_0``), which a dense Gaussian hits with
+  probability falling like ``2^-n``; sparse draws hit it with probability ``~ ln 2 / (2 n
+  ln(n + 1))``. ``direction="sphere"``: uniform on the unit
   sphere; a direction leaving the set (through a row within ``active_tol`` of active) gets
   a zero feasible step and is rejected.
 - Step sizes log-uniform in ``step_range = (1e-4, 1.0)``, each clipped to the largest
@@ -502,7 +507,7 @@ class RandomExploration:
         *,
         trials: int = 64,
         step_range: tuple[float, float] = (1e-4, 1.0),
-        direction: Literal["cone", "sphere"] = "cone",
+        direction: Literal["cone", "sparse-cone", "sphere"] = "cone",
         decrease_margin: float = 1e-8,
         max_rounds: int = 20,
         active_tol: float = 1e-6,
@@ -522,7 +527,14 @@ class RandomExploration:
     def sample_direction(self, x: Array) -> Array | None:
         """A unit direction (``(n,)``) by ``self.direction``; ``None`` if the cone is ``{0}``."""
         z = self.rng.standard_normal(x.size)
-        if self.direction == "cone":
+        if self.direction == "sparse-cone":
+            # support size log-uniform in {1, ..., n}: P(size 1) = ln 2 / ln(n + 1)
+            size = min(x.size, int(np.exp(self.rng.uniform(0.0, np.log(x.size + 1)))))
+            keep = self.rng.choice(x.size, size=size, replace=False)
+            mask = np.zeros(x.size, dtype=bool)
+            mask[keep] = True
+            z = np.where(mask, z, 0.0)
+        if self.direction in ("cone", "sparse-cone"):
             z = self.base.problem.constraints.project_to_cone(z, x, self.active_tol)
         norm = float(np.linalg.norm(z))
         return None if norm < 1e-12 else z / norm

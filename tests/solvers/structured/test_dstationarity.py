@@ -116,12 +116,14 @@ def test_exploration_options_are_checked_and_directions_are_feasible():
     p, xs = stalled_dc_instance(seed=0)
     with pytest.raises(SolverError):
         RandomExploration(DCA(p), step_range=(0.0, 1.0))
-    ex = RandomExploration(DCA(p), seed=0)
-    for _ in range(50):
-        d = ex.sample_direction(xs)
-        assert d is not None
-        assert np.linalg.norm(d) == pytest.approx(1.0)
-        assert d[0] <= 1e-12  # x*_0 sits at its upper bound
+    for direction in ("cone", "sparse-cone"):
+        ex = RandomExploration(DCA(p), direction=direction, seed=0)
+        for _ in range(50):
+            d = ex.sample_direction(xs)
+            if d is None:  # a sparse draw on the active coordinate alone projects to 0
+                continue
+            assert np.linalg.norm(d) == pytest.approx(1.0)
+            assert d[0] <= 1e-12  # x*_0 sits at its upper bound
     # the same seed gives the same run
     a = RandomExploration(DCA(p, rule="average"), seed=4).run(xs)
     b = RandomExploration(DCA(p, rule="average"), seed=4).run(xs)
@@ -186,6 +188,22 @@ def test_claim_dca_falls_into_a_non_d_stationary_vertex_from_random_starts():
             sphere = RandomExploration(DCA(p), trials=256, direction="sphere", seed=k).run(x0)
             assert sphere.accepted == 0
             assert p.min_directional_derivative(sphere.x) < -0.2
+
+
+def test_claim_sparse_cone_directions_escape_the_narrow_vertex_cone_in_higher_dimension():
+    """At n = 16 the dense cone sampler with 256 trials a round almost never hits the trap's
+    narrow descent cone; sparse cone directions escape from every start."""
+    dense_ok = sparse_ok = 0
+    for seed in range(3):
+        p, _ = trapped_dc_instance(n=16, seed=seed)
+        x0 = np.random.default_rng(200 + seed).uniform(-1.0, 1.0, 16)
+        assert p.min_directional_derivative(DCA(p).run(x0).x) < -0.2
+        dense = RandomExploration(DCA(p), trials=256, seed=seed).run(x0)
+        sparse = RandomExploration(DCA(p), trials=256, direction="sparse-cone", seed=seed).run(x0)
+        dense_ok += p.min_directional_derivative(dense.x) >= -TOL
+        sparse_ok += p.min_directional_derivative(sparse.x) >= -TOL
+    assert dense_ok == 0
+    assert sparse_ok == 3
 
 
 def test_claim_prox_linear_at_a_kink_stalls_and_the_wrapped_method_leaves():
