@@ -171,6 +171,27 @@ class BaseRun:
     values: list[float]
 
 
+def iterate(
+    step: Callable[[Array], Array],
+    value: Callable[[Array], float],
+    x0: Array,
+    max_iter: int,
+    tol: float,
+) -> BaseRun:
+    """A base method's loop: ``step`` until the move is below ``tol`` (relative to ``|x|``)
+    or ``max_iter`` steps; the objective ``value`` at every iterate."""
+    x = np.asarray(x0, dtype=np.float64).copy()
+    values = [value(x)]
+    for k in range(1, max_iter + 1):
+        x_new = step(x)
+        values.append(value(x_new))
+        done = np.linalg.norm(x_new - x) <= tol * (1.0 + np.linalg.norm(x))
+        x = x_new
+        if done:
+            return BaseRun(x, k, values)
+    return BaseRun(x, max_iter, values)
+
+
 class BaseMethod(Protocol):
     """A base method the exploration step wraps."""
 
@@ -276,16 +297,7 @@ class DCA:
         return np.asarray(self._x.value, dtype=np.float64)
 
     def run(self, x0: Array) -> BaseRun:
-        x = np.asarray(x0, dtype=np.float64).copy()
-        values = [self._problem.value(x)]
-        for k in range(1, self.max_iter + 1):
-            x_new = self.step(x)
-            values.append(self._problem.value(x_new))
-            done = np.linalg.norm(x_new - x) <= self.tol * (1.0 + np.linalg.norm(x))
-            x = x_new
-            if done:
-                return BaseRun(x, k, values)
-        return BaseRun(x, self.max_iter, values)
+        return iterate(self.step, self._problem.value, x0, self.max_iter, self.tol)
 
 
 # ---------------------------------------------------------------- kinked composite problems
@@ -463,16 +475,7 @@ class ProxLinear:
         return y
 
     def run(self, x0: Array) -> BaseRun:
-        x = np.asarray(x0, dtype=np.float64).copy()
-        values = [self._problem.value(x)]
-        for k in range(1, self.max_iter + 1):
-            x_new = self.step(x)
-            values.append(self._problem.value(x_new))
-            done = np.linalg.norm(x_new - x) <= self.tol * (1.0 + np.linalg.norm(x))
-            x = x_new
-            if done:
-                return BaseRun(x, k, values)
-        return BaseRun(x, self.max_iter, values)
+        return iterate(self.step, self._problem.value, x0, self.max_iter, self.tol)
 
 
 # ------------------------------------------------------------------- the exploration step
