@@ -400,37 +400,13 @@ def bros_step(
 StepFn = Callable[[BilevelProblem, nn.Module, torch.Tensor, BilevelState, Batch, Batch, dict[str, float], torch.Generator], float]  # fmt: skip
 
 
-def _ma_soba_fn(
-    problem: BilevelProblem,
-    model: nn.Module,
-    lam: torch.Tensor,
-    state: BilevelState,
-    ib: Batch,
-    ob: Batch,
-    hp: dict[str, float],
-    gen: torch.Generator,
-) -> float:
-    return ma_soba_step(problem, model, lam, state, ib, ob, hp)
-
-
 def step_fn(method: Literal["bros", "bros-single", "ma-soba"]) -> StepFn:
-    """The step of ``method`` (``bros-single``: BROS without the bi-probe correction)."""
+    """The step of ``method`` (``bros-single``: BROS without the bi-probe correction), with
+    one signature (MA-SOBA draws no subspace, so it ignores the generator)."""
     if method == "ma-soba":
-        return _ma_soba_fn
-
-    def fn(
-        problem: BilevelProblem,
-        model: nn.Module,
-        lam: torch.Tensor,
-        state: BilevelState,
-        ib: Batch,
-        ob: Batch,
-        hp: dict[str, float],
-        gen: torch.Generator,
-    ) -> float:
-        return bros_step(problem, model, lam, state, ib, ob, hp, gen, "single" if method == "bros-single" else "bi")  # fmt: skip
-
-    return fn
+        return lambda pr, model, lam, st, ib, ob, hp, gen: ma_soba_step(pr, model, lam, st, ib, ob, hp)  # fmt: skip
+    probe: Literal["single", "bi"] = "single" if method == "bros-single" else "bi"
+    return lambda pr, model, lam, st, ib, ob, hp, gen: bros_step(pr, model, lam, st, ib, ob, hp, gen, probe)  # fmt: skip
 
 
 def fresh_state(model: nn.Module, lam: torch.Tensor) -> BilevelState:
