@@ -10,7 +10,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from optiforge.solvers.rl.api import RLMethod
 
-ENTRIES: dict[str, str] = {}
+# every planned method has its line from the start; a module not written yet fails on
+# ``get`` with an ImportError naming it
+ENTRIES: dict[str, str] = {
+    "ppo-lag": "optiforge.solvers.rl.baselines:PPO_LAG",
+    "cpo": "optiforge.solvers.rl.baselines:CPO",
+    "pcpo": "optiforge.solvers.rl.baselines:PCPO",
+    "locu": "optiforge.solvers.rl.locu:LOCU",
+    "ascpo": "optiforge.solvers.rl.ascpo:ASCPO",
+    "aetdice": "optiforge.solvers.rl.aetdice:AETDICE",
+    "linear-scalarization": "optiforge.solvers.rl.aetdice:LINEAR_SCALARIZATION",
+    "markov-dice": "optiforge.solvers.rl.aetdice:MARKOV_DICE",
+}
 
 
 def names() -> list[str]:
