@@ -78,6 +78,29 @@ def test_sparse_vector_needs_a_charged_epoch_and_closes_on_send() -> None:
     assert svt.decide(1.0, rng) is True and not svt.epoch_open
 
 
+def test_sparse_vector_send_probability_matches_the_laplace_formula() -> None:
+    # given the epoch's threshold noise rho, P(send) = P(nu >= T + rho - g), nu ~ Lap(4/eps)
+    eps, t, rho, runs = 1.0, 0.5, 0.3, 40000
+    rng = np.random.default_rng(0)
+    svt = SparseVectorDecision(eps, threshold=t)
+    scale = 4.0 / eps
+    for g in (0.0, 1.0):
+        sends = 0
+        for _ in range(runs):
+            svt.start_epoch(rng)
+            svt.rho = rho
+            sends += svt.decide(g, rng)
+        z = t + rho - g
+        p = 0.5 * math.exp(-z / scale) if z >= 0 else 1 - 0.5 * math.exp(z / scale)
+        assert sends / runs == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / runs))
+    # the epoch's threshold noise has scale 2/eps
+    rhos = []
+    for _ in range(20000):
+        svt.start_epoch(rng)
+        rhos.append(svt.rho)
+    assert np.mean(np.abs(rhos)) == pytest.approx(2.0 / eps, rel=0.05)
+
+
 def test_distinguishing_statistic_separates_private_from_deterministic() -> None:
     rng = np.random.default_rng(1)
     d = RandomizedResponseDecision(1.0)
