@@ -30,8 +30,9 @@ Choices (the issue leaves them open):
 * Feasibility pump (batched): ``pump_starts`` roundings of the root point (the mean-position
   one and random ones drawn with probability proportional to pair mass) are pumped
   together: one PDHG batch minimises, per column, the lambda mass outside that column's
-  pairs (its own objective), the result is re-rounded, ``pump_rounds`` times; columns whose
-  distance reaches ~0 are evaluated exactly. A stalled column's worst set is re-drawn.
+  pairs (its own objective), the result is re-rounded, ``pump_rounds`` times (``pump_iters`` PDHG iterations
+  each, warm-started); columns whose distance reaches ~0 are evaluated exactly. A stalled
+  column's worst set is re-drawn.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ class SOS2BranchAndBound:
         spmv: str = "auto",
         pump_starts: int = 8,
         pump_rounds: int = 10,
+        pump_iters: int = 300,
         repair_every: int = 1,
         time_limit: float = 600.0,
         max_nodes: int = 200000,
@@ -110,7 +112,7 @@ class SOS2BranchAndBound:
         self.batch_size = batch_size
         self.rel_gap, self.abs_gap = rel_gap, abs_gap
         self.eps, self.max_iter = eps, max_iter
-        self.pump_starts, self.pump_rounds = pump_starts, pump_rounds
+        self.pump_starts, self.pump_rounds, self.pump_iters = pump_starts, pump_rounds, pump_iters
         self.repair_every = repair_every
         self.time_limit, self.max_nodes = time_limit, max_nodes
         self.rng = np.random.default_rng(seed)
@@ -215,8 +217,12 @@ class SOS2BranchAndBound:
                     outside = np.ones(lam.size, dtype=bool)
                     outside[pairs[k, s] : pairs[k, s] + 2] = False
                     c[k, lam[outside]] = 1.0
-            res = self.lp.solve(lbK, ubK, c=c, x0=x0, y0=y0, eps=1e-6, max_iter=3000)
+            res = self.lp.solve(lbK, ubK, c=c, x0=x0, y0=y0, eps=1e-6, max_iter=self.pump_iters)
             x0, y0 = res.x, res.y
+            if np.all(res.primal_value - self.model.offset <= 1e-5) and all(
+                pairs[k].tobytes() in tried for k in range(K)
+            ):
+                break
             for k in range(K):
                 key = pairs[k].tobytes()
                 if res.primal_value[k] - self.model.offset <= 1e-5 and key not in tried:
@@ -235,10 +241,7 @@ class SOS2BranchAndBound:
         viol = self.violation(x)
         width = node.hi - node.lo
         cand = np.where(width >= 2, viol, -1.0)
-        if cand.max() > 1e-9:
-            s = int(np.argmax(cand))
-        else:
-            s = int(np.argmax(width))
+        s = int(np.argmax(cand)) if cand.max() > 1e-9 else int(np.argmax(width))
         v = self.lambdas(x)[s]
         tot = v.sum()
         mu = (np.arange(v.size) * v).sum() / tot if tot > 1e-12 else (node.lo[s] + node.hi[s]) / 2
@@ -275,8 +278,8 @@ class SOS2BranchAndBound:
                 if np.all(nd.hi - nd.lo <= 1):  # leaf: exact LP of the restricted MIP
                     leaves += 1
                     pairs = np.minimum(nd.lo, self.sizes - 2)
-                    res = self.try_pairs(pairs, "leaf")
-                    closed_lb = min(closed_lb, res.value)
+                    leaf = self.try_pairs(pairs, "leaf")
+                    closed_lb = min(closed_lb, leaf.value)
                     cut = self.cutoff()
                     continue
                 batch.append(nd)

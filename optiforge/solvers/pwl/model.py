@@ -137,6 +137,9 @@ def _highs(verbose: bool = False):  # type: ignore[no-untyped-def]
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", verbose)
+    # one thread everywhere: HiGHS's global scheduler keeps the first run's thread count and
+    # a later run asking for another one fails
+    h.setOptionValue("threads", 1)
     return h
 
 

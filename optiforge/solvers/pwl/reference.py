@@ -67,7 +67,7 @@ def binary_formulation(model: PWLModel) -> tuple[sp.csr_matrix, np.ndarray, np.n
     return G, h, is_eq, nz
 
 
-def solve_highs_mip(model: PWLModel, time_limit: float = 600.0, threads: int = 1) -> HighsMIPResult:
+def solve_highs_mip(model: PWLModel, time_limit: float = 600.0) -> HighsMIPResult:
     """Solve the PWL-MIP with HiGHS's branch-and-cut on the binary formulation."""
     import highspy
 
@@ -88,7 +88,6 @@ def solve_highs_mip(model: PWLModel, time_limit: float = 600.0, threads: int = 1
     h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("threads", threads)
     h.setOptionValue("random_seed", 0)
     _pass_lp(h, big, big.lb, big.ub)
     integrality = [highspy.HighsVarType.kContinuous] * model.n + [
