@@ -104,3 +104,25 @@ def test_batched_and_one_at_a_time_search_agree() -> None:
     many = SOS2BranchAndBound(model, batch_size=16, pump_starts=0).solve()
     assert one.value == pytest.approx(many.value, rel=1e-9)
     assert many.batches < one.batches
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_cuda_the_triton_path_solves_to_the_same_optimum() -> None:
+    model = instances.make("resource", "tiny", 0)
+    bnb = SOS2BranchAndBound(model, device="cuda", spmv="triton", pump_starts=4)
+    assert bnb.lp.spmv_path == "triton"
+    res = bnb.solve()
+    assert res.value == pytest.approx(solve_highs_mip(model).value, rel=1e-6)
+
+
+def test_feasibility_pump_alone_finds_an_exactly_evaluated_incumbent() -> None:
+    for family in instances.FAMILIES:
+        model = instances.make(family, "tiny", 1)
+        bnb = SOS2BranchAndBound(model, pump_starts=4, pump_rounds=5)
+        root = bnb.lp.solve(model.lb[None], model.ub[None])
+        assert bnb.pump(root.x[0]) >= 1
+        assert bnb.inc_source == "pump" and np.isfinite(bnb.inc_value)
+        ev = evaluate(model, bnb.inc_x)
+        assert ev.sos2_violation <= 1e-9 and ev.row_violation <= 1e-7
+        assert ev.value == pytest.approx(bnb.inc_value, rel=1e-9, abs=1e-12)
