@@ -71,7 +71,7 @@ def test_safe_dual_bound_is_valid_where_the_primal_estimate_is_not() -> None:
 
 
 @pytest.mark.parametrize(("family", "seed"), CASES)
-def test_claim_same_optimal_value_as_highs_and_root_repair_alone_is_weaker(family, seed) -> None:
+def test_claim_same_optimal_value_as_highs_with_a_certified_incumbent(family, seed) -> None:
     model = instances.make(family, "tiny", seed)
     ref = solve_highs_mip(model)
     assert ref.status == "Optimal"
