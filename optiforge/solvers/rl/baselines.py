@@ -134,7 +134,7 @@ HPARAMS: dict[str, HParam] = {
 PPO_HPARAMS: dict[str, HParam] = {
     **HPARAMS,
     "lr": HParam(1e-5, 3e-3, 3e-4),
-    "lambda_lr": HParam(1e-3, 1.0, 0.05),
+    "lambda_lr": HParam(1e-3, 1.0, 0.1),
 }
 
 
@@ -637,7 +637,7 @@ def pcpo_direction(ctx: IterContext) -> tuple[torch.Tensor, dict[str, Any]]:
 # Lagrangian PPO
 
 
-def ppo_lag_update(lr: float = 3e-4, lambda_lr: float = 0.05, epochs: int = 10,
+def ppo_lag_update(lr: float = 3e-4, lambda_lr: float = 0.1, epochs: int = 10,
                    minibatch: int = 64, clip: float = 0.2
                    ) -> Callable[[IterContext], dict[str, Any]]:  # fmt: skip
     """``update(ctx)``: first ``lambda_i <- max(0, lambda_i + lambda_lr (J_Ci - d_i))``,
