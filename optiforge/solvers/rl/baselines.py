@@ -81,7 +81,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -250,9 +251,25 @@ class IterContext:
         cst = (ratio[:, None] * self.adv_c).mean(0)
         return torch.cat([r, cst])
 
+    @contextmanager
+    def at_x0(self) -> Iterator[None]:
+        """Evaluate at the pre-update parameters ``x0`` and then put back the current ones
+        (so ``g``, ``B``, ``fvp`` and ``solve`` are at ``x0`` even mid line search)."""
+        cur = core.flat_params(self.policy)
+        moved = not torch.equal(cur, self.x0)
+        if moved:
+            self.set_params(self.x0)
+        try:
+            yield
+        finally:
+            if moved:
+                self.set_params(cur)
+
     def _grads(self) -> None:
-        s = self.surrogates()
-        rows = [core.flat_grad(s[k], self.policy, retain_graph=True) for k in range(s.shape[0])]
+        with self.at_x0():
+            s = self.surrogates()
+            rows = [core.flat_grad(s[k], self.policy, retain_graph=True)
+                    for k in range(s.shape[0])]  # fmt: skip
         self._g = rows[0].detach()
         n = self._g.numel()
         self._B = torch.stack(rows[1:]).detach() if len(rows) > 1 else torch.zeros(0, n)
@@ -275,15 +292,17 @@ class IterContext:
 
     def fvp(self, v: torch.Tensor) -> torch.Tensor:
         """``(F + damping I) v`` at ``x0`` (``F``: Fisher of the policy on the rollout)."""
-        if self._fvp is None:
-            self._fvp = core.fisher_vector_product(
-                self.policy, self.rollout.obs, damping=self.config.damping
-            )
-        return self._fvp(v)
+        with self.at_x0():
+            if self._fvp is None:
+                self._fvp = core.fisher_vector_product(
+                    self.policy, self.rollout.obs, damping=self.config.damping
+                )
+            return self._fvp(v)
 
     def solve(self, v: torch.Tensor) -> torch.Tensor:
         """``~ F^-1 v`` by conjugate gradient (``cg_iters``)."""
-        return core.conjugate_gradient(self.fvp, v, iters=self.config.cg_iters)
+        with self.at_x0():
+            return core.conjugate_gradient(self.fvp, v, iters=self.config.cg_iters)
 
     def kl(self) -> float:
         """Mean KL(old || current) over the rollout's states."""

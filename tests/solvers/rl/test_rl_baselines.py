@@ -185,3 +185,19 @@ def test_line_search_rejects_a_step_that_leaves_the_trust_region() -> None:
     out = bl.backtracking_line_search(ctx, x, {**inf, "check_reward": False})
     assert out["accepted"] == 1.0 and 0 < ctx.kl() <= 1.5 * ctx.delta
     assert ctx.B.shape == (2, ctx.x0.numel()) and ctx.g.shape == ctx.x0.shape
+
+
+def test_context_products_stay_at_the_pre_update_parameters() -> None:
+    p = ControlProblem("t", "cmdp", "d", "point-hazards:horizon=50", limits=(0.5, 0.5), budget=100)
+    loop = bl.OnPolicyLoop(p, 0, bl.LoopConfig(steps_per_iter=100, critic_iters=5))
+    ctx = loop.context(0, bl.core.collect(loop.env, loop.policy, 100, loop.gen, 2))
+    v = torch.randn_like(ctx.x0)
+    f0 = ctx.fvp(v)
+    moved = ctx.x0 + 0.05 * torch.randn_like(ctx.x0)
+    ctx.set_params(moved)
+    torch.testing.assert_close(ctx.fvp(v), f0)
+    g = ctx.g  # computed lazily after the move: still the gradient at x0
+    assert torch.equal(bl.core.flat_params(loop.policy), moved)
+    ctx.set_params(ctx.x0)
+    want = bl.core.flat_grad(ctx.surrogates()[0], loop.policy)
+    torch.testing.assert_close(g, want)
