@@ -21,7 +21,7 @@ Methods (module-level ``RLMethod`` objects; kinds ``cmdp`` and ``statewise``):
   from far outside cannot blow the policy up.
 - ``PPO_LAG``: clipped PPO on ``(A_r - sum_i lambda_i A_ci) / (1 + sum_i lambda_i)``
   (``A_r`` normalized, ``A_ci`` centred), each ``lambda_i >= 0`` updated once per
-  iteration by projected gradient ascent ``lambda_i <- max(0, lambda_i + lr_lambda
+  iteration by projected gradient ascent ``lambda_i <- max(0, lambda_i + lambda_lr
   (J_Ci - d_i))`` with the rollout's mean episode cost ``J_Ci``.
 - ``TRPO`` / ``PPO``: the same code with the constraints dropped (not in the catalogue;
   the weaker methods of the claim tests and benchmark).

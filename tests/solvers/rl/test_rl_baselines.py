@@ -153,6 +153,10 @@ def test_statewise_limits_map_to_episode_budgets() -> None:
     p2 = ControlProblem("s", "statewise", "d", "point-hazards", limits=(0.5, 0.5),
                         options={"episode_limits": (3.0, 4.0)})  # fmt: skip
     assert bl.constraint_budgets(p2, 2).tolist() == [3.0, 4.0]
+    small = ControlProblem("s", "statewise", "d", "point-hazards:horizon=20", limits=(0.5, 0.5),
+                           options={"episode_limits": (3.0, 4.0)}, budget=40)  # fmt: skip
+    res = bl.CPO.run(small, 0, steps_per_iter=40, critic_iters=2)
+    assert res.extra["limits"] == [3.0, 4.0] and "max_cost_1" in res.curve[0]
     mo = ControlProblem("o", "mo-offline", "d", "dst")
     with pytest.raises(ConfigError):
         bl.constraint_budgets(mo, 2)
