@@ -54,10 +54,15 @@ current policy (surrogate gradients ``g (n,)`` and ``b_i (n,)``, margins
    step that pushes a satisfied cost past its limit). The step length is just enough to
    bring every violated constraint to its limit to first order, capped by the trust
    region (no deliberate overshoot).
-6. **Backtracking line search** (``accept_step``, used by ``run``): the step is halved
-   until the sampled KL is within ``kl_slack * delta``, every kept constraint's surrogate
-   cost is within its limit or (if it was violated) not above its current value, and in
-   optimize mode the reward surrogate did not decrease.
+6. **Backtracking line search**: the shared loop's (``baselines.backtracking_line_search``):
+   the step is shrunk (ratio 0.8) until the sampled mean KL is within ``kl_slack * delta``,
+   no surrogate cost rises past its limit (a violated one may not rise at all), and in
+   optimize mode (not while recovering) the reward surrogate does not drop.
+
+The run (``LOCU.run``) is ``baselines.OnPolicyLoop`` (rollouts, reward and cost critics of
+any ``core.make_critic`` kind, GAE, curve) with ``locu_update``: margins are the loop's
+``h = -c = (d - J_c) / L`` (budgets in the surrogates' per-step units), gradients its
+``g`` and ``B``, the metric its damped ``fvp``.
 
 What is the library's: torch (autograd, the Fisher-vector products of ``core``), numpy
 for the small dense linear algebra. Ours: everything above; cvxpy only checks the
@@ -68,13 +73,21 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
-from optiforge.solvers.rl.core import conjugate_gradient
+from optiforge.solvers.rl.api import ControlProblem, HParam, RLMethod, RLResult
+from optiforge.solvers.rl.baselines import (
+    HPARAMS,
+    IterContext,
+    LoopConfig,
+    OnPolicyLoop,
+    trust_region_update,
+)
+from optiforge.solvers.rl.core import conjugate_gradient, set_flat_params
 
 Fvp = Callable[[torch.Tensor], torch.Tensor]
 Mode = Literal["optimize", "recover", "stuck"]
@@ -331,17 +344,61 @@ def locu_direction(g: torch.Tensor, b: torch.Tensor, margins: np.ndarray, fvp: F
     )  # fmt: skip
 
 
-def accept_step(d: Direction, kl: float, reward_change: float, costs_now: np.ndarray,
-                cost_change: np.ndarray, limits: np.ndarray, delta: float,
-                kl_slack: float = 1.5) -> bool:  # fmt: skip
-    """The line search's test of one (scaled) step, from the sampled surrogate changes:
-    KL within ``kl_slack * delta``; every kept constraint ends within its limit or, if it
-    was over, not above where it was; in optimize mode the reward surrogate does not
-    decrease."""
-    if not np.isfinite(kl) or kl > kl_slack * delta:
-        return False
-    for i in d.kept:
-        new = costs_now[i] + cost_change[i]
-        if new > max(limits[i], costs_now[i]) + 1e-8:
-            return False
-    return not (d.mode == "optimize" and reward_change < 0.0)
+_MODE_CODE = {"optimize": 0.0, "recover": 1.0, "stuck": 2.0}
+
+
+def locu_step_direction(cfg: LocuConfig = LocuConfig()
+                        ) -> Callable[[IterContext], tuple[torch.Tensor, dict[str, Any]]]:  # fmt: skip
+    """The shared loop's ``step_direction`` for LOCU (``delta`` and ``cg_iters`` from the
+    loop's config). ``info``: ``mode`` (0 optimize, 1 recover, 2 stuck), ``r`` (reduced
+    dimension), ``kept`` (constraints after screening), ``released``, and the line
+    search's ``check_reward`` (off while recovering)."""
+
+    def direction(ctx: IterContext) -> tuple[torch.Tensor, dict[str, Any]]:
+        c = replace(cfg, delta=ctx.delta, cg_iters=ctx.config.cg_iters)
+        d = locu_direction(ctx.g, ctx.B, -ctx.c, ctx.fvp, c)
+        info: dict[str, Any] = {
+            "check_reward": d.mode == "optimize", "mode": _MODE_CODE[d.mode], "r": d.r,
+            "kept": len(d.kept), "released": float(d.released), "pred_reward": d.pred_reward,
+        }  # fmt: skip
+        return d.x, info
+
+    return direction
+
+
+LOCU_HPARAMS: dict[str, HParam] = {
+    **HPARAMS,
+    "screen_factor": HParam(1.0, 10.0, 2.0),
+    "collinear_tol": HParam(1e-4, 0.2, 0.02),
+}
+_LOCU_KEYS = ("screen_factor", "collinear_tol", "orthogonalization", "pareto")
+
+
+def run_locu(problem: ControlProblem, seed: int = 0, init: torch.Tensor | None = None,
+             **hp: Any) -> RLResult:  # fmt: skip
+    """Train LOCU on a ``cmdp`` problem with the shared on-policy loop. ``hp``: the loop's
+    (``HPARAMS``: ``delta``, ``gamma``, ``lam``, ``steps_per_iter``, ``critic``, ...) and
+    LOCU's (``screen_factor``, ``collinear_tol``, ``orthogonalization``, ``pareto``);
+    ``init``: flat policy parameters to start from (e.g. an unconstrained policy: an
+    infeasible start)."""
+    lk = {k: hp.pop(k) for k in _LOCU_KEYS if k in hp}
+    cfg = LoopConfig.from_hparams(**hp)
+    loop = OnPolicyLoop(problem, seed, cfg)
+    if init is not None:
+        set_flat_params(loop.policy, init)
+    res = loop.run(trust_region_update(locu_step_direction(LocuConfig(**lk))))
+    res.extra["locu"] = lk
+    return res
+
+
+LOCU = RLMethod(
+    name="locu",
+    kinds=frozenset({"cmdp"}),
+    description="LOCU: multi-constraint trust-region policy optimization; natural gradients "
+    "of reward and costs orthogonalized symmetrically (Löwdin) in the Fisher metric, "
+    "far constraints screened and near-collinear ones merged, an exact active-set solve in "
+    "the reduced ball, and a Pareto-descent recovery that lowers every violated cost "
+    "without raising a satisfied one",
+    hparams=LOCU_HPARAMS,
+    run=run_locu,
+)

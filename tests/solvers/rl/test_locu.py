@@ -11,7 +11,6 @@ import torch
 
 from optiforge.solvers.rl.locu import (
     LocuConfig,
-    accept_step,
     fisher_gram,
     gram_schmidt,
     locu_direction,
@@ -230,12 +229,18 @@ def test_screened_constraint_leaves_the_step_unchanged() -> None:
     assert torch.allclose(with_far.x, alone.x, atol=1e-10)
 
 
-def test_accept_step() -> None:
-    d = locu_direction(torch.ones(3, dtype=torch.float64), torch.eye(3, dtype=torch.float64)[:2],
-                       np.array([0.1, 0.1]), lambda v: v.double(), LocuConfig(delta=0.01))  # fmt: skip
-    lim, now = np.array([1.0, 1.0]), np.array([0.9, 0.95])
-    assert accept_step(d, 0.01, 0.1, now, np.array([0.05, 0.0]), lim, 0.01)
-    assert not accept_step(d, 0.02, 0.1, now, np.array([0.05, 0.0]), lim, 0.01)  # KL
-    assert not accept_step(d, 0.01, 0.1, now, np.array([0.2, 0.0]), lim, 0.01)  # over limit
-    assert not accept_step(d, 0.01, -0.1, now, np.array([0.0, 0.0]), lim, 0.01)  # reward
-    assert not accept_step(d, float("nan"), 0.1, now, np.zeros(2), lim, 0.01)
+def test_locu_runs_through_the_catalogue_with_every_critic_kind() -> None:
+    from optiforge.solvers.rl import catalogue, core
+    from optiforge.solvers.rl.api import ControlProblem
+
+    method = catalogue.get("locu")
+    assert method.name == "locu" and method.kinds == frozenset({"cmdp"})
+    prob = ControlProblem("t", "cmdp", "", "point-hazards:groups=2,horizon=50", (0.5, 0.5),
+                          budget=400)  # fmt: skip
+    for kind in core.CRITIC_KINDS:
+        res = method.run(prob, seed=0, steps_per_iter=200, critic=kind, critic_iters=5)
+        assert len(res.curve) == 2
+        row = res.curve[-1]
+        assert {"mode", "r", "kept", "accepted", "cost_0", "cost_1"} <= set(row)
+        assert row["kl"] <= 1.5 * 0.01 + 1e-9
+        assert all(np.isfinite(p.detach()).all() for p in res.policy.parameters())
