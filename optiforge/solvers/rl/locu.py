@@ -85,9 +85,13 @@ from optiforge.solvers.rl.baselines import (
     IterContext,
     LoopConfig,
     OnPolicyLoop,
+    cpo_direction,
+    pcpo_direction,
+    ppo_lag_update,
+    trpo_direction,
     trust_region_update,
 )
-from optiforge.solvers.rl.core import conjugate_gradient, set_flat_params
+from optiforge.solvers.rl.core import conjugate_gradient, flat_params, set_flat_params
 
 Fvp = Callable[[torch.Tensor], torch.Tensor]
 Mode = Literal["optimize", "recover", "stuck"]
@@ -402,3 +406,48 @@ LOCU = RLMethod(
     hparams=LOCU_HPARAMS,
     run=run_locu,
 )
+
+
+# the comparison variants (claim test and benchmark): every method on the same loop, from
+# the same initial parameters
+VARIANTS = ("locu", "locu-gs", "locu-nopareto", "cpo", "pcpo", "ppo-lag", "trpo")
+
+
+def run_variant(name: str, problem: ControlProblem, seed: int = 0,
+                init: torch.Tensor | None = None, **hp: Any) -> RLResult:  # fmt: skip
+    """Train ``name`` (``VARIANTS``: LOCU, its Gram-Schmidt and no-Pareto ablations, the
+    baselines and unconstrained TRPO) on the shared loop from ``init`` (flat parameters;
+    ``None``: the loop's seeded initialization)."""
+    ppo_keys = ("lr", "lambda_lr", "epochs", "minibatch", "clip")
+    ppo_kw = {k: hp.pop(k) for k in ppo_keys if k in hp}
+    update: Callable[[IterContext], Any]
+    if name.startswith("locu"):
+        lk = {k: hp.pop(k) for k in _LOCU_KEYS if k in hp}
+        if name == "locu-gs":
+            lk["orthogonalization"] = "gram-schmidt"
+        elif name == "locu-nopareto":
+            lk["pareto"] = False
+        elif name != "locu":
+            raise KeyError(name)
+        update = trust_region_update(locu_step_direction(LocuConfig(**lk)))
+    elif name in ("cpo", "pcpo", "trpo"):
+        update = trust_region_update(
+            {"cpo": cpo_direction, "pcpo": pcpo_direction, "trpo": trpo_direction}[name]
+        )
+    elif name == "ppo-lag":
+        update = ppo_lag_update(**ppo_kw)
+    else:
+        raise KeyError(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")
+    cfg = LoopConfig.from_hparams(constrained=name != "trpo", **hp)
+    loop = OnPolicyLoop(problem, seed, cfg)
+    if init is not None:
+        set_flat_params(loop.policy, init)
+    return loop.run(update)
+
+
+def pretrain_unconstrained(problem: ControlProblem, seed: int, budget: int, **hp: Any
+                           ) -> torch.Tensor:  # fmt: skip
+    """Flat parameters of a policy trained by TRPO ignoring the constraints for ``budget``
+    steps (an infeasible start for the constrained methods)."""
+    res = run_variant("trpo", replace(problem, budget=budget), seed, **hp)
+    return flat_params(res.policy).clone()
