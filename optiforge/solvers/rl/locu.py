@@ -355,15 +355,23 @@ def locu_step_direction(cfg: LocuConfig = LocuConfig()
                         ) -> Callable[[IterContext], tuple[torch.Tensor, dict[str, Any]]]:  # fmt: skip
     """The shared loop's ``step_direction`` for LOCU (``delta`` and ``cg_iters`` from the
     loop's config). ``info``: ``mode`` (0 optimize, 1 recover, 2 stuck), ``r`` (reduced
-    dimension), ``kept`` (constraints after screening), ``released``, and the line
-    search's ``check_reward`` (off while recovering)."""
+    dimension), ``kept`` (constraints after screening), ``released``,
+    ``pred_viol_max`` / ``pred_sat_rise`` (largest first-order change of a kept violated /
+    satisfied cost; NaN if none) and the line search's ``check_reward`` (off while
+    recovering)."""
 
     def direction(ctx: IterContext) -> tuple[torch.Tensor, dict[str, Any]]:
         c = replace(cfg, delta=ctx.delta, cg_iters=ctx.config.cg_iters)
-        d = locu_direction(ctx.g, ctx.B, -ctx.c, ctx.fvp, c)
+        h = -ctx.c
+        d = locu_direction(ctx.g, ctx.B, h, ctx.fvp, c)
+        viol = [i for i in d.kept if h[i] < 0]
+        sat = [i for i in d.kept if h[i] >= 0]
         info: dict[str, Any] = {
             "check_reward": d.mode == "optimize", "mode": _MODE_CODE[d.mode], "r": d.r,
             "kept": len(d.kept), "released": float(d.released), "pred_reward": d.pred_reward,
+            # first-order changes (per-step units) of the kept violated / satisfied costs
+            "pred_viol_max": float(d.pred_costs[viol].max()) if viol else float("nan"),
+            "pred_sat_rise": float(d.pred_costs[sat].max()) if sat else float("nan"),
         }  # fmt: skip
         return d.x, info
 
