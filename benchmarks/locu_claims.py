@@ -79,6 +79,8 @@ def curve_metrics(curve: list[dict[str, float]], limits: np.ndarray, tail: int =
         "overshoot": float(over[first:].max()) if first < len(curve) else float("nan"),
         "max_kl": float(max(row["kl"] for row in curve)),
         "recover_iters": float(sum(row.get("mode", row.get("case", 0)) == 1 for row in curve)),
+        # LOCU: iterations whose reduced space lost a dimension to collinear compression
+        "compressed": float(sum(row["r"] < row["kept"] + 1 for row in curve if "r" in row)),
     }
 
 
@@ -110,7 +112,8 @@ def plot(results: dict[str, Any], setting: str, out: Path) -> None:
         steps = np.array([r["step"] for r in runs[0]["curve"]])
         for k, key in enumerate(["return"] + [f"cost_{i}" for i in range(m)]):
             ys = np.array([[r[key] for r in run["curve"]] for run in runs])
-            axes[k].plot(steps, np.nanmean(ys, axis=0), label=method, lw=1.3)
+            ls = "--" if method.startswith("locu-") else "-"
+            axes[k].plot(steps, np.nanmean(ys, axis=0), label=method, lw=1.3, ls=ls)
     axes[0].set_title("return")
     for i in range(m):
         axes[i + 1].axhline(limits[i], color="k", ls="--", lw=0.8)
@@ -125,7 +128,7 @@ def plot(results: dict[str, Any], setting: str, out: Path) -> None:
 
 
 KEYS = ["final_return", "final_violation", "eval_return", "eval_violation", "first_feasible",
-        "flips", "overshoot", "max_kl"]  # fmt: skip
+        "flips", "overshoot", "max_kl", "compressed"]  # fmt: skip
 
 
 def main() -> None:
