@@ -14,6 +14,9 @@ expected-episode-cost constraint per group; ``corridor`` adds a wall-contact con
   per constraint; a random policy hits the walls ~170 steps an episode (infeasible start).
 - ``infeasible``: 3 groups, budget 0.5 per group, starting from a policy trained without
   constraints (TRPO) for ``--pretrain`` steps (every constraint violated).
+- ``halfcheetah`` (opt-in): ``HalfCheetah-v5`` with the speed-limit cost (budget 20 steps
+  over 3.21 m/s per 1000-step episode) and a position bound ``|x| <= 3`` (budget 100
+  steps outside); short runs only (``--budget`` of a few tens of thousands of steps).
 
 Per run: the final return and costs (mean of the last 3 iterations' rollouts), the
 largest final violation, the first feasible iteration, feasibility flips (iterations at
@@ -47,7 +50,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "coupled": {"env": "point-hazards:groups=4,hazards_per_group=3", "limits": (1.0,) * 4},
     "corridor": {"env": "point-hazards:groups=2,corridor=0.3", "limits": (2.0,) * 3},
     "infeasible": {"env": "point-hazards:groups=3", "limits": (0.5,) * 3, "pretrain": True},
+    # opt-in (--settings halfcheetah): MuJoCo, 1000-step episodes, Safety-Gymnasium's speed
+    # limit and a position bound; a short run (a few episodes per iteration)
+    "halfcheetah": {"env": "HalfCheetah-v5+velocity+position:3.0", "limits": (20.0, 100.0)},
 }
+DEFAULT_SETTINGS = ("coupled", "corridor", "infeasible")
 METHODS = ["locu", "locu-gs", "locu-nopareto", "cpo", "pcpo", "ppo-lag"]
 
 
@@ -138,7 +145,7 @@ def main() -> None:
     ap.add_argument("--steps-per-iter", type=int, default=1000)
     ap.add_argument("--pretrain", type=int, default=12_000)
     ap.add_argument("--critic", default="mlp")
-    ap.add_argument("--settings", default=",".join(SETTINGS))
+    ap.add_argument("--settings", default=",".join(DEFAULT_SETTINGS))
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()

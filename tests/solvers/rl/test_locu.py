@@ -244,3 +244,20 @@ def test_locu_runs_through_the_catalogue_with_every_critic_kind() -> None:
         assert {"mode", "r", "kept", "accepted", "cost_0", "cost_1"} <= set(row)
         assert row["kl"] <= 1.5 * 0.01 + 1e-9
         assert all(np.isfinite(p.detach()).all() for p in res.policy.parameters())
+
+
+def test_zero_gradient_constraints_are_set_aside() -> None:
+    rng = np.random.default_rng(10)
+    n = 8
+    f = _spd(n, rng, cond=5.0)
+    g = torch.as_tensor(rng.normal(size=n))
+    b = torch.as_tensor(rng.normal(size=(3, n)))
+    b[1] = 0.0  # never incurred cost in the batch: no step changes it to first order
+    b[2] = 0.0
+    d = locu_direction(g, b, np.array([0.01, 0.5, -0.3]), _fvp(f), LocuConfig(cg_iters=40))
+    assert d.kept == [0]  # satisfied one screened, violated one set aside
+    assert d.mode == "optimize" and d.pred_costs[1] == d.pred_costs[2] == 0.0
+    # nothing left to move along: a zero step, flagged
+    none = locu_direction(torch.zeros(n, dtype=torch.float64), b[1:], np.array([0.5, -0.3]),
+                          _fvp(f), LocuConfig(cg_iters=40))  # fmt: skip
+    assert none.mode == "stuck" and float(none.x.abs().max()) == 0.0
