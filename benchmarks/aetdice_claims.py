@@ -120,9 +120,10 @@ def plots(res: dict[str, Any], out: Path) -> None:
     fig, axes = plt.subplots(1, len(probs), figsize=(4.2 * len(probs), 3.6))
     sizes = res["sizes"]
     for ax, rec in zip(np.atleast_1d(axes), probs, strict=True):
-        for m in METHODS:
-            mus, hs = zip(*(ci(rec["values"][m][n]) for n in sizes), strict=True)
-            ax.errorbar(sizes, mus, yerr=hs, marker="o", capsize=3, label=m)
+        for m, style in zip(METHODS, ("o-", "s--", "^:"), strict=True):
+            vals = rec["values"][m]
+            mus, hs = zip(*(ci(vals[n] if n in vals else vals[str(n)]) for n in sizes), strict=True)
+            ax.errorbar(sizes, mus, yerr=hs, fmt=style, capsize=3, label=m, alpha=0.8)
         if rec["dp"] is not None:
             ax.axhline(rec["dp"], color="k", ls="--", lw=1, label="DP optimum")
         ax.set_xscale("log")
@@ -162,7 +163,11 @@ def main() -> None:
     ap.add_argument("--sizes", default="50,100,200,400,800")
     ap.add_argument("--alpha-scale", type=float, default=1.0, help="multiplies every alpha")
     ap.add_argument("--out", default="runs/aetdice")
+    ap.add_argument("--replot", action="store_true", help="redraw from --out/results.json")
     args = ap.parse_args()
+    if args.replot:
+        plots(json.loads((Path(args.out) / "results.json").read_text()), Path(args.out))
+        return
     import torch
 
     torch.set_num_threads(1)
