@@ -127,6 +127,8 @@ def plots(res: dict[str, Any], out: Path) -> None:
         if rec["dp"] is not None:
             ax.axhline(rec["dp"], color="k", ls="--", lw=1, label="DP optimum")
         ax.set_xscale("log")
+        ax.set_xticks(sizes, [str(n) for n in sizes])
+        ax.minorticks_off()
         ax.set_xlabel("episodes in the dataset")
         ax.set_title(f"{rec['env'].split(':')[0]}: {rec['objective']}", fontsize=9)
     np.atleast_1d(axes)[0].set_ylabel("objective (exact / 400 MC episodes)")
