@@ -226,3 +226,18 @@ def test_point_env_discretized() -> None:
     pol, info = A.solve("aetdice", data, obj, 3)
     R = A.rollout_returns("point", pol, 20, 10_000)
     assert R.shape == (20, 2) and np.isfinite(info["estimate"])
+
+
+def test_ser_objective_via_concave_programme() -> None:
+    """``ser:`` objectives: the exact programme's optimum bounds every policy's f(E[R]) (here
+    the ESR-optimal one's), and AETDICE's regularized solution stays below it."""
+    spec = "resource:horizon=20,attack=0.3"
+    m = make_mo_env(spec).model()  # type: ignore[union-attr]
+    aug = A.AugmentedMDP.build(m)
+    ser = A.parse_objective("ser:fair")
+    opt, _ = A.dp_optimum(m, ser, aug)
+    _, esr_pol = A.dp_optimum(m, A.parse_objective("fair"), aug)
+    assert ser.value(*A.evaluate_exact(aug, np.eye(4)[esr_pol])) <= opt + 1e-6
+    pol, _ = A.solve("aetdice", mo_data.collect_dataset(spec, 150, seed=0), ser, 4)
+    v = ser.value(*A.evaluate_exact(aug, pol.on_aug(aug)))
+    assert opt - 0.3 < v <= opt + 1e-6
