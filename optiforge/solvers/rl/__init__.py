@@ -6,5 +6,6 @@ against (CPO, PCPO, Lagrangian PPO; linear scalarization, Markov-policy DICE).
 Needs the ``rl`` extra (gymnasium with MuJoCo, pinned; it leaves torch alone).
 ``envs`` holds the Safety-Gymnasium-style constraint costs, ``core`` the policy-gradient
 machinery every method shares, ``api`` the contract between control problems and methods
-(what the formulator and the ``rl`` suite call), ``catalogue`` the methods by name.
+(what the formulator and the ``rl`` suite call), ``catalogue`` the methods by name;
+``mo_envs`` / ``mo_data`` the multi-objective worlds and offline datasets AETDICE uses.
 """
