@@ -20,9 +20,9 @@ import torch
 from optiforge.solvers.rl.api import ControlProblem, HParam, RLMethod, RLResult
 
 KINDS_OF: dict[str, frozenset[str]] = {
-    "ppo-lag": frozenset({"cmdp"}),
-    "cpo": frozenset({"cmdp"}),
-    "pcpo": frozenset({"cmdp"}),
+    "ppo-lag": frozenset({"cmdp", "statewise"}),  # as the baselines module declares them
+    "cpo": frozenset({"cmdp", "statewise"}),
+    "pcpo": frozenset({"cmdp", "statewise"}),
     "locu": frozenset({"cmdp"}),
     "ascpo": frozenset({"statewise"}),
     "aetdice": frozenset({"mo-offline"}),

@@ -74,7 +74,7 @@ def _ok(**over: Any) -> dict[str, Any]:
         (_ok(kind="risky"), r"kind 'risky' is not a problem kind"),
         (
             _ok(kind="statewise"),
-            r"method 'locu' does not solve a statewise problem \(it solves cmdp; for statewise: ascpo\)",
+            r"method 'locu' does not solve a statewise problem \(it solves cmdp; for statewise: ppo-lag, cpo, pcpo, ascpo\)",
         ),  # fmt: skip
         (_ok(hparams={"gain": 50.0}), r"locu.gain=50 is outside its range \[0.1, 10\]"),
         (_ok(hparams={"lr": 0.1}), r"locu has no hyperparameter 'lr' \(it has gain\)"),
@@ -138,7 +138,7 @@ def test_a_method_module_that_does_not_import_is_refused_and_left_out(monkeypatc
     why = task.check_plan(_ok())
     assert why is not None and why.startswith("method 'locu' is not available here (ModuleNotFoundError")  # fmt: skip
     assert "locu" not in task.options and {"cpo", "ascpo"} <= set(task.options)
-    assert task.options["cpo"]["kinds"] == ["cmdp"]
+    assert task.options["cpo"]["kinds"] == ["cmdp", "statewise"]
     assert task.options["cpo"]["hparams"]["gain"] == {"low": 0.1, "high": 10.0, "default": 1.0, "log": True, "kind": "float"}  # fmt: skip
 
 
@@ -174,7 +174,7 @@ def test_a_statewise_truth_posed_as_a_cmdp_is_scored_on_the_truth(fakes: None) -
 
 def test_the_references_pose_the_truth(fakes: None) -> None:
     assert _task("point-two-hazards").default_plan() == {"kind": "cmdp", "limits": [2.0, 1.0], "method": "ppo-lag", "hparams": {"gain": 1.0}}  # fmt: skip
-    assert _task("point-never-touch").default_plan()["kind"] == "cmdp"  # ppo-lag solves cmdp only
+    assert _task("point-never-touch").default_plan()["kind"] == "statewise"  # ppo-lag solves it
     assert _task("fishing-max-min").default_plan() == {"kind": "mo-offline", "objective": "min", "method": "linear-scalarization", "hparams": {"gain": 1.0}}  # fmt: skip
     task = _task("point-never-touch")
     found = task.tuned_plan(trials=2, seed=0)
@@ -182,7 +182,8 @@ def test_the_references_pose_the_truth(fakes: None) -> None:
     assert tried == [n for n in ALL if n in ("ppo-lag", "cpo", "pcpo", "locu", "ascpo") for _ in range(2)]  # fmt: skip
     best = min(found["search"], key=lambda r: r["val"])
     assert {k: v for k, v in found.items() if k != "search"} == best["plan"]
-    assert all(r["plan"]["kind"] == ("statewise" if r["plan"]["method"] == "ascpo" else "cmdp") for r in found["search"])  # fmt: skip
+    # locu solves cmdp only: it is tried on the same numbers posed as episode budgets
+    assert all(r["plan"]["kind"] == ("cmdp" if r["plan"]["method"] == "locu" else "statewise") for r in found["search"])  # fmt: skip
     assert task.check_plan(best["plan"]) is None
 
 
