@@ -229,3 +229,17 @@ def test_no_method_imports_no_reference(monkeypatch: pytest.MonkeyPatch) -> None
     assert task.options == {}
     with pytest.raises(InvalidPlan, match=re.escape("no catalogue method that solves cmdp imports here")):  # fmt: skip
         task.tuned_plan(trials=1, seed=0)
+
+
+def test_the_real_baselines_run_through_the_suite() -> None:
+    """CPO / PCPO / Lagrangian PPO from the catalogue on a tiny budget: a plan trains and is
+    scored; the same seed gives the same score."""
+    pytest.importorskip("optiforge.solvers.rl.baselines")
+    truth = dataclasses.replace(_task("point-one-hazard").truth, budget=400)
+    task = _task("point-one-hazard", truth=truth, episodes=2)
+    assert {"ppo-lag", "cpo", "pcpo"} <= set(task.options)
+    for method in ("ppo-lag", "cpo"):
+        plan = {"kind": "cmdp", "limits": [1], "method": method, "hparams": {"steps_per_iter": 200}}
+        a, b = task.evaluate(plan, seed=1), task.evaluate(plan, seed=1)
+        assert a.passed and math.isfinite(a.value) and a.value == b.value, a.details
+        assert a.metrics["train_s"] > 0 and "return" in a.metrics
