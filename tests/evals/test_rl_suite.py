@@ -243,3 +243,23 @@ def test_the_real_baselines_run_through_the_suite() -> None:
         a, b = task.evaluate(plan, seed=1), task.evaluate(plan, seed=1)
         assert a.passed and math.isfinite(a.value) and a.value == b.value, a.details
         assert a.metrics["train_s"] > 0 and "return" in a.metrics
+
+
+LIST_RL = """
+import sys
+from optiforge.cli.main import list_rl_methods
+list_rl_methods()
+print("IMPORTED", [m for m in sys.modules if m.startswith("optiforge.solvers.rl.")
+                   and m != "optiforge.solvers.rl.catalogue"], "torch" in sys.modules, file=sys.stderr)
+"""
+
+
+def test_list_optimizers_names_the_rl_catalogue_without_importing_it() -> None:
+    import os
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", LIST_RL], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "IMPORTED [] False" in proc.stderr
+    assert all(name in proc.stdout for name in catalogue.ENTRIES)
