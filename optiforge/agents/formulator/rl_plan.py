@@ -26,7 +26,9 @@ import here, as data); it reads no score, runs nothing and never sees the task's
 With an LLM, ``llm_rl_plan`` asks for the plan with a schema of one variant per offered
 method (``formulator.train_plan.plan_schema`` with the posed problem's fields: ``kind`` an
 enum of the kinds that method solves, ``limits`` a list of numbers for online kinds,
-``objective`` a string for ``mo-offline``; hyperparameters enums of their ``grid``); a reply
+``objective`` a string for ``mo-offline``; hyperparameters enums of their ``grid``; with the
+system's declared cost count, ``limits`` has exactly that many entries, each one of the
+numbers the words write or 0: ``stated_numbers``); a reply
 the task refuses (``check_plan``: wrong numbers, a method not for the kind, ...) is re-asked
 with the reason (``kit.ask.ask_valid``).
 """
@@ -153,21 +155,34 @@ KIND_HELP = (
 )
 
 
-def _fields(name: str, opt: dict[str, Any]) -> dict[str, Any]:
-    kinds = tuple(opt["kinds"])
-    out: dict[str, Any] = {"kind": (Literal[kinds], ...)}
-    online = any(k != "mo-offline" for k in kinds)
-    offline = "mo-offline" in kinds
-    if online:
-        out["limits"] = (list[float], Field(... if not offline else [], max_length=8))
-    if offline:
-        out["objective"] = (str, Field(... if not online else "", max_length=40))
-    return out
+def stated_numbers(text: str) -> tuple[float, ...]:
+    """Every number the words write, and 0 ("never"): what a limit may be."""
+    found = {float(v) for v in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", text)}
+    return tuple(sorted(found | {0.0}))
 
 
-def rl_schema(options: dict[str, dict[str, Any]]) -> Any:
-    """One variant per offered method: ``method``, the posed problem's fields, ``hparams``."""
-    return plan_schema(options, key="method", title="ControlPlan", fields=_fields)
+def rl_schema(options: dict[str, dict[str, Any]], n_costs: int | None = None,
+              numbers: tuple[float, ...] | None = None) -> Any:  # fmt: skip
+    """One variant per offered method: ``method``, the posed problem's fields (``kind`` an
+    enum of the kinds it solves; ``limits``, for online kinds, exactly ``n_costs`` numbers
+    (the system's declared cost count), each one of ``numbers`` (the words' own, so a
+    constrained decoder cannot invent one); ``objective`` for ``mo-offline``), ``hparams``."""
+
+    def fields(name: str, opt: dict[str, Any]) -> dict[str, Any]:
+        kinds = tuple(opt["kinds"])
+        out: dict[str, Any] = {"kind": (Literal[kinds], ...)}
+        online = any(k != "mo-offline" for k in kinds)
+        offline = "mo-offline" in kinds
+        if online:
+            item: Any = Literal[numbers] if numbers else float
+            lo, hi = (n_costs, n_costs) if n_costs else (0, 8)
+            default: Any = ... if not offline else []
+            out["limits"] = (list[item], Field(default, min_length=lo, max_length=hi))
+        if offline:
+            out["objective"] = (str, Field(... if not online else "", max_length=40))
+        return out
+
+    return plan_schema(options, key="method", title="ControlPlan", fields=fields)
 
 
 def rl_prompt(task: RLPlanTask, options: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:  # fmt: skip
@@ -194,7 +209,8 @@ def llm_rl_plan(
     ``method``: the only method the schema offers."""
     assert ctx.llm is not None
     options = allowed(task, method)
-    schema = rl_schema(options)
+    n_costs = int(task.facts.get("n_costs", 0) or 0) or None
+    schema = rl_schema(options, n_costs, stated_numbers(task.description))
 
     def parse(reply: Completion) -> dict[str, Any]:
         if reply.parsed is None:

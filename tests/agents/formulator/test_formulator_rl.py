@@ -16,7 +16,13 @@ from langgraph.runtime import Runtime
 from optiforge.agents import get_agent
 from optiforge.agents.formulator import FormulatorConfig
 from optiforge.agents.formulator.nodes import control_plan
-from optiforge.agents.formulator.rl_plan import heuristic_rl_plan, read_words, rl_prompt, rl_schema
+from optiforge.agents.formulator.rl_plan import (
+    heuristic_rl_plan,
+    read_words,
+    rl_prompt,
+    rl_schema,
+    stated_numbers,
+)
 from optiforge.agents.kit import RunContext
 from optiforge.agents.kit.context import AgentContext
 from optiforge.config import RunSettings
@@ -148,6 +154,12 @@ def test_the_llm_schema_offers_each_method_with_its_kinds_and_grid(fakes: None) 
                 {"method": "cpo", "kind": "cmdp", "hparams": {"gain": 1.0}}):  # fmt: skip
         with pytest.raises(ValueError):
             schema.model_validate(bad)
+    tight = rl_schema(task.options, 2, stated_numbers(task.description))  # what llm_rl_plan asks
+    assert stated_numbers(task.description) == (0.0, 1.0, 2.0, 200.0, 6000.0)
+    tight.model_validate({"method": "locu", "kind": "cmdp", "limits": [2, 1], "hparams": {"gain": 1.0}})  # fmt: skip
+    for limits in ([2], [2, 1, 1], [3, 1]):  # the declared cost count; only the words' numbers
+        with pytest.raises(ValueError):
+            tight.model_validate({"method": "locu", "kind": "cmdp", "limits": limits, "hparams": {"gain": 1.0}})  # fmt: skip
     text = rl_prompt(task)[1]["content"]
     assert "locu (solves cmdp)" in text and "n_costs=2" in text and "at most 2 steps" in text
 
