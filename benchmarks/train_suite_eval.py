@@ -35,14 +35,17 @@ from optiforge.evals.stats import mean_ci95
 METHODS = ("formulator", "adamw", "tuned")
 
 
-def run_eval(model: str, split: str, seeds: int, out: Path, baselines: bool = True) -> Path:
+def run_eval(model: str, split: str, seeds: int, out: Path, baselines: bool = True,
+             bench: str = "train", extra: list[str] | None = None) -> Path:  # fmt: skip
     """``baselines=False``: the formulator's rows only (``--baselines ,``); the references
-    take no LLM, so a later model's table reads them from the first model's eval."""
-    cmd = [sys.executable, "-m", "optiforge.cli", "eval", "formulator", "--bench", "train",
+    take no LLM, so a later model's table reads them from the first model's eval.
+    ``extra``: more ``optiforge eval`` arguments (``--tasks``, ``--set``)."""
+    cmd = [sys.executable, "-m", "optiforge.cli", "eval", "formulator", "--bench", bench,
            "--split", split, "--seeds", str(seeds), "--model", model, "--memory", "none",
            "--out", str(out)]  # fmt: skip
     if not baselines:
         cmd += ["--baselines", ","]
+    cmd += extra or []
     # an existing --out is resumed: the eval skips the rows it already has
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
@@ -64,9 +67,12 @@ def _rows(eval_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in text.splitlines() if x.strip()]
 
 
-def table(eval_dir: Path, reference: Path | None = None) -> list[str]:
-    """The markdown table of one eval directory; the references (adamw, tuned) missing
-    there are read from ``reference`` (an eval of the same split and seeds)."""
+def table(eval_dir: Path, reference: Path | None = None, methods: tuple[str, str, str] = METHODS,
+          plan_key: str = "optimizer", what: str = "held-out score",
+          chosen_label: str = "Optimizers chosen") -> list[str]:  # fmt: skip
+    """The markdown table of one eval directory; the references (``methods[1:]``: adamw,
+    tuned) missing there are read from ``reference`` (an eval of the same split and seeds).
+    ``plan_key``: the plan's field that names the method (``optimizer``; ``rl``: ``method``)."""
     info = json.loads((eval_dir / "eval.json").read_text())
     rows = _rows(eval_dir)
     if reference is not None and reference != eval_dir:
@@ -82,49 +88,50 @@ def table(eval_dir: Path, reference: Path | None = None) -> list[str]:
         score[key] = float(v) if isinstance(v, int | float) else math.inf
         if v is None:
             failed[str(r["method"])] = failed.get(str(r["method"]), 0) + 1
-        opt = ((r.get("extra") or {}).get("plan") or {}).get("optimizer")
+        opt = ((r.get("extra") or {}).get("plan") or {}).get(plan_key)
         if opt:
             c = chosen.setdefault(str(r["method"]), {})
             c[opt] = c.get(opt, 0) + 1
     tasks = sorted({k[0] for k in score})
     seeds = sorted({k[2] for k in score})
     model = info["settings"].get("model") or "offline"
+    _, default, tuned = methods
     lines = [f"**{info['split']} split, {len(seeds)} seeds, formulator with `--model {model}`** "
-             "(held-out score, lower is better; mean ± 95% t-interval over seeds)", "",
-             "| task | metric | formulator | adamw (default) | tuned (random search) | formulator - adamw | formulator - tuned | normalized gap |",
+             f"({what}, lower is better; mean ± 95% t-interval over seeds)", "",
+             f"| task | metric | formulator | {default}{'' if default == 'default' else ' (default)'} | {tuned} (random search) | formulator - {default} | formulator - {tuned} | normalized gap |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     metric = {str(r["task"]): str(r.get("metric", "")) for r in rows}
     gaps_by_seed: dict[int, list[float]] = {}
     for t in tasks:
         cells = []
-        for m in METHODS:
+        for m in methods:
             vals = [score.get((t, m, s), math.inf) for s in seeds]
             fin = [v for v in vals if math.isfinite(v)]
             cells.append(_fmt(*mean_ci95(fin)) + ("" if len(fin) == len(vals) else f" ({len(vals) - len(fin)} failed)"))  # fmt: skip
         diffs = []
-        for ref in ("adamw", "tuned"):
+        for ref in methods[1:]:
             d = [score[(t, "formulator", s)] - score[(t, ref, s)] for s in seeds
                  if math.isfinite(score.get((t, "formulator", s), math.inf))
                  and math.isfinite(score.get((t, ref, s), math.inf))]  # fmt: skip
             diffs.append(_fmt(*mean_ci95(d)) if d else "-")
         gaps = []
         for s in seeds:
-            f, a, b = (score.get((t, m, s), math.inf) for m in METHODS)
+            f, a, b = (score.get((t, m, s), math.inf) for m in methods)
             if all(math.isfinite(x) for x in (f, a, b)) and a - b > 1e-12:
                 gaps.append((f - b) / (a - b))
                 gaps_by_seed.setdefault(s, []).append((f - b) / (a - b))
         lines.append(f"| {t} | {metric[t]} | {' | '.join(cells)} | {' | '.join(diffs)} | "
                      f"{_fmt(*mean_ci95(gaps)) if gaps else '-'} |")  # fmt: skip
-    pairs = [(score[(t, "formulator", s)], score[(t, "adamw", s)], score[(t, "tuned", s)])
-             for t in tasks for s in seeds if all((t, m, s) in score for m in METHODS)]  # fmt: skip
+    pairs = [(score[(t, "formulator", s)], score[(t, default, s)], score[(t, tuned, s)])
+             for t in tasks for s in seeds if all((t, m, s) in score for m in methods)]  # fmt: skip
     wins = sum(f < a for f, a, _ in pairs)
     ties = sum(f <= b for f, _, b in pairs)
     all_gaps = sorted(g for gs in gaps_by_seed.values() for g in gs)
     median = all_gaps[len(all_gaps) // 2] if all_gaps else math.nan
-    lines += ["", f"Over {len(pairs)} task-seed pairs: formulator better than adamw in {wins}, "
+    lines += ["", f"Over {len(pairs)} task-seed pairs: formulator better than {default} in {wins}, "
               f"at least as good as tuned in {ties}; median normalized gap {median:.3g} "
               "(0: as good as tuned; 1: as the default)."]  # fmt: skip
-    lines.append("Optimizers chosen: " + "; ".join(
+    lines.append(f"{chosen_label}: " + "; ".join(
         f"{m}: " + ", ".join(f"{k} x{v}" for k, v in sorted(c.items())) for m, c in sorted(chosen.items())))  # fmt: skip
     if failed:
         lines.append("Failed runs (no valid plan): " + ", ".join(f"{m} {n}" for m, n in sorted(failed.items())))  # fmt: skip

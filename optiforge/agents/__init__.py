@@ -67,7 +67,8 @@ BUILTIN_AGENTS: dict[str, AgentInfo] = {
         "bbowp",
         "Black-box word problems: write the search space and pick the optimizer (offline: a "
         "heuristic reading of the description; baseline: the fixed default); train tasks: pick the "
-        "training optimizer and its hyperparameters",
+        "training optimizer and its hyperparameters; rl tasks: pose the control problem and pick "
+        "the RL method",
     ),
     "knowevo": AgentInfo(
         "optiforge.agents.knowevo:SPEC",

@@ -187,6 +187,7 @@ def list_optimizers() -> None:
         table.add_row(name, "yes" if name in PORTFOLIO else "no", domain, cls.summary)
     list_console.print(table)
     list_training_methods()
+    list_rl_methods()
 
 
 def list_training_methods() -> None:
@@ -204,6 +205,20 @@ def list_training_methods() -> None:
         hps = ", ".join(f"{k} [{h['low']:g}, {h['high']:g}] {h['default']:g}{' log' if h['log'] else ''}"
                         for k, h in d["hparams"].items())  # fmt: skip
         table.add_row(name, ", ".join(d["kinds"]), escape(hps) or "-", escape(d["description"]))
+    list_console.print(table)
+
+
+def list_rl_methods() -> None:
+    """The RL catalogue (``solvers.rl.catalogue``): names and where each lives, from
+    ``ENTRIES`` (nothing imported: torch, gymnasium and a module not merged yet stay out)."""
+    from optiforge.solvers.rl import catalogue
+
+    table = Table(title='RL methods (an rl plan\'s "method"; `solvers.rl.catalogue.get(NAME)`; '
+                  "`optiforge eval formulator --bench rl` offers those that import)")  # fmt: skip
+    for col in ("name", "module:attribute"):
+        table.add_column(col)
+    for name in catalogue.names():
+        table.add_row(name, catalogue.ENTRIES[name])
     list_console.print(table)
 
 

@@ -20,6 +20,7 @@ BUILTIN_BENCHMARKS: dict[str, str] = {
     "procedural": "optiforge.evals.suites.procedural:ProceduralBenchmark",
     "saddle": "optiforge.evals.suites.saddle:SaddleBenchmark",
     "train": "optiforge.evals.suites.train:TrainBenchmark",
+    "rl": "optiforge.evals.suites.rl:RLBenchmark",
 }
 
 

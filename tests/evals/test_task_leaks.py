@@ -51,6 +51,7 @@ def test_every_registered_suite_is_checked() -> None:
         "procedural",
         "saddle",
         "train",
+        "rl",
     }, "a new suite needs its hidden facts listed in this file"
 
 
@@ -285,3 +286,61 @@ def test_train_hides_the_held_out_data_and_the_answer(task: Any) -> None:
         rows = [p.inner_batch(s, gen)[0] for s in range(40)] + [p.outer_batch(s, gen)[0] for s in range(40)]  # fmt: skip
     drawn = torch.cat(rows)
     assert not bool((drawn[:, None, :] == held[None, :, :]).all(-1).any()), "a held-out image in a batch"  # fmt: skip
+
+
+# --- rl: the posed truth, the winning plan and the evaluation seeds --------------------
+
+
+@pytest.mark.parametrize("task", _tasks("rl"), ids=_ids)
+def test_rl_hides_the_posed_truth_and_the_answer(task: Any) -> None:
+    """What the formulator reads names no method and no problem kind (the words state the
+    problem; posing it is the formulator's job), and the catalogue's options, which name
+    every method by design, recommend none."""
+    from optiforge.solvers.rl import catalogue
+    from optiforge.solvers.rl.api import KINDS
+
+    shown = json.dumps({"d": task.description, "f": task.facts}).lower()
+    for word in (*catalogue.ENTRIES, *KINDS, "lagrang", "trust region", "statewise", "cmdp"):
+        assert not _mentions(shown, word.lower()), word
+    seen = json.dumps({"d": task.description, "f": task.facts, "o": task.options}).lower()
+    for phrase in ("winner", "recommend", "works best", "best method"):
+        assert phrase not in seen, phrase
+    assert not hasattr(task, "problem_kind")
+
+
+def test_rl_methods_never_draw_an_evaluation_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real catalogue method trained through the suite resets its environments with seeds
+    of its own; the held-out and validation episodes' seeds are only the suite's."""
+    import dataclasses
+
+    pytest.importorskip("optiforge.solvers.rl.baselines")
+    from optiforge.evals.suites.rl import benchmark as rlb
+    from optiforge.solvers.rl.envs import PointHazards
+
+    drawn: list[tuple[str, int | None]] = []
+    phase = ["train"]
+    reset = PointHazards.reset
+
+    def spy(self: Any, *, seed: int | None = None, options: Any = None) -> Any:
+        drawn.append((phase[0], seed))
+        return reset(self, seed=seed, options=options)
+
+    monkeypatch.setattr(PointHazards, "reset", spy)
+    task = next(t for t in _tasks("rl") if t.name == "point-one-hazard")
+    task = dataclasses.replace(task, truth=dataclasses.replace(task.truth, budget=400), episodes=3)
+    method = rlb.catalogue.get("ppo-lag")
+    run = method.run
+
+    def traced(*a: Any, **k: Any) -> Any:
+        phase[0] = "train"
+        out = run(*a, **k)
+        phase[0] = "eval"
+        return out
+
+    monkeypatch.setattr(rlb.catalogue, "get", lambda name: dataclasses.replace(method, run=traced))
+    plan = {"kind": "cmdp", "limits": [1], "method": "ppo-lag", "hparams": {"steps_per_iter": 200}}
+    assert task.evaluate(plan, seed=0).passed
+    train = {s for p, s in drawn if p == "train"}
+    evals = {s for p, s in drawn if p == "eval"}
+    assert evals == set(range(rlb.HELD_OUT_SEED, rlb.HELD_OUT_SEED + 3))
+    assert train and not train & set(range(rlb.HELD_OUT_SEED, rlb.VALIDATION_SEED + 1000))

@@ -9,7 +9,8 @@ the score of a formulator run is the best value its formulation reached.
 
 On a ``train`` task (``TrainPlanTask``) the graph is one node, ``plan``: the training plan
 (a catalogue optimizer and its hyperparameters), scored by the task's training run on
-held-out data."""
+held-out data. On an ``rl`` task (``RLPlanTask``) it is one node, ``control_plan``: the
+posed control problem and a catalogue RL method, scored on held-out episodes."""
 
 from __future__ import annotations
 
@@ -26,13 +27,14 @@ from optiforge.agents.kit import AgentRun
 from optiforge.agents.kit.context import AgentContext
 from optiforge.errors import ConfigError
 from optiforge.evals.suites.bbowp.protocol import WordProblemTask
+from optiforge.evals.suites.rl.protocol import RLPlanTask
 from optiforge.evals.suites.train.protocol import TrainPlanTask
 
 CHECKPOINTS = "formulator_checkpoints.sqlite"
 
 
 def build(
-    task: WordProblemTask | TrainPlanTask, config: FormulatorConfig, budget: int | None
+    task: WordProblemTask | TrainPlanTask | RLPlanTask, config: FormulatorConfig, budget: int | None
 ) -> AgentRun:
     """``AgentSpec.build``: formulate, then (with an LLM) revise after a pilot run; on a
     ``train`` task, plan the training.
@@ -41,6 +43,8 @@ def build(
     different one is noted in the outcome."""
     if isinstance(task, TrainPlanTask):
         return build_plan(task, config, budget)
+    if isinstance(task, RLPlanTask):
+        return build_control_plan(task, config, budget)
     g: StateGraph[Any, Any, Any, Any] = StateGraph(FormulatorState, context_schema=AgentContext)
     g.add_node("formulate", nodes.formulate)
     g.add_node("revise", nodes.revise)
@@ -65,6 +69,23 @@ def build_plan(task: TrainPlanTask, config: FormulatorConfig, budget: int | None
     g.add_node("plan", nodes.plan)
     g.add_edge(START, "plan")
     g.add_edge("plan", END)
+    outcome = partial(plan_outcome, spent=task.budget, asked=budget)
+    return AgentRun(graph=g, outcome=outcome, what="a formulator run", checkpoints=CHECKPOINTS,
+                    task=task, config=config, eval_budget=budget)  # fmt: skip
+
+
+def build_control_plan(task: RLPlanTask, config: FormulatorConfig, budget: int | None) -> AgentRun:
+    """An ``rl`` task: one ``control_plan`` node (its plan is trained and scored by the task).
+
+    Raises:
+        ConfigError: ``config.rl_method`` names no RL method offered here."""
+    if config.rl_method is not None and config.rl_method not in task.options:
+        raise ConfigError(f"agent.rl_method={config.rl_method}: not offered here (offered: "
+                          f"{', '.join(task.options) or 'none'})")  # fmt: skip
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(FormulatorState, context_schema=AgentContext)
+    g.add_node("control_plan", nodes.control_plan)
+    g.add_edge(START, "control_plan")
+    g.add_edge("control_plan", END)
     outcome = partial(plan_outcome, spent=task.budget, asked=budget)
     return AgentRun(graph=g, outcome=outcome, what="a formulator run", checkpoints=CHECKPOINTS,
                     task=task, config=config, eval_budget=budget)  # fmt: skip

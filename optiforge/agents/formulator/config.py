@@ -27,8 +27,13 @@ class FormulatorConfig(BaseModel):
     revise the space and the optimizer for the rest. 0: no revision. The harness re-runs
     both stages (pilot, then the revision) as the run's score."""
     tune_trials: int = Field(default=6, ge=1, le=50)
-    """``train`` tasks: random-search trials per catalogue method of the ``tuned`` baseline
-    (the method's defaults, then draws), scored on a validation split."""
+    """``train`` and ``rl`` tasks: random-search trials per catalogue method of the
+    ``tuned`` baseline (the method's defaults, then draws), scored on a validation split
+    (``rl``: validation episodes)."""
     optimizer: str | None = None
     """``train`` tasks: use this catalogue method (``optiforge list optimizers``); the
     heuristic or the LLM then sets only its hyperparameters. None: they pick the method."""
+    rl_method: str | None = None
+    """``rl`` tasks: use this catalogue RL method (``optiforge.solvers.rl.catalogue``); the
+    heuristic or the LLM then poses the problem and sets only its hyperparameters. None:
+    they pick the method."""

@@ -1,8 +1,9 @@
 """The formulator graph's nodes: ``formulate`` then ``revise`` on a word problem, ``plan``
-on a ``train`` task (see ``agent.py``).
+on a ``train`` task, ``control_plan`` on an ``rl`` task (see ``agent.py``).
 
 Each node reads the run's task, config and handles from ``runtime.context``
-(``AgentContext[WordProblemTask, FormulatorConfig]``, or ``TrainPlanTask`` for ``plan``).
+(``AgentContext[WordProblemTask, FormulatorConfig]``, or ``TrainPlanTask`` for ``plan``,
+``RLPlanTask`` for ``control_plan``).
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ from optiforge.agents.formulator.config import FormulatorConfig
 from optiforge.agents.formulator.heuristic import heuristic_formulation
 from optiforge.agents.formulator.problem import FormulatorState
 from optiforge.agents.formulator.proposers import llm_formulation, revision_prompt
+from optiforge.agents.formulator.rl_plan import heuristic_rl_plan, llm_rl_plan
 from optiforge.agents.formulator.train_plan import heuristic_plan, llm_plan
 from optiforge.agents.kit.context import AgentContext
 from optiforge.errors import BudgetExceeded, LLMError
 from optiforge.evals.suites.bbowp.protocol import WordProblemTask
+from optiforge.evals.suites.rl.protocol import RLPlanTask
 from optiforge.evals.suites.train.protocol import TrainPlanTask
 
 Ctx = AgentContext[WordProblemTask, FormulatorConfig]
 TrainCtx = AgentContext[TrainPlanTask, FormulatorConfig]
+RLCtx = AgentContext[RLPlanTask, FormulatorConfig]
 
 
 def formulate(state: FormulatorState, runtime: Runtime[Ctx]) -> dict[str, Any]:
@@ -87,4 +91,27 @@ def plan(state: FormulatorState, runtime: Runtime[TrainCtx]) -> dict[str, Any]:
         ctx.tracer.event("plan_failed", error=str(e)[:300])
         return {"plan": {}, "by": "llm", "error": f"{type(e).__name__}: {e}"[:300]}
     ctx.tracer.event("llm_plan", optimizer=p["optimizer"], hparams=p["hparams"])
+    return {"plan": p, "by": "llm", "reasks": reasks}
+
+
+def control_plan(state: FormulatorState, runtime: Runtime[RLCtx]) -> dict[str, Any]:
+    """A control plan (the posed problem and an RL method): the LLM's (re-asked when
+    invalid), offline the heuristic's rules."""
+    ctx = runtime.context
+    task, config = ctx.task, ctx.config
+    if ctx.llm is None:
+        try:
+            p = heuristic_rl_plan(task, config.rl_method)
+        except ValueError as e:
+            ctx.tracer.event("plan_failed", error=str(e)[:300])
+            return {"plan": {}, "by": "heuristic", "error": f"ValueError: {e}"[:300]}
+        rationale = str(p.pop("rationale"))
+        ctx.tracer.event("heuristic_plan", method=p["method"], rationale=rationale)
+        return {"plan": p, "by": "heuristic", "reasks": 0, "rationale": rationale}
+    try:
+        p, reasks = llm_rl_plan(task, ctx, config.max_reasks, config.rl_method)
+    except (ValueError, LLMError, BudgetExceeded) as e:
+        ctx.tracer.event("plan_failed", error=str(e)[:300])
+        return {"plan": {}, "by": "llm", "error": f"{type(e).__name__}: {e}"[:300]}
+    ctx.tracer.event("llm_plan", method=p["method"], posed=p["kind"], hparams=p["hparams"])
     return {"plan": p, "by": "llm", "reasks": reasks}

@@ -57,10 +57,12 @@ def formulator_outcome(
 
 
 class PlanExtra(BaseModel):
-    """``AgentOutcome.extra`` on a ``train`` task (the baselines fill ``plan`` only)."""
+    """``AgentOutcome.extra`` on a ``train`` or ``rl`` task (the baselines fill ``plan``
+    only)."""
 
     plan: dict[str, Any] | None
-    """The training plan ``{"optimizer", "hparams"}``."""
+    """The training plan ``{"optimizer", "hparams"}`` or the control plan ``{"kind",
+    "limits"|"objective", "method", "hparams"}``."""
     by: str | None = None
     """Who wrote it: ``llm``, ``heuristic``, or the baseline's name."""
     reasks: int = 0
@@ -94,8 +96,9 @@ def summary_notes(rows: list[dict[str, Any]]) -> list[str]:
         if form.get("method"):
             by_method.setdefault(str(r.get("method")), Counter())[str(form["method"])] += 1
         plan = extra.get("plan") or {}
-        if plan.get("optimizer"):
-            by_method.setdefault(str(r.get("method")), Counter())[str(plan["optimizer"])] += 1
+        chosen = plan.get("optimizer") or plan.get("method")  # a training or a control plan
+        if chosen:
+            by_method.setdefault(str(r.get("method")), Counter())[str(chosen)] += 1
     for method, counts in sorted(by_method.items()):
         out.append(f"{method} chose: " + ", ".join(f"{k} x{v}" for k, v in counts.most_common()))
     return out

@@ -30,6 +30,7 @@ another method's hyperparameter nor leave a range; a reply the catalogue still r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, RootModel, create_model
@@ -111,19 +112,29 @@ def grid(h: dict[str, Any]) -> tuple[float, ...]:
     )
 
 
-def plan_schema(options: dict[str, dict[str, Any]]) -> type[BaseModel]:
-    """The reply's shape: one variant per applicable method, ``{"optimizer": NAME,
+def plan_schema(
+    options: dict[str, dict[str, Any]],
+    *,
+    key: str = "optimizer",
+    title: str = "TrainPlan",
+    fields: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+) -> type[BaseModel]:
+    """The reply's shape: one variant per applicable method, ``{key: NAME, ...fields,
     "hparams": {...}}`` whose ``hparams`` are exactly that method's, each an enum of
-    ``grid`` values inside its range (a constrained decoder can write nothing else)."""
+    ``grid`` values inside its range (a constrained decoder can write nothing else).
+
+    fields: per method (name, option) the further pydantic fields of its variant, between
+    the name and ``hparams`` (the ``rl`` plans' posed problem); none for a training plan."""
     variants: list[Any] = []
     for name, opt in options.items():
         hp_fields: dict[str, Any] = {k: (Literal[grid(h)], ...) for k, h in opt["hparams"].items()}
         slug = "".join(c if c.isalnum() else "_" for c in name)
         hparams: Any = create_model(f"HParams_{slug}", __config__=ConfigDict(extra="forbid"), **hp_fields)  # fmt: skip
-        fields: dict[str, Any] = {"optimizer": (Literal[name], ...), "hparams": (hparams, ...)}
-        variants.append(create_model(f"Plan_{slug}", __config__=ConfigDict(extra="forbid"), **fields))  # fmt: skip
+        more = fields(name, opt) if fields is not None else {}
+        spec: dict[str, Any] = {key: (Literal[name], ...), **more, "hparams": (hparams, ...)}
+        variants.append(create_model(f"Plan_{slug}", __config__=ConfigDict(extra="forbid"), **spec))  # fmt: skip
     union: Any = variants[0] if len(variants) == 1 else Union[tuple(variants)]  # noqa: UP007
-    model: type[BaseModel] = type("TrainPlan", (RootModel[union],), {"__module__": __name__})
+    model: type[BaseModel] = type(title, (RootModel[union],), {"__module__": __name__})
     return model
 
 

@@ -57,7 +57,7 @@ def test_the_spec_reads_word_problems_and_train_tasks_with_their_own_baselines()
     assert list(spec.baselines_for(bbowp)) == ["default", "human"]
     assert list(spec.baselines_for(train)) == ["adamw", "tuned"]
     funcfit = get_benchmark("funcfit").tasks("dev")[0]
-    with pytest.raises(ConfigError, match=r"formulator runs on bbowp tasks \(WordProblemTask\) or train tasks \(TrainPlanTask\); funcfit/"):  # fmt: skip
+    with pytest.raises(ConfigError, match=r"formulator runs on bbowp tasks \(WordProblemTask\) or train tasks \(TrainPlanTask\) or rl tasks \(RLPlanTask\); funcfit/"):  # fmt: skip
         spec.check_task(funcfit)
 
 

@@ -31,8 +31,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
+from optiforge.evals.plans import (
+    InvalidPlan,
+    check_hparams,
+    hparams_as_data,
+    one_line,
+    one_thread,
+    sample_hparams,
+)
 from optiforge.evals.protocol import Score, SuiteHooks
 from optiforge.evals.suites.train.problems import (
     DigitsCleaning,
@@ -42,20 +48,14 @@ from optiforge.evals.suites.train.problems import (
 )
 from optiforge.evals.suites.train.protocol import PLAN_KEYS
 from optiforge.solvers.train import catalogue
-from optiforge.solvers.train.api import HParam, TrainMethod, TrainResult
+from optiforge.solvers.train.api import TrainMethod, TrainResult
 
 Problem = DigitsMLP | MatrixSensing | GrammarLM | DigitsCleaning
 
+__all__ = ["InvalidPlan", "TrainBenchmark", "TrainTask", "options_of", "validate_plan"]
+
 METRICS = {"classify": "heldout_ce", "lowrank": "relative_error", "lm": "heldout_nats",
            "bilevel": "heldout_ce"}  # fmt: skip
-
-
-class InvalidPlan(ValueError):
-    """A training plan the catalogue cannot run (its message is one line)."""
-
-
-def _num(v: float) -> str:
-    return f"{v:.6g}"
 
 
 def validate_plan(plan: Any, kind: str) -> tuple[TrainMethod, dict[str, float]]:
@@ -76,22 +76,7 @@ def validate_plan(plan: Any, kind: str) -> tuple[TrainMethod, dict[str, float]]:
         fits = [n for n in catalogue.names() if kind in catalogue.get(n).kinds]
         raise InvalidPlan(f"optimizer {name!r} does not apply to a {kind} problem (it runs on "
                           f"{', '.join(sorted(method.kinds))}; for {kind}: {', '.join(fits)})")  # fmt: skip
-    given = plan.get("hparams") or {}
-    if not isinstance(given, dict):
-        raise InvalidPlan(f"hparams must be an object of numbers, got {type(given).__name__}")
-    unknown = sorted(str(k) for k in given if k not in method.hparams)
-    if unknown:
-        raise InvalidPlan(f"{name} has no hyperparameter {', '.join(map(repr, unknown))} "
-                          f"(it has {', '.join(sorted(method.hparams)) or 'none'})")  # fmt: skip
-    for k, v in given.items():
-        h = method.hparams[k]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise InvalidPlan(f"{name}.{k} must be a finite number, got {v!r}")
-        tol = 1e-9 * max(abs(h.low), abs(h.high), 1.0)
-        if not h.low - tol <= float(v) <= h.high + tol:
-            raise InvalidPlan(f"{name}.{k}={_num(float(v))} is outside its range "
-                              f"[{_num(h.low)}, {_num(h.high)}]")  # fmt: skip
-    return method, method.defaults({str(k): float(v) for k, v in given.items()})
+    return method, check_hparams(name, method.hparams, plan.get("hparams"))
 
 
 def options_of(kind: str) -> dict[str, dict[str, Any]]:
@@ -100,25 +85,8 @@ def options_of(kind: str) -> dict[str, dict[str, Any]]:
     for name in catalogue.names():
         m = catalogue.get(name)
         if kind in m.kinds:
-            out[name] = {"description": m.description,
-                         "hparams": {k: {"low": h.low, "high": h.high, "default": h.default,
-                                         "log": h.log, "kind": h.kind}
-                                     for k, h in m.hparams.items()}}  # fmt: skip
+            out[name] = {"description": m.description, "hparams": hparams_as_data(m.hparams)}
     return out
-
-
-def sample_hparams(method: TrainMethod, rng: random.Random) -> dict[str, float]:
-    """One random-search draw: uniform in each range, on a log scale where ``log``."""
-    out: dict[str, float] = {}
-    for k, h in method.hparams.items():
-        out[k] = _draw(h, rng)
-    return method.defaults(out)
-
-
-def _draw(h: HParam, rng: random.Random) -> float:
-    if h.log and h.low > 0:
-        return math.exp(rng.uniform(math.log(h.low), math.log(h.high)))
-    return rng.uniform(h.low, h.high)
 
 
 def train_and_score(
@@ -194,12 +162,12 @@ class TrainTask:
         for name in self.options:
             method = catalogue.get(name)
             for trial in range(trials):
-                hp = method.defaults() if trial == 0 else sample_hparams(method, rng)
+                hp = method.defaults() if trial == 0 else sample_hparams(method.hparams, rng)
                 try:
                     value, _ = train_and_score(tuning, method, hp, self.budget, seed)
                 except Exception as e:  # noqa: BLE001 - a method that fails is not the best
                     seen.append({"optimizer": name, "hparams": hp, "val": math.inf,
-                                 "error": _one_line(e)})  # fmt: skip
+                                 "error": one_line(e)})  # fmt: skip
                     continue
                 seen.append({"optimizer": name, "hparams": hp, "val": value})
         best = min(seen, key=lambda r: r["val"])
@@ -220,11 +188,11 @@ class TrainTask:
         t0 = time.perf_counter()
         details: dict[str, Any] = {"optimizer": method.name, "hparams": hp, "ignored": ignored}
         try:
-            with _one_thread():
+            with one_thread():
                 value, res = train_and_score(self.problem, method, hp, self.budget, seed)
         except Exception as e:  # noqa: BLE001 - the method's failure is the plan's score
             return Score(value=math.inf, passed=False,
-                         details={**details, "reason": f"{method.name} failed: {_one_line(e)}"})  # fmt: skip
+                         details={**details, "reason": f"{method.name} failed: {one_line(e)}"})  # fmt: skip
         metrics = {"train_s": time.perf_counter() - t0}
         curve = [c for c in res.curve if math.isfinite(c)]
         if curve:
@@ -236,21 +204,6 @@ class TrainTask:
             return Score(value=math.inf, passed=False, metrics=metrics,
                          details={**details, "reason": "training diverged (non-finite loss)"})  # fmt: skip
         return Score(value=value, passed=True, metrics=metrics, details=details)
-
-
-def _one_line(e: Exception) -> str:
-    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
-
-
-class _one_thread:
-    """Training runs on one thread (timings comparable, no oversubscription)."""
-
-    def __enter__(self) -> None:
-        self.n = torch.get_num_threads()
-        torch.set_num_threads(1)
-
-    def __exit__(self, *exc: object) -> None:
-        torch.set_num_threads(self.n)
 
 
 def _tasks() -> list[TrainTask]:
