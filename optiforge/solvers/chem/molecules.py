@@ -22,8 +22,9 @@ Choices the issue leaves open:
   ``"H"`` removes the attachment point (implicit hydrogen).
 - The *starting molecule* of a scaffold is the scaffold with ``"H"`` at every point; the
   similarity oracle compares to it (Morgan radius 2, 2048 bits, Tanimoto).
-- Invalid decorations score ``INVALID_REWARD`` (0) under every objective; every objective
-  is in [0, 1] except ``plogp`` (penalized logP, unbounded; used to test scale).
+- Invalid decorations score ``INVALID_REWARD`` (0; -10 for ``plogp``); every objective is
+  in [0, 1] except ``plogp`` (penalized logP, unbounded, of either sign: the reward whose
+  scale and offset plain policy gradient is sensitive to).
 - ``qed_logp_sim`` (the default task, PMO style): geometric mean of QED, a logP window
   desirability (1 inside [3, 4], Gaussian tails of width 1) and a similarity
   desirability ``min(1, sim / 0.25)``: improve drug-likeness, raise logP into a window, do
@@ -76,8 +77,9 @@ FRAGMENTS: tuple[str, ...] = (
 )
 """Substituents; ``*`` marks the attachment atom's bond (``*=O`` attaches by a double bond)."""
 
-INVALID_REWARD = 0.0
-"""Reward of a decoration that RDKit cannot sanitize."""
+INVALID_REWARD = {"qed": 0.0, "logp_window": 0.0, "similarity": 0.0, "plogp": -10.0}
+"""Reward of a decoration that RDKit cannot sanitize: 0 for the objectives in [0, 1], -10
+for penalized logP (below any valid decoration here: those score about -5 to 5)."""
 
 OBJECTIVES = ("qed", "logp_window", "similarity", "plogp", "qed_logp_sim")
 
@@ -270,7 +272,7 @@ class Oracle:
         mol = assemble(scaf, key[1])
         self._valid[key] = mol is not None
         if mol is None:
-            value = INVALID_REWARD
+            value = INVALID_REWARD.get(self.objective, 0.0)
         else:
             if scaf.smiles not in self._starts:
                 self._starts[scaf.smiles] = start_molecule(scaf)
