@@ -155,13 +155,14 @@ def main() -> None:
     print("\n== training stability (held-out greedy reward after training) ==")
     print(
         f"{'method':>18} | {'held-out':>15} | seed std | drawdown | final entropy | collapsed"
-        " | validity | frac. optimum"
+        " | validity | frac. optimum | train reward (last 50 steps)"
     )
     for method in methods:
         fin = np.array([np.mean(r["heldout_per_scaffold"]) for r in runs[method]])
         dd = np.array([drawdown(r["eval_reward"]) for r in runs[method]])
         ent = np.array([r["entropy"][-1] for r in runs[method]])
         val = np.array([np.mean(r["validity"][-20:]) for r in runs[method]])
+        tr_r = np.array([np.mean(r["reward"][-50:]) for r in runs[method]])
         frac = np.array(
             [np.mean(np.array(r["heldout_per_scaffold"]) / optimum) for r in runs[method]]
         )
@@ -173,20 +174,27 @@ def main() -> None:
             entropy=ci95(ent),
             collapsed=collapsed,
             validity=ci95(val),
+            train_reward=ci95(tr_r),
+            train_per_seed=tr_r.tolist(),
             frac_optimum=ci95(frac),
             per_seed=fin.tolist(),
         )
         print(
             f"{method:>18} | {fmt(fin):>15} | {summary[method]['seed_std']:.3f}    | "
             f"{fmt(dd)} | {fmt(ent, 2)} | {collapsed}/{len(fin)} | {fmt(val, 2)} | {fmt(frac)}"
+            f" | {fmt(tr_r)}"
         )
     if "grpo" in runs:
         for method in methods:
             if method == "grpo":
                 continue
             diff = np.array(summary["grpo"]["per_seed"]) - np.array(summary[method]["per_seed"])
+            tdiff = np.array(summary["grpo"]["train_per_seed"]) - np.array(
+                summary[method]["train_per_seed"]
+            )
             summary[f"grpo_minus_{method}"] = ci95(diff)
-            print(f"paired by seed, GRPO - {method}: {fmt(diff)}")
+            summary[f"grpo_minus_{method}_train"] = ci95(tdiff)
+            print(f"paired by seed, GRPO - {method}: held-out {fmt(diff)}, train {fmt(tdiff)}")
 
     print("\n== amortized (0 oracle calls at inference) vs GA (calls per held-out scaffold) ==")
     budgets = [b for b in (1, 5, 10, 25, 50, 100, 200, 400) if b <= args.ga_budget]
