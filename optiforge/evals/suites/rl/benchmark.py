@@ -424,13 +424,13 @@ def _tasks() -> list[RLTask]:
         RLTask(
             "fishing-max-min",
             "dev",
-            f"{mo} From this dataset, find the policy that maximizes the worse of the two "
-            "catches' expected totals.",
+            f"{mo} From this dataset, find the policy that maximizes the expected value of the "
+            "worse of the two catches on a trip (the smaller of cod and herring brought home).",
             ControlProblem(
                 name="fishing-max-min",
                 kind="mo-offline",
                 description="",
-                env="resource-gathering",
+                env="resource:horizon=20,attack=0.3",
                 objective="min",
                 budget=2000,
             ),
@@ -487,7 +487,7 @@ def _tasks() -> list[RLTask]:
                 name="fishing-weighted",
                 kind="mo-offline",
                 description="",
-                env="resource-gathering",
+                env="resource:horizon=20,attack=0.3",
                 objective="linear:0.7,0.3",
                 budget=2000,
             ),
