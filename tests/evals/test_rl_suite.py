@@ -278,3 +278,16 @@ def test_offline_task_scored_by_aetdice_against_the_exact_optimum() -> None:
     assert ours.metrics["dp_optimum"] == pytest.approx(0.973, abs=1e-3)
     assert ours.metrics["objective"] > 0.8
     assert lin.metrics["objective"] <= ours.metrics["objective"]
+
+
+def test_a_rollout_longer_than_the_budget_is_refused() -> None:
+    """SmolLM2 set steps_per_iter=20000 on a 6000-step task: no update would run, so the
+    plan is refused with a one-line reason (the LLM path re-asks with it)."""
+    task = _task("point-two-hazards")
+    plan = {"kind": "cmdp", "limits": [2, 1], "method": "ppo-lag", "hparams": {"steps_per_iter": 20000}}  # fmt: skip
+    with pytest.raises(
+        InvalidPlan, match=r"steps_per_iter=20000 exceeds the task's budget of 6000"
+    ):
+        validate_plan(plan, task.truth, task.labels)
+    plan["hparams"] = {"steps_per_iter": 3000}
+    assert validate_plan(plan, task.truth, task.labels)[1]["steps_per_iter"] == 3000

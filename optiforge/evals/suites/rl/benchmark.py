@@ -156,6 +156,9 @@ def validate_plan(plan: Any, truth: ControlProblem, labels: tuple[str, ...] = ()
         raise InvalidPlan(f"method {name!r} does not solve a {kind} problem (it solves "
                           f"{', '.join(sorted(method.kinds))}; for {kind}: {', '.join(fits) or 'none here'})")  # fmt: skip
     hp = check_hparams(str(name), method.hparams, plan.get("hparams"))
+    if truth.kind != "mo-offline" and hp.get("steps_per_iter", 0) > truth.budget:
+        raise InvalidPlan(f"hparams.steps_per_iter={num(float(hp['steps_per_iter']))} exceeds the "
+                          f"task's budget of {truth.budget} environment steps: no update would run")  # fmt: skip
     env = plan.get("env")
     if env is not None and str(env).replace(" ", "") != truth.env.replace(" ", ""):
         raise InvalidPlan(f"env {env!r} is not the system the description is about ({truth.env})")
