@@ -291,3 +291,11 @@ def test_a_rollout_longer_than_the_budget_is_refused() -> None:
         validate_plan(plan, task.truth, task.labels)
     plan["hparams"] = {"steps_per_iter": 3000}
     assert validate_plan(plan, task.truth, task.labels)[1]["steps_per_iter"] == 3000
+
+
+def test_the_options_an_llm_reads_cap_the_rollout_at_the_budget() -> None:
+    from optiforge.agents.formulator.train_plan import grid
+
+    task = _task("point-two-hazards")
+    spi = task.options["ppo-lag"]["hparams"]["steps_per_iter"]
+    assert spi["high"] == task.budget == 6000 and max(grid(spi)) <= 6000

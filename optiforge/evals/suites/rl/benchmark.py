@@ -124,13 +124,19 @@ def available() -> list[str]:
     return out
 
 
-def options() -> dict[str, dict[str, Any]]:
-    """The importable methods as data (``RLPlanTask.options``)."""
+def options(max_steps: int | None = None) -> dict[str, dict[str, Any]]:
+    """The importable methods as data (``RLPlanTask.options``); ``max_steps``: an online
+    task's step budget, which caps ``steps_per_iter``'s range (a longer rollout runs no
+    update, and ``validate_plan`` refuses it)."""
     out: dict[str, dict[str, Any]] = {}
     for name in available():
         m = catalogue.get(name)
-        out[name] = {"description": m.description, "kinds": sorted(m.kinds),
-                     "hparams": hparams_as_data(m.hparams)}  # fmt: skip
+        hps = hparams_as_data(m.hparams)
+        spi = hps.get("steps_per_iter")
+        if max_steps is not None and spi is not None:
+            spi["high"] = min(float(spi["high"]), float(max_steps))
+            spi["default"] = min(float(spi["default"]), spi["high"])
+        out[name] = {"description": m.description, "kinds": sorted(m.kinds), "hparams": hps}
     return out
 
 
@@ -257,7 +263,7 @@ class RLTask:
 
     @property
     def options(self) -> dict[str, dict[str, Any]]:
-        return options()
+        return options(None if self.truth.kind == "mo-offline" else self.budget)
 
     def check_plan(self, candidate: Any) -> str | None:
         try:
