@@ -40,11 +40,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from optiforge.agents.formulator.train_plan import grid, plan_schema
+from optiforge.agents.formulator.train_plan import ask_plan, grid, plan_schema
 from optiforge.agents.kit import RunContext
-from optiforge.agents.kit.ask import Invalid, ask_valid
 from optiforge.evals.suites.rl.protocol import RLPlanTask
-from optiforge.llm.types import Completion
 
 PREFERENCES: dict[str, tuple[str, ...]] = {
     "cmdp-multi": ("locu", "cpo", "pcpo", "ppo-lag"),
@@ -212,28 +210,13 @@ def llm_rl_plan(
     n_costs = int(task.facts.get("n_costs", 0) or 0) or None
     schema = rl_schema(options, n_costs, stated_numbers(task.description))
 
-    def parse(reply: Completion) -> dict[str, Any]:
-        if reply.parsed is None:
-            raise Invalid("the reply is not JSON of the asked shape")
-        parsed = reply.parsed.model_dump()
+    def to_plan(parsed: dict[str, Any]) -> dict[str, Any]:
         plan: dict[str, Any] = {"kind": str(parsed["kind"]), "method": str(parsed["method"])}
         if parsed["kind"] == "mo-offline":
             plan["objective"] = str(parsed.get("objective") or "")
         else:
             plan["limits"] = [float(v) for v in parsed.get("limits") or []]
         plan["hparams"] = dict(parsed["hparams"])
-        why = task.check_plan(plan)
-        if why:
-            raise Invalid(why)
         return plan
 
-    def invalid(attempt: int, error: str) -> None:
-        ctx.tracer.event("plan_invalid", attempt=attempt, error=error)
-
-    asked = ask_valid(ctx.llm, rl_prompt(task, options), parse, tries=max_reasks + 1,
-                      params={"schema": schema},
-                      reask=lambda error: f"That plan is invalid: {error}. Fix it.",
-                      on_invalid=invalid, stop_on=())  # fmt: skip
-    if not asked.valid or asked.value is None:
-        raise ValueError(f"no valid plan after {max_reasks + 1} replies: {asked.errors[-1]}")
-    return asked.value, asked.asks - 1
+    return ask_plan(ctx, rl_prompt(task, options), schema, to_plan, task.check_plan, max_reasks)

@@ -157,16 +157,29 @@ def llm_plan(
 ) -> tuple[dict[str, Any], int]:
     """``(plan, re-asks)`` from the LLM; ``ValueError`` when it never gave a valid one.
     ``optimizer``: the only method the schema offers."""
-    assert ctx.llm is not None
     options = allowed(task, optimizer)
-    schema = plan_schema(options)
+
+    def to_plan(parsed: dict[str, Any]) -> dict[str, Any]:
+        return {"optimizer": str(parsed["optimizer"]), "hparams": dict(parsed["hparams"])}
+
+    return ask_plan(ctx, plan_prompt(task, options), plan_schema(options), to_plan,
+                    task.check_plan, max_reasks)  # fmt: skip
+
+
+def ask_plan(ctx: RunContext, messages: list[dict[str, Any]], schema: Any,
+             to_plan: Callable[[dict[str, Any]], dict[str, Any]],
+             check: Callable[[dict[str, Any]], str | None], max_reasks: int,
+             ) -> tuple[dict[str, Any], int]:  # fmt: skip
+    """Ask ``ctx.llm`` for a plan of ``schema``, turn the parsed reply into a plan
+    (``to_plan``), re-ask with ``check``'s one-line reason while it is invalid:
+    ``(plan, re-asks)``; ``ValueError`` when no reply was valid."""
+    assert ctx.llm is not None
 
     def parse(reply: Completion) -> dict[str, Any]:
         if reply.parsed is None:
             raise Invalid("the reply is not JSON of the asked shape")
-        parsed = reply.parsed.model_dump()
-        plan = {"optimizer": str(parsed["optimizer"]), "hparams": dict(parsed["hparams"])}
-        why = task.check_plan(plan)
+        plan = to_plan(reply.parsed.model_dump())
+        why = check(plan)
         if why:
             raise Invalid(why)
         return plan
@@ -174,8 +187,7 @@ def llm_plan(
     def invalid(attempt: int, error: str) -> None:
         ctx.tracer.event("plan_invalid", attempt=attempt, error=error)
 
-    asked = ask_valid(ctx.llm, plan_prompt(task, options), parse, tries=max_reasks + 1,
-                      params={"schema": schema},
+    asked = ask_valid(ctx.llm, messages, parse, tries=max_reasks + 1, params={"schema": schema},
                       reask=lambda error: f"That plan is invalid: {error}. Fix it.",
                       on_invalid=invalid, stop_on=())  # fmt: skip
     if not asked.valid or asked.value is None:

@@ -4,8 +4,9 @@ imports neither a method nor torch nor gymnasium)."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from optiforge.solvers.lazy import load_entry
 
 if TYPE_CHECKING:  # pragma: no cover
     from optiforge.solvers.rl.api import RLMethod
@@ -30,12 +31,8 @@ def names() -> list[str]:
 
 def get(name: str) -> RLMethod:
     """The method called ``name``; ``KeyError`` naming the known ones."""
-    try:
-        module, attr = ENTRIES[name].split(":")
-    except KeyError:
-        raise KeyError(f"unknown RL method {name!r} (known: {', '.join(ENTRIES)})") from None
+    method = load_entry(ENTRIES, name, "RL method")
     from optiforge.solvers.rl.api import RLMethod
 
-    method = getattr(importlib.import_module(module), attr)
     assert isinstance(method, RLMethod), ENTRIES[name]
     return method

@@ -10,11 +10,12 @@ not in it yet is described by importing it (``info``).
 
 from __future__ import annotations
 
-import importlib
 import json
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from optiforge.solvers.lazy import load_entry
 
 if TYPE_CHECKING:  # pragma: no cover
     from optiforge.solvers.train.api import TrainMethod
@@ -39,13 +40,9 @@ def names() -> list[str]:
 
 def get(name: str) -> TrainMethod:
     """The method called ``name``; ``KeyError`` naming the known ones."""
-    try:
-        module, attr = ENTRIES[name].split(":")
-    except KeyError:
-        raise KeyError(f"unknown training method {name!r} (known: {', '.join(ENTRIES)})") from None
+    method = load_entry(ENTRIES, name, "training method")
     from optiforge.solvers.train.api import TrainMethod  # torch: only when a method is used
 
-    method = getattr(importlib.import_module(module), attr)
     assert isinstance(method, TrainMethod), ENTRIES[name]
     return method
 
