@@ -30,12 +30,21 @@ Our reading of the method (the issue leaves the construction open; these are the
    ``grad B = (1 - k mu / sigma) grad mu + (k / (2 sigma)) grad m2``, so its policy-gradient
    advantage is the same combination of the two advantages (``bound_advantage``);
    ``sigma`` is floored at ``sigma_min`` (a policy that never touches the cost has
-   ``sigma = 0``, where the square root's derivative is unbounded).
+   ``sigma = 0``, where the square root's derivative is unbounded). When ``k mu / sigma``
+   is large the two terms nearly cancel, so a critic's error that bootstrapping
+   (``lambda < 1``) turns into bias no longer cancels: measured on point-hazards, a
+   lagging ``V2`` made the recovery step *raise* the bound. The moments' advantages are
+   therefore Monte-Carlo by default (``lam_m = 1``: the critics act only as baselines,
+   which leaves the gradient unbiased whatever their error; hparam ``lam_m``).
 5. **Policy step.** A CPO-style trust-region step on the linearized bounds, several
    constraints at once (``trust_region_step``): maximize ``g^T x`` subject to
    ``B_i + b_i^T x <= w_i`` and ``x^T F x / 2 <= delta`` (``F`` the Fisher matrix), solved
-   in its ``m``-dimensional dual. When the linearized constraints cannot all be met inside
-   the trust region, a **recovery step** minimizes the worst linearized violation,
+   in its ``m``-dimensional dual. While the iterate is infeasible (some ``B_i > w_i``) the
+   step is taken on the monotone outer bound ``mu + k sqrt(E[M^2]) >= B`` instead
+   (``outer_bound_advantage``): ``mu + k sigma`` is not monotone in ``M`` (0/1 costs:
+   ``p + k sqrt(p(1-p))`` decreases towards ``p = 1``), and descending it was measured
+   to drive the policy into always violating. When the linearized constraints cannot all
+   be met inside the trust region, a **recovery step** minimizes the worst linearized violation,
    ``min_x max_i (B_i - w_i + b_i^T x)`` over the trust region, again through a small dual
    (over the simplex). A backtracking line search then checks the sampled KL and that the
    surrogate bound does not get worse than the linearization allowed.
@@ -53,11 +62,16 @@ recovery step and the loop are ours.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
 from scipy import optimize
+
+from optiforge.errors import ConfigError
+from optiforge.solvers.rl.api import ControlProblem, HParam, RLMethod, RLResult
 
 # --------------------------------------------------------------------------- maximum-MDP
 
@@ -99,6 +113,19 @@ def continuation(tgt1: torch.Tensor, v1_next: torch.Tensor, last: torch.Tensor,
     episode, the critic ``v1_next`` where the batch cuts an episode, 0 after a terminal."""
     nxt = torch.cat([tgt1[1:], tgt1.new_zeros(1)])
     return torch.where(last > 0, v1_next * (1.0 - terminal), nxt)
+
+
+def episode_closed(last: torch.Tensor, episode_lengths: Sequence[int]) -> torch.Tensor:
+    """``(T,)``: 1 where an episode ends, by termination *or by the time limit*, 0 elsewhere
+    and where the batch cuts an episode in progress (its last step, when the finished
+    episodes' lengths do not add up to ``T``). ``M`` is the maximum over the episode, so
+    nothing accrues after a time-limit truncation: the moments bootstrap only at a cut
+    (bootstrapping at truncations, right for discounted returns, was measured to bias the
+    second moment's sign on point-hazards)."""
+    closed = last.clone()
+    if int(sum(episode_lengths)) < last.shape[0]:
+        closed[-1] = 0.0
+    return closed
 
 
 def moment_targets(d: torch.Tensor, v1: torch.Tensor, v1_next: torch.Tensor, v2: torch.Tensor,
@@ -160,6 +187,16 @@ def bound_advantage(adv1: torch.Tensor, adv2: torch.Tensor, mean: float, var: fl
         return adv1
     sigma = max(math.sqrt(max(var, 0.0)), sigma_min)
     return (1.0 - k * mean / sigma) * adv1 + (k / (2.0 * sigma)) * adv2
+
+
+def outer_bound_advantage(adv1: torch.Tensor, adv2: torch.Tensor, m2: float, k: float,
+                          sigma_min: float = 0.05) -> torch.Tensor:  # fmt: skip
+    """Advantage of the monotone bound ``mu + k sqrt(E[M^2]) >= mu + k sigma``: ``adv1 +
+    k / (2 sqrt(m2)) adv2`` (``sqrt(m2)`` floored at ``sigma_min``). Both coefficients are
+    positive, so descending it lowers the first two moments of ``M``; descending ``mu + k
+    sigma`` need not (0/1 costs: ``p + k sqrt(p (1 - p))`` falls as ``p -> 1``)."""
+    root = max(math.sqrt(max(m2, 0.0)), sigma_min)
+    return adv1 + (k / (2.0 * root)) * adv2
 
 
 # --------------------------------------------------------------------------- the step
@@ -240,3 +277,179 @@ def trust_region_step(g: np.ndarray, b: np.ndarray, c: np.ndarray, hinv_g: np.nd
     nu = np.clip(res.x, 0.0, None)
     x = natural(nu)
     return x, StepInfo("constrained", nu, c + b @ x)
+
+
+# --------------------------------------------------------------------------- the method
+
+
+def _augment(obs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """The maximum-MDP's state ``(obs, u)``: ``(T, n_obs + m)``."""
+    return torch.cat([obs, u.to(obs.dtype)], dim=1)
+
+
+@dataclass
+class MomentCritics:
+    """Per constraint a mean critic ``V1`` and a second-moment critic ``V2`` of the
+    remaining running-maximum increment, on the augmented state ``(obs, u)``; each a
+    ``core.make_critic(kind, n_obs + m, m)`` (so any cost-critic architecture works)."""
+
+    v1: torch.nn.Module
+    v2: torch.nn.Module
+
+    @classmethod
+    def build(cls, kind: str, n_obs: int, m: int) -> MomentCritics:
+        from optiforge.solvers.rl.core import make_critic
+
+        return cls(make_critic(kind, n_obs + m, m), make_critic(kind, n_obs + m, m))
+
+
+@dataclass
+class BoundEstimate:
+    """One iteration's per-constraint estimates ``(m,)``: ``mean``/``var`` of ``M``, the
+    bound ``mean + k sqrt(var)`` and ``adv (T, m)`` its advantage; ``outer (m,)`` the
+    monotone bound ``mean + k sqrt(E[M^2])`` and ``adv_outer (T, m)`` its advantage."""
+
+    mean: np.ndarray
+    var: np.ndarray
+    bound: np.ndarray
+    adv: torch.Tensor
+    outer: np.ndarray
+    adv_outer: torch.Tensor
+
+
+def estimate_bound(ro: Any, critics: MomentCritics, k: float, lam: float, sigma_min: float,
+                   critic_iters: int, critic_lr: float, gen: torch.Generator | None = None
+                   ) -> BoundEstimate:  # fmt: skip
+    """From a ``core.Rollout``: the increments of the observed costs, the moment critics'
+    advantages and targets (critics fitted after the advantages are taken, as the shared
+    loop does for its critics), ``E[M]`` and ``Var[M]`` from the finished episodes (the
+    critics' values at the batch's first state when none finished) and the bound's
+    advantage per constraint."""
+    from optiforge.solvers.rl.core import critic_values, fit_critic
+
+    costs = ro.costs.double()
+    before, after = running_max(costs, ro.last)
+    d = (after - before).float()
+    s, s_next = _augment(ro.obs, before), _augment(ro.next_obs, after)
+    with torch.no_grad():
+        v1, v1n = critic_values(critics.v1, s), critic_values(critics.v1, s_next)
+        v2, v2n = critic_values(critics.v2, s), critic_values(critics.v2, s_next)
+    m = costs.shape[1]
+    closed = episode_closed(ro.last, [e.length for e in ro.episodes])
+    a1s, t1s, a2s, t2s = [], [], [], []
+    for i in range(m):
+        a1, t1, a2, t2 = moment_targets(d[:, i], v1[:, i], v1n[:, i], v2[:, i], v2n[:, i],
+                                        ro.last, closed, lam)  # fmt: skip
+        a1s.append(a1)
+        t1s.append(t1)
+        a2s.append(a2)
+        t2s.append(t2)
+    fit_critic(critics.v1, s, torch.stack(t1s, 1), critic_iters, critic_lr, gen=gen)
+    fit_critic(critics.v2, s, torch.stack(t2s, 1), critic_iters, critic_lr, gen=gen)
+    if ro.episodes:
+        mean, var = episode_moments(np.stack([e.max_cost for e in ro.episodes]))
+    else:
+        mean = v1[0].double().numpy()
+        var = np.maximum(v2[0].double().numpy() - mean**2, 0.0)
+    adv = torch.stack([bound_advantage(a1s[i], a2s[i], float(mean[i]), float(var[i]), k,
+                                       sigma_min) for i in range(m)], 1)  # fmt: skip
+    m2 = var + mean**2
+    adv_outer = torch.stack([outer_bound_advantage(a1s[i], a2s[i], float(m2[i]), k, sigma_min)
+                             for i in range(m)], 1)  # fmt: skip
+    return BoundEstimate(mean, var, upper_bound(mean, var, k), adv,
+                         mean + k * np.sqrt(np.maximum(m2, 0.0)), adv_outer)  # fmt: skip
+
+
+MODES = {"unconstrained": 0, "constrained": 1, "recovery": 2}
+
+
+def ascpo_direction(ctx: Any) -> tuple[torch.Tensor, dict[str, Any]]:
+    """``trust_region_step`` on a ``baselines.IterContext`` whose cost surrogates are the
+    bounds' (``ctx.c``: bound minus limit in per-step units); ``info["mode"]`` 0/1/2 as
+    ``MODES``; the reward check is off for a recovery step."""
+    g, b = ctx.g, ctx.B
+    hinv_g = ctx.solve(g)
+    hinv_b = torch.stack([ctx.solve(b[i]) for i in range(ctx.m)])
+    x, info = trust_region_step(g.double().numpy(), b.double().numpy(), ctx.c,
+                                hinv_g.double().numpy(), hinv_b.double().numpy(), ctx.delta)  # fmt: skip
+    step = torch.as_tensor(x, dtype=g.dtype)
+    return step, {"mode": MODES[info.mode], "check_reward": info.mode != "recovery"}
+
+
+def ascpo_update(limits: Sequence[float] | np.ndarray, k: float = 2.0, sigma_min: float = 0.05,
+                 critic: str = "mlp", lam_m: float = 1.0) -> Callable[[Any], dict[str, Any]]:  # fmt: skip
+    """The ``update(ctx)`` that ``baselines.OnPolicyLoop.run`` calls: estimate the bounds
+    (``estimate_bound``; moment critics kept in ``ctx.state``), put them in place of the
+    expected-cost surrogates (a copy of the context with ``adv_c`` the centred bound
+    advantages, ``J_c`` the bounds and ``limits`` the state-wise bounds ``w``), then the
+    trust-region / recovery step and the shared backtracking line search."""
+    from optiforge.solvers.rl.baselines import backtracking_line_search
+
+    w = np.asarray(limits, dtype=np.float64)
+
+    def update(ctx: Any) -> dict[str, Any]:
+        ro, cfg = ctx.rollout, ctx.config
+        m = int(ro.costs.shape[1])
+        if "ascpo_critics" not in ctx.state:
+            ctx.state["ascpo_critics"] = MomentCritics.build(critic, int(ro.obs.shape[1]), m)
+        est = estimate_bound(ro, ctx.state["ascpo_critics"], k, lam_m, sigma_min,
+                             cfg.critic_iters, cfg.critic_lr)  # fmt: skip
+        w_ = w if w.size == m else np.full(m, float(w.reshape(-1)[0]))
+        if np.all(est.bound <= w_):  # feasible: the step keeps mu + k sigma <= w
+            adv, value = est.adv, est.bound
+        else:  # infeasible: step on the monotone bound (see ``outer_bound_advantage``)
+            adv, value = est.adv_outer, est.outer
+        bctx = replace(ctx, adv_c=adv - adv.mean(0, keepdim=True), J_c=value, limits=w_)
+        x, info = ascpo_direction(bctx)
+        out = backtracking_line_search(bctx, x, info)
+        for i in range(m):
+            out[f"bound_{i}"] = float(est.bound[i])
+            out[f"mean_max_{i}"] = float(est.mean[i])
+            out[f"std_max_{i}"] = float(math.sqrt(max(est.var[i], 0.0)))
+        return out
+
+    return update
+
+
+HPARAMS: dict[str, HParam] = {
+    "k": HParam(0.0, 5.0, 2.0, log=False),  # certificate P(M > w) <= 1 / (1 + k^2)
+    "sigma_min": HParam(1e-3, 0.5, 0.05),
+    "delta": HParam(1e-3, 0.1, 0.01),
+    "lam": HParam(0.8, 1.0, 0.95, log=False),  # GAE lambda of the reward
+    "lam_m": HParam(0.8, 1.0, 1.0, log=False),  # of the moments (1: Monte-Carlo, see 4.)
+    "steps_per_iter": HParam(200, 20_000, 2000, kind="int"),
+    "critic": HParam(0, 3, 0, log=False, kind="int"),
+}
+
+
+def run(problem: ControlProblem, seed: int = 0, **hp: Any) -> RLResult:
+    """Train ASCPO on a ``statewise`` problem (``limits``: the bounds ``w`` on each
+    instantaneous cost). Hyperparameters: ``k``, ``sigma_min`` and the shared loop's
+    (``baselines.LoopConfig``). ``extra["certificate"]`` is ``1 / (1 + k^2)``, the bound
+    on ``P(M_i > w_i)`` once ``bound_i <= w_i``."""
+    from optiforge.solvers.rl.baselines import LoopConfig, OnPolicyLoop
+
+    if problem.kind != "statewise":
+        raise ConfigError(f"ASCPO solves statewise problems, not {problem.kind!r}")
+    k = float(hp.pop("k", 2.0))
+    sigma_min = float(hp.pop("sigma_min", 0.05))
+    lam_m = float(hp.pop("lam_m", 1.0))
+    cfg = LoopConfig.from_hparams(**hp)
+    loop = OnPolicyLoop(problem, seed, cfg)
+    res = loop.run(ascpo_update(problem.limits, k, sigma_min, cfg.critic, lam_m))
+    res.extra["certificate"] = cantelli_bound(k)
+    res.extra["k"] = k
+    return res
+
+
+ASCPO = RLMethod(
+    name="ascpo",
+    kinds=frozenset({"statewise"}),
+    description="Absolute state-wise constrained policy optimization: bounds the maximum "
+    "instantaneous cost per episode by mean + k std (mean and second-moment critics of the "
+    "running-maximum increments), a trust-region step on the linearized bound with a "
+    "recovery step; certificate P(max cost > limit) <= 1/(1+k^2) for any finite-variance "
+    "cost distribution (Cantelli)",
+    hparams=HPARAMS,
+    run=run,
+)

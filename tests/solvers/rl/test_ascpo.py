@@ -168,3 +168,21 @@ def test_recovery_minimizes_the_worst_violation() -> None:
     cp.Problem(cp.Minimize(t), [c + b @ y <= t, 0.5 * cp.quad_form(y, h) <= delta]).solve()
     assert (c + b @ x).max() == pytest.approx(t.value, abs=1e-4)
     assert (info.predicted < c).all()  # every violation shrinks
+
+
+def test_episode_closed_bootstraps_only_at_the_batch_cut() -> None:
+    last = torch.tensor([0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
+    # episodes of 3 and 2 steps finished; the last two steps are a cut episode
+    assert ascpo.episode_closed(last, [3, 2]).tolist() == [0, 0, 1, 0, 1, 0, 0]
+    # the batch ended exactly with an episode (time limit or termination): closed
+    assert ascpo.episode_closed(last, [3, 2, 2]).tolist() == last.tolist()
+
+
+def test_outer_bound_advantage_has_positive_weights() -> None:
+    a1, a2 = torch.tensor([1.0, -1.0]), torch.tensor([2.0, 0.5])
+    out = ascpo.outer_bound_advantage(a1, a2, m2=0.25, k=2.0)
+    assert torch.allclose(out, a1 + 2.0 * a2)
+    # 0/1 costs: p + k sqrt(p (1 - p)) falls towards p = 1, p + k sqrt(p) does not
+    p = np.linspace(0.01, 0.99, 99)
+    assert np.any(np.diff(p + 2 * np.sqrt(p * (1 - p))) < 0)
+    assert np.all(np.diff(p + 2 * np.sqrt(p)) > 0)
