@@ -186,3 +186,23 @@ def test_outer_bound_advantage_has_positive_weights() -> None:
     p = np.linspace(0.01, 0.99, 99)
     assert np.any(np.diff(p + 2 * np.sqrt(p * (1 - p))) < 0)
     assert np.all(np.diff(p + 2 * np.sqrt(p)) > 0)
+
+
+def test_ascpo_runs_with_several_noisy_constraints_and_reports_its_certificate() -> None:
+    from optiforge.solvers.rl.api import ControlProblem
+    from optiforge.solvers.rl.catalogue import get
+
+    method = get("ascpo")
+    assert method is ascpo.ASCPO and method.kinds == frozenset({"statewise"})
+    problem = ControlProblem("two", "statewise", "two hazard groups, noisy costs",
+                             "point-hazards:groups=2,horizon=20,cost_noise=0.1",
+                             limits=(0.5, 0.5), budget=400)  # fmt: skip
+    res = method.run(problem, 0, k=3.0, steps_per_iter=200, critic=3)
+    assert len(res.curve) == 2
+    row = res.curve[-1]
+    for i in (0, 1):
+        assert row[f"bound_{i}"] == pytest.approx(row[f"mean_max_{i}"] + 3.0 * row[f"std_max_{i}"])
+    assert row["mode"] in (0.0, 1.0, 2.0)
+    assert res.extra["certificate"] == pytest.approx(0.1)
+    with pytest.raises(Exception, match="statewise"):
+        method.run(ControlProblem("c", "cmdp", "", "point-hazards", limits=(1.0,)), 0)
