@@ -181,12 +181,13 @@ def plot(results: dict[str, dict[str, list[dict[str, Any]]]], out: Path) -> None
                 mo = np.sort(np.concatenate([r["max_obs"] for r in runs]))
                 axes[2, j].step(mo, np.arange(1, mo.size + 1) / mo.size, where="post",
                                 linestyle=":", label=f"{name} (observed)")  # fmt: skip
-        axes[0, j].set_title(f"{task}: return")
-        axes[1, j].set_title(f"{task}: per-episode P(max cost > {W}) (training)")
+        axes[0, j].set_title(f"{task}: return", fontsize=9)
+        # 0/1 costs: the mean per-episode max is P(M > w); noisy costs: the observed M's mean
+        axes[1, j].set_title(f"{task}: mean per-episode max cost (training)", fontsize=9)
         axes[1, j].axhline(ascpo.cantelli_bound(2.0), color="k", ls="--", lw=0.8,
                            label="certificate k=2")  # fmt: skip
         axes[2, j].axvline(W, color="k", ls="--", lw=0.8)
-        axes[2, j].set_title(f"{task}: CDF of the per-episode max cost (eval)")
+        axes[2, j].set_title(f"{task}: CDF of the per-episode max cost (eval)", fontsize=9)
         axes[2, j].set_xscale("symlog", linthresh=1.0)
         for ax in axes[:, j]:
             ax.legend(fontsize=7)
