@@ -189,6 +189,8 @@ def test_outer_bound_advantage_has_positive_weights() -> None:
 
 
 def test_ascpo_runs_with_several_noisy_constraints_and_reports_its_certificate() -> None:
+    # the loop is baselines' (branch i46-baselines); until it is merged this is skipped
+    pytest.importorskip("optiforge.solvers.rl.baselines")
     from optiforge.solvers.rl.api import ControlProblem
     from optiforge.solvers.rl.catalogue import get
 

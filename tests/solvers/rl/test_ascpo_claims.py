@@ -24,6 +24,7 @@ W = 0.5
 
 @pytest.mark.slow
 def test_ascpo_fewer_statewise_violations_than_mean_only_and_within_certificate() -> None:
+    pytest.importorskip("optiforge.solvers.rl.baselines")  # the shared loop
     torch.set_num_threads(1)
     problem = ControlProblem("hazards", "statewise", "reach the goal, never touch a hazard",
                              ENV, limits=(W,), budget=6000)  # fmt: skip
