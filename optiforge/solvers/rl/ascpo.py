@@ -18,6 +18,9 @@ Our reading of the method (the issue leaves the construction open; these are the
    signal ``r2_t = D_t^2 + 2 D_t G_{t+1}`` (``second_moment_signal``; ``G_{t+1}`` estimated by
    the mean's lambda-return, so that with ``lambda = 1`` the target is ``M^2`` exactly), and
    both critics are fitted to GAE(lambda) targets with ``gamma = 1`` (``moment_targets``).
+   ``M`` ends with its episode: nothing is bootstrapped after a time-limit truncation,
+   only where the batch cuts an episode (``episode_closed``; bootstrapping at the time
+   limit, as for discounted returns, was measured to flip the second moment's sign).
 3. **The bound.** ``B = E[M] + k sqrt(Var[M])`` (``upper_bound``) with ``E[M]`` and
    ``Var[M]`` estimated from the finished episodes of the current batch (unbiased under the
    current policy; the critics' start values when no episode finished). The constraint is
@@ -32,8 +35,8 @@ Our reading of the method (the issue leaves the construction open; these are the
    ``sigma`` is floored at ``sigma_min`` (a policy that never touches the cost has
    ``sigma = 0``, where the square root's derivative is unbounded). When ``k mu / sigma``
    is large the two terms nearly cancel, so a critic's error that bootstrapping
-   (``lambda < 1``) turns into bias no longer cancels: measured on point-hazards, a
-   lagging ``V2`` made the recovery step *raise* the bound. The moments' advantages are
+   (``lambda < 1``) turns into bias no longer cancels (a lagging ``V2`` was measured at
+   half of ``V1`` where 0/1 costs make them equal). The moments' advantages are
    therefore Monte-Carlo by default (``lam_m = 1``: the critics act only as baselines,
    which leaves the gradient unbiased whatever their error; hparam ``lam_m``).
 5. **Policy step.** A CPO-style trust-region step on the linearized bounds, several
@@ -55,8 +58,9 @@ Our reading of the method (the issue leaves the construction open; these are the
 
 What is a library's and what is ours: torch autograd gives the gradients and the Fisher
 products (``core``); scipy's SLSQP / L-BFGS-B solve the ``m``-dimensional duals. The
-increments, the moment critics' targets, the bound, its gradient, the dual step, the
-recovery step and the loop are ours.
+increments, the moment critics' targets, the bound, its gradient, the dual step and the
+recovery step are ours; the on-policy loop (collection, reward critic, line search) is
+``baselines.OnPolicyLoop``, shared with CPO / PCPO / Lagrangian PPO.
 """
 
 from __future__ import annotations
