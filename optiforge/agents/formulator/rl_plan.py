@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from optiforge.agents.formulator.train_plan import ask_plan, grid, plan_schema
 from optiforge.agents.kit import RunContext
@@ -160,7 +160,7 @@ def stated_numbers(text: str) -> tuple[float, ...]:
 
 
 def rl_schema(options: dict[str, dict[str, Any]], n_costs: int | None = None,
-              numbers: tuple[float, ...] | None = None) -> Any:  # fmt: skip
+              numbers: tuple[float, ...] | None = None) -> type[BaseModel]:  # fmt: skip
     """One variant per offered method: ``method``, the posed problem's fields (``kind`` an
     enum of the kinds it solves; ``limits``, for online kinds, exactly ``n_costs`` numbers
     (the system's declared cost count), each one of ``numbers`` (the words' own, so a

@@ -166,7 +166,7 @@ def llm_plan(
                     task.check_plan, max_reasks)  # fmt: skip
 
 
-def ask_plan(ctx: RunContext, messages: list[dict[str, Any]], schema: Any,
+def ask_plan(ctx: RunContext, messages: list[dict[str, Any]], schema: type[BaseModel],
              to_plan: Callable[[dict[str, Any]], dict[str, Any]],
              check: Callable[[dict[str, Any]], str | None], max_reasks: int,
              ) -> tuple[dict[str, Any], int]:  # fmt: skip

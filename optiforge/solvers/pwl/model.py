@@ -25,6 +25,7 @@ certified, and :func:`evaluate` measures a point's objective and its SOS2 / row 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -132,7 +133,8 @@ class PWLBuilder:
         )
 
 
-def _highs(verbose: bool = False):  # type: ignore[no-untyped-def]
+def new_highs(verbose: bool = False) -> Any:
+    """A HiGHS instance, quiet and single-threaded (``highspy.Highs``)."""
     import highspy
 
     h = highspy.Highs()
@@ -143,7 +145,8 @@ def _highs(verbose: bool = False):  # type: ignore[no-untyped-def]
     return h
 
 
-def _pass_lp(h, model: PWLModel, lb: np.ndarray, ub: np.ndarray) -> None:  # type: ignore[no-untyped-def]
+def pass_lp(h: Any, model: PWLModel, lb: np.ndarray, ub: np.ndarray) -> None:
+    """Load ``model``'s LP with column bounds ``lb``, ``ub`` into the HiGHS instance ``h``."""
     import highspy
 
     lp = highspy.HighsLp()
@@ -176,11 +179,11 @@ def solve_lp_exact(model: PWLModel, lb: np.ndarray, ub: np.ndarray) -> LPResult:
     """Solve the LP relaxation under bounds ``lb, ub`` (`n` each) with HiGHS's simplex."""
     import highspy
 
-    h = _highs()
+    h = new_highs()
     h.setOptionValue("solver", "simplex")
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     h.setOptionValue("dual_feasibility_tolerance", 1e-9)
-    _pass_lp(h, model, lb, ub)
+    pass_lp(h, model, lb, ub)
     h.run()
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:

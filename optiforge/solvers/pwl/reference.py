@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from optiforge.solvers.pwl.model import PWLModel, _highs, _pass_lp
+from optiforge.solvers.pwl.model import PWLModel, new_highs, pass_lp
 
 
 @dataclass
@@ -82,14 +82,14 @@ def solve_highs_mip(model: PWLModel, time_limit: float = 600.0) -> HighsMIPResul
         sos2=[],
         offset=model.offset,
     )
-    h = _highs()
+    h = new_highs()
     h.setOptionValue("mip_rel_gap", 1e-9)
     h.setOptionValue("mip_abs_gap", 1e-9)
     h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     h.setOptionValue("primal_feasibility_tolerance", 1e-9)
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("random_seed", 0)
-    _pass_lp(h, big, big.lb, big.ub)
+    pass_lp(h, big, big.lb, big.ub)
     integrality = [highspy.HighsVarType.kContinuous] * model.n + [
         highspy.HighsVarType.kInteger
     ] * nz
