@@ -101,13 +101,18 @@ def read_words(text: str, n_costs: int) -> dict[str, Any]:
 
 
 def allowed(task: RLPlanTask, method: str | None) -> dict[str, dict[str, Any]]:
-    """The task's options, or only ``method`` (``FormulatorConfig.rl_method``);
+    """The task's options that fit its data (offline methods for a logged dataset, online
+    ones otherwise), or only ``method`` (``FormulatorConfig.rl_method``);
     ``ValueError`` naming the offered ones when it is not one of them."""
     options = task.options
     if not options:
         raise ValueError("no catalogue RL method imports here")
     if method is None:
-        return options
+        # a logged dataset (the task's public facts) rules out the online methods and no
+        # dataset the offline ones; which online kind (cmdp or statewise) stays the LLM's
+        offline = task.facts.get("data") == "offline"
+        fit = {n: o for n, o in options.items() if ("mo-offline" in o["kinds"]) == offline}
+        return fit or options
     if method not in options:
         raise ValueError(f"agent.rl_method={method}: not offered here (offered: {', '.join(options)})")  # fmt: skip
     return {method: options[method]}

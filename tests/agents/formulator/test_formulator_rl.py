@@ -17,6 +17,7 @@ from optiforge.agents import get_agent
 from optiforge.agents.formulator import FormulatorConfig
 from optiforge.agents.formulator.nodes import control_plan
 from optiforge.agents.formulator.rl_plan import (
+    allowed,
     heuristic_rl_plan,
     read_words,
     rl_prompt,
@@ -202,3 +203,14 @@ def test_an_eval_row_per_method_on_one_task(fakes: None, tmp_path: Any) -> None:
     assert by["default"]["extra"]["plan"]["method"] == "ppo-lag"
     assert len(by["tuned"]["extra"]["search"]) == 2 * 4  # ppo-lag, cpo, pcpo, locu: 2 trials each
     assert all(isinstance(by[m]["best_score"], float) for m in by)
+
+
+def test_the_llm_is_offered_the_methods_that_fit_the_tasks_data(fakes: None) -> None:
+    """SmolLM2 posed every online test task as mo-offline while the offline methods were
+    offered there: a logged dataset (a public fact of the task) now decides which side is
+    offered; the online kind stays the model's to pose."""
+    online, offline = _task("point-two-hazards"), _task("fishing-max-min")
+    assert all("mo-offline" not in o["kinds"] for o in allowed(online, None).values())
+    assert all("mo-offline" in o["kinds"] for o in allowed(offline, None).values())
+    assert {"locu", "ascpo", "cpo"} <= set(allowed(online, None))
+    assert list(allowed(online, "aetdice")) == ["aetdice"]  # forcing a method still works
